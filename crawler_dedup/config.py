@@ -1,0 +1,131 @@
+"""DEDUP_* settings parsed and checked once, from Scrapy settings or any mapping."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from . import defaults
+from .exceptions import ConfigError
+
+BACKENDS = ("lmdb", "memory")
+MAX_K = 8
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    raise ConfigError(name, value, "a boolean (True/False, 1/0)")
+
+
+def _int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+        number = int(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < lo or (hi is not None and number > hi):
+        span = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(name, value, f"an integer {span}")
+    return number
+
+
+def _float(name: str, value: Any, lo: float, hi: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not lo <= number <= hi:
+        raise ConfigError(name, value, f"a number from {lo} to {hi}")
+    return number
+
+
+def _regexes(name: str, value: Any) -> list[re.Pattern]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        # -s DEDUP_ALLOW='["^https://a/", "b"]' or a comma-separated list
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else [p for p in text.split(",") if p.strip()]
+    out = []
+    for pattern in value:
+        try:
+            out.append(re.compile(pattern))
+        except (re.error, TypeError) as exc:
+            raise ConfigError(name, pattern, f"a list of valid regular expressions ({exc})") from None
+    return out
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    enabled: bool = defaults.DEDUP_ENABLED
+    allow: tuple = ()
+    backend: str = defaults.DEDUP_BACKEND
+    debug: bool = defaults.DEDUP_DEBUG
+    dir: str | None = defaults.DEDUP_DIR
+    droplog: str | None = defaults.DEDUP_DROPLOG
+    droplog_items: bool = defaults.DEDUP_DROPLOG_ITEMS
+    dry_run: bool = defaults.DEDUP_DRY_RUN
+    expected_pages: int = defaults.DEDUP_EXPECTED_PAGES
+    item_html_field: str = defaults.DEDUP_ITEM_HTML_FIELD
+    item_text_field: str = defaults.DEDUP_ITEM_TEXT_FIELD
+    item_url_field: str = defaults.DEDUP_ITEM_URL_FIELD
+    k: int = defaults.DEDUP_K
+    lmdb_map_size: int = defaults.DEDUP_LMDB_MAP_SIZE
+    lmdb_sync: bool = defaults.DEDUP_LMDB_SYNC
+    max_bytes: int = defaults.DEDUP_MAX_BYTES
+    min_tokens: int = defaults.DEDUP_MIN_TOKENS
+    shingle: int = defaults.DEDUP_SHINGLE
+    threshold: float = defaults.DEDUP_THRESHOLD
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | None = None, **overrides: Any) -> "DedupConfig":
+        """Read DEDUP_* names from `settings` (Scrapy Settings or a dict); overrides use field names."""
+        settings = settings or {}
+        raw = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            name = "DEDUP_" + f.name.upper()
+            value = settings.get(name)
+            raw[f.name] = getattr(defaults, name) if value is None else value
+        raw.update(overrides)
+        return cls._checked(raw)
+
+    @classmethod
+    def _checked(cls, raw: dict[str, Any]) -> "DedupConfig":
+        n = lambda key: "DEDUP_" + key.upper()  # noqa: E731
+        out: dict[str, Any] = {}
+        for key in ("enabled", "debug", "droplog_items", "dry_run", "lmdb_sync"):
+            out[key] = _bool(n(key), raw[key])
+        backend = str(raw["backend"]).strip()
+        if backend not in BACKENDS and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
+            raise ConfigError(n("backend"), raw["backend"], f"one of {', '.join(BACKENDS)} or a dotted path to a store class")
+        out["backend"] = backend
+        out["allow"] = tuple(_regexes(n("allow"), raw["allow"]))
+        for key in ("dir", "droplog"):
+            value = raw[key]
+            if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
+                raise ConfigError(n(key), value, "a file-system path")
+            out[key] = None if value is None else os.path.expanduser(str(value))
+        out["expected_pages"] = _int(n("expected_pages"), raw["expected_pages"], 1)
+        for key in ("item_html_field", "item_text_field", "item_url_field"):
+            if not isinstance(raw[key], str) or not raw[key]:
+                raise ConfigError(n(key), raw[key], "a non-empty item field name")
+            out[key] = raw[key]
+        out["k"] = _int(n("k"), raw["k"], 0, MAX_K)
+        out["lmdb_map_size"] = _int(n("lmdb_map_size"), raw["lmdb_map_size"], 1024 * 1024)
+        out["max_bytes"] = _int(n("max_bytes"), raw["max_bytes"], 1)
+        out["min_tokens"] = _int(n("min_tokens"), raw["min_tokens"], 1)
+        out["shingle"] = _int(n("shingle"), raw["shingle"], 1, 16)
+        out["threshold"] = _float(n("threshold"), raw["threshold"], 0.0, 1.0)
+        return cls(**out)

@@ -1,0 +1,193 @@
+"""Steps 1-8 for one page: `Deduplicator.check(url, html|text) -> Verdict`. No Scrapy here."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import DedupConfig
+from .exceptions import DedupError, StoreError
+from .extract import extract, page_title
+from .features import content_hash, shingles
+from .index import DocRecord, NearDupIndex
+from .simhash import simhash
+from .sketch import sketch
+from .stores import make_store
+from .tables import choose_plan
+from .tokens import tokenize
+from .verify import sketch_resemblance
+
+logger = logging.getLogger(__name__)
+
+MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
+
+
+def fp_hex(fp: int | None) -> str | None:
+    return None if fp is None else f"{fp:016x}"
+
+
+@dataclass
+class Verdict:
+    """What to do with one page. `action`: keep | drop | flag (dry run: would be dropped)."""
+
+    url: str
+    action: str = "keep"
+    reason: str | None = None  # exact | near (when not kept)
+    duplicate_of: str | None = None
+    duplicate_of_title: str | None = None
+    distance: int | None = None
+    similarity: float | None = None
+    fingerprint: int | None = None
+    duplicate_of_fingerprint: int | None = None
+    skipped: str | None = None  # why the page was kept without a check
+    error: str | None = None  # where a failure made us keep the page (fail open)
+    title: str | None = None
+    excerpt: str | None = None
+    tokens: int = 0
+    doc_id: int | None = None
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.action in ("drop", "flag")
+
+
+@dataclass
+class Fingerprinted:
+    text: str
+    title: str | None
+    tokens: int
+    fingerprint: int
+    sketch: np.ndarray
+    digest: bytes
+
+
+class Deduplicator:
+    """Owns the index; one per process. Use as a context manager or call open()/close()."""
+
+    def __init__(self, config: DedupConfig | None = None, store=None, **overrides):
+        self.config = config or DedupConfig.from_settings({}, **overrides)
+        if overrides and config is not None:
+            self.config = DedupConfig._checked({**self.config.__dict__, **overrides})
+        self._store = store
+        self.index: NearDupIndex | None = None
+        self.run = 0
+        self._logged: set[str] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> "Deduplicator":
+        if self.index is None:
+            store = self._store or make_store(self.config)
+            plan = lambda: choose_plan(self.config.k, self.config.expected_pages)  # noqa: E731
+            self.index = NearDupIndex.open(store, self.config.k, plan)
+            self.run = store.write(self.index.new_run)
+        return self
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.store.close()
+            self.index = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- steps 1-4 -------------------------------------------------------------------------
+    def fingerprint(self, text: str) -> Fingerprinted | None:
+        tokens = tokenize(text)
+        if len(tokens) < self.config.min_tokens:
+            return None
+        features = shingles(tokens, self.config.shingle)
+        return Fingerprinted(
+            text=text, title=None, tokens=len(tokens), fingerprint=simhash(features),
+            sketch=sketch(features), digest=content_hash(tokens),
+        )
+
+    # -- steps 1-8 -------------------------------------------------------------------------
+    def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
+              stage: str = "response", title: str | None = None) -> Verdict:
+        verdict = Verdict(url=url, title=title)
+        if any(p.search(url) for p in self.config.allow):
+            verdict.skipped = "allowed"
+            return verdict
+        if text is None:
+            if not html:
+                verdict.skipped = "empty"
+                return verdict
+            if len(html) > self.config.max_bytes:
+                verdict.skipped = "too_large"
+                return verdict
+            try:
+                extracted = extract(html, url)
+            except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
+                return self._failed(verdict, "extract", exc)
+            if extracted is None:
+                verdict.skipped = "no_text"
+                return verdict
+            text, verdict.title = extracted.text, verdict.title or extracted.title
+        elif verdict.title is None and html:
+            verdict.title = page_title(html)
+        try:
+            fp = self.fingerprint(text)
+        except Exception as exc:
+            return self._failed(verdict, "fingerprint", exc)
+        if fp is None:
+            verdict.skipped = "too_short"
+            return verdict
+        verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
+        verdict.excerpt = " ".join(text.split())[:200]
+        if self.index is None:
+            self.open()
+        try:
+            return self.index.store.write(lambda txn: self._decide(txn, verdict, fp, stage))
+        except (DedupError, OSError) as exc:
+            return self._failed(verdict, "store", exc)
+
+    def _decide(self, txn, verdict: Verdict, fp: Fingerprinted, stage: str) -> Verdict:
+        """Lookup, verify and (when kept) insert, all inside one write transaction."""
+        index = self.index
+        match, reason, distance, similarity = index.exact(txn, fp.digest), "exact", None, 1.0
+        if match is not None:
+            distance = (match.fingerprint ^ fp.fingerprint).bit_count()
+        else:
+            best = None
+            verified = 0
+            for cand_fp, dist in index.candidates(txn, fp.fingerprint):
+                for doc in index.docs(txn, cand_fp):
+                    score = sketch_resemblance(fp.sketch, doc.sketch)
+                    rank = (-score, dist, doc.doc_id)
+                    if best is None or rank < best[0]:
+                        best = (rank, doc, dist, score)
+                    verified += 1
+                if verified >= MAX_VERIFIED:
+                    break
+            if best is not None and best[3] >= self.config.threshold:
+                _, match, distance, similarity = best
+                reason = "near"
+        if match is not None and stage == "item" and match.run == self.run and match.url == verdict.url:
+            # the middleware kept this very page earlier in this run; the item is that page
+            verdict.skipped = "checked_as_response"
+            verdict.doc_id = match.doc_id
+            return verdict
+        if match is not None:
+            verdict.action = "flag" if self.config.dry_run else "drop"
+            verdict.reason, verdict.distance, verdict.similarity = reason, distance, round(similarity, 4)
+            verdict.duplicate_of, verdict.duplicate_of_title = match.url, match.title
+            verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
+            return verdict
+        record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
+                           time=time.time(), run=self.run, title=verdict.title)
+        verdict.doc_id = index.add(txn, record, fp.digest)
+        return verdict
+
+    def _failed(self, verdict: Verdict, where: str, exc: Exception) -> Verdict:
+        verdict.error = where
+        if where not in self._logged:  # once per kind, so a broken store cannot flood the log
+            self._logged.add(where)
+            logger.warning("dedup %s failed, keeping %s (further %s errors are only counted): %s",
+                           where, verdict.url, where, exc, exc_info=not isinstance(exc, StoreError))
+        return verdict

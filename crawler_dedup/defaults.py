@@ -1,0 +1,21 @@
+"""Every DEDUP_* setting with its default (ENABLED first, the rest alphabetical)."""
+
+DEDUP_ENABLED = True
+DEDUP_ALLOW: list[str] = []  # URL regexes that are never checked nor dropped
+DEDUP_BACKEND = "lmdb"  # lmdb | memory | a dotted path to a Store class
+DEDUP_DEBUG = False  # log every verdict, not only drops
+DEDUP_DIR = None  # LMDB directory; None = <scrapy data dir>/dedup
+DEDUP_DROPLOG = None  # JSONL drop log; None = <DEDUP_DIR>/droplog.jsonl
+DEDUP_DROPLOG_ITEMS = True  # write the whole dropped item into its drop-log line
+DEDUP_DRY_RUN = False  # flag duplicates in the drop log, never drop
+DEDUP_EXPECTED_PAGES = 1_000_000  # sizes the permuted tables when an index is created
+DEDUP_ITEM_HTML_FIELD = "html"
+DEDUP_ITEM_TEXT_FIELD = "text"
+DEDUP_ITEM_URL_FIELD = "url"
+DEDUP_K = 3  # Hamming distance (bits) within which two simhashes are candidates
+DEDUP_LMDB_MAP_SIZE = 256 * 1024**2  # initial LMDB map; doubles on MapFullError
+DEDUP_LMDB_SYNC = True  # fsync each commit (a kill never loses a kept page)
+DEDUP_MAX_BYTES = 5 * 1024**2  # larger bodies are skipped (counted), not extracted
+DEDUP_MIN_TOKENS = 15  # shorter texts are kept without a near-duplicate check
+DEDUP_SHINGLE = 3  # words per shingle
+DEDUP_THRESHOLD = 0.5  # minimum resemblance to drop a simhash candidate

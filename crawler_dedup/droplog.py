@@ -1,0 +1,82 @@
+"""The JSONL drop log: one object per dropped (or flagged) page, appended and flushed per line."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from .dedup import Verdict, fp_hex
+
+REQUIRED_KEYS = (
+    "time", "url", "duplicate_of", "action", "reason", "distance", "similarity",
+    "fingerprint", "duplicate_of_fingerprint", "stage", "spider",
+)
+_ACTIONS = {"drop": "dropped", "flag": "flagged"}
+
+
+def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = None) -> dict[str, Any]:
+    record = {
+        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "url": verdict.url,
+        "duplicate_of": verdict.duplicate_of,
+        "action": _ACTIONS[verdict.action],
+        "reason": verdict.reason,
+        "distance": verdict.distance,
+        "similarity": verdict.similarity,
+        "fingerprint": fp_hex(verdict.fingerprint),
+        "duplicate_of_fingerprint": fp_hex(verdict.duplicate_of_fingerprint),
+        "stage": stage,
+        "spider": spider,
+    }
+    if verdict.title:
+        record["title"] = verdict.title
+    if verdict.duplicate_of_title:
+        record["duplicate_of_title"] = verdict.duplicate_of_title
+    if verdict.excerpt:
+        record["excerpt"] = verdict.excerpt
+    if item is not None:
+        record["item"] = item
+    return record
+
+
+class DropLog:
+    """Each line goes out in one O_APPEND write, so processes sharing the file never interleave."""
+
+    def __init__(self, path: str):
+        self.path = path
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_droplog(path: str, errors: list | None = None) -> Iterator[dict[str, Any]]:
+    """Records in file order; a line that is not a JSON object is skipped (and noted in `errors`)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                record = exc
+            if isinstance(record, dict):
+                yield record
+            elif errors is not None:
+                errors.append((number, line[:200]))

@@ -1,0 +1,49 @@
+"""Step 3: tokens -> hashed word w-shingles (uint64 numpy array), and the exact-content hash."""
+
+from __future__ import annotations
+
+import numpy as np
+import xxhash
+
+# Odd 64-bit multipliers (golden-ratio family) give each shingle position its own weight,
+# so word order matters: "a b c" and "c b a" hash differently.
+_POSITION_MULT = np.array(
+    [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+     0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9,
+     0x2545F4914F6CDD1D, 0x9FB21C651E98DF25, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3,
+     0x589965CC75374CC3, 0x1D8E4E27C47D124F, 0xA0761D6478BD642F, 0xE7037ED1A0B428DB ^ 2],
+    dtype=np.uint64,
+)
+
+
+def token_hashes(tokens: list[str]) -> np.ndarray:
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(t.encode("utf-8")) for t in tokens), dtype=np.uint64, count=len(tokens))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer, vectorized: spreads every input bit over all 64 output bits."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def shingles(tokens: list[str], w: int = 3) -> np.ndarray:
+    """Hashes of the contiguous w-word shingles, in text order (a text shorter than w is one shingle)."""
+    if not tokens:
+        return np.empty(0, dtype=np.uint64)
+    th = token_hashes(tokens)
+    width = min(w, len(th))
+    count = len(th) - width + 1
+    acc = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(width):  # w vector ops, not a loop per shingle
+            acc += th[i : i + count] * _POSITION_MULT[i]
+        return _mix(acc)
+
+
+def content_hash(tokens: list[str]) -> bytes:
+    """128-bit hash of the normalized token stream: equal for pages with the same words."""
+    return xxhash.xxh3_128_digest("\x1f".join(tokens).encode("utf-8"))

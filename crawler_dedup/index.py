@@ -1,0 +1,133 @@
+"""Step 5 and the write half of step 8: the near-duplicate index over a store.
+
+`NearDupIndex` maps a fingerprint to every stored fingerprint within k bits (Manku's permuted
+tables), and keeps per page a `DocRecord` (URL, fingerprint, sketch, ...) for verification
+and for the drop log.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .exceptions import StoreFormat
+from .simhash import hamming_many
+from .stores.base import FORMAT_VERSION, from_u64, u64
+from .tables import Plan
+
+_HEAD = struct.Struct(">QdIIHH")  # fingerprint, time, tokens, run, sketch size, title bytes
+
+
+@dataclass
+class DocRecord:
+    url: str
+    fingerprint: int
+    sketch: np.ndarray
+    tokens: int
+    time: float
+    run: int = 0
+    title: str | None = None
+    doc_id: int | None = None
+
+    def encode(self) -> bytes:
+        title = (self.title or "").encode("utf-8")[:65535]
+        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.run, self.sketch.size, len(title))
+        return head + self.sketch.astype(">u8").tobytes() + title + self.url.encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
+        fp, t, tokens, run, n, tl = _HEAD.unpack_from(data)
+        pos = _HEAD.size
+        sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
+        pos += 8 * n
+        title = data[pos : pos + tl].decode("utf-8") or None
+        url = data[pos + tl :].decode("utf-8")
+        return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, run=run, title=title, doc_id=doc_id)
+
+
+class NearDupIndex:
+    """The plan is chosen when the index is created and stored in its meta record."""
+
+    def __init__(self, store, plan: Plan):
+        self.store, self.plan = store, plan
+
+    @classmethod
+    def open(cls, store, k: int, make_plan) -> "NearDupIndex":
+        """Open `store`, reusing its stored plan; a stored plan for another k fails clearly."""
+        store.open()
+        stored = store.read(lambda txn: (txn.meta_get("format"), txn.meta_get("plan")))
+        version, plan_json = stored
+        if version is not None and int(version) != FORMAT_VERSION:
+            store.close()
+            raise StoreFormat(
+                f"the index at {store.location} has format version {int(version)}, this crawler-dedup "
+                f"reads version {FORMAT_VERSION}: use a new DEDUP_DIR or delete the old one"
+            )
+        if plan_json is not None:
+            plan = Plan.from_json(plan_json)
+            if plan.k != k:
+                store.close()
+                raise StoreFormat(
+                    f"the index at {store.location} was built with DEDUP_K={plan.k}, not {k}: "
+                    f"run with -s DEDUP_K={plan.k}, or use a new DEDUP_DIR for k={k}"
+                )
+        else:
+            plan = make_plan()
+
+            def init(txn):
+                if txn.meta_get("plan") is None:  # another process may have won the race
+                    txn.meta_put("format", str(FORMAT_VERSION).encode())
+                    txn.meta_put("plan", plan.to_json().encode())
+                return Plan.from_json(txn.meta_get("plan"))
+
+            plan = store.write(init)
+        store.open_tables(len(plan.tables))
+        return cls(store, plan)
+
+    def new_run(self, txn) -> int:
+        run = from_u64(txn.meta_get("runs") or u64(0)) + 1
+        txn.meta_put("runs", u64(run))
+        return run
+
+    def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
+        """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""
+        buckets = txn.buckets(self.plan.keys(fp))
+        found = np.unique(np.concatenate(buckets)) if buckets else np.empty(0, np.uint64)
+        if not found.size:
+            return []
+        dist = hamming_many(found, fp)
+        near = dist <= self.plan.k
+        pairs = sorted(zip(dist[near].tolist(), found[near].tolist()))
+        return [(f, d) for d, f in pairs]
+
+    def docs(self, txn, fp: int) -> list[DocRecord]:
+        out = []
+        for doc_id in txn.fp_docs(fp):
+            raw = txn.doc_get(doc_id)
+            if raw is not None:
+                out.append(DocRecord.decode(raw, doc_id))
+        return out
+
+    def doc(self, txn, doc_id: int) -> DocRecord | None:
+        raw = txn.doc_get(doc_id)
+        return None if raw is None else DocRecord.decode(raw, doc_id)
+
+    def exact(self, txn, digest: bytes) -> DocRecord | None:
+        doc_id = txn.exact_get(digest)
+        return None if doc_id is None else self.doc(txn, doc_id)
+
+    def add(self, txn, record: DocRecord, digest: bytes | None = None) -> int:
+        doc_id = from_u64(txn.meta_get("next_id") or u64(1))
+        txn.meta_put("next_id", u64(doc_id + 1))
+        record.doc_id = doc_id
+        record.time = record.time or time.time()
+        txn.doc_put(doc_id, record.encode())
+        txn.fp_add(record.fingerprint, doc_id)
+        if digest is not None:
+            txn.exact_put(digest, doc_id)
+        for table, key in enumerate(self.plan.keys(record.fingerprint)):
+            txn.bucket_add(table, key, record.fingerprint)
+        return doc_id

@@ -1,0 +1,40 @@
+"""Item pipeline: drop items that carry the html or text of a page already kept."""
+
+from __future__ import annotations
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import NotConfigured
+
+from .exceptions import DuplicateItem
+from .runtime import get_runtime
+
+
+class DedupPipeline:
+    def __init__(self, runtime):
+        self.runtime = runtime
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        runtime = get_runtime(crawler)
+        if not runtime.config.enabled:
+            raise NotConfigured("DEDUP_ENABLED is off")
+        return cls(runtime)
+
+    def process_item(self, item):
+        rt, cfg = self.runtime, self.runtime.config
+        adapter = ItemAdapter(item)
+        html, text = adapter.get(cfg.item_html_field), adapter.get(cfg.item_text_field)
+        if not html and not text:
+            return item  # not a page: nothing to compare
+        url = str(adapter.get(cfg.item_url_field) or "")
+        if url and rt.seen_as_response(url):
+            rt.skip(url, "checked_as_response")
+            return item
+        if text is not None and not isinstance(text, str):
+            rt.skip(url, "bad_text_field")
+            return item
+        verdict = rt.check(url, html=html if text is None else None, text=text, stage="item",
+                           item=adapter.asdict())
+        if verdict.action == "drop":
+            raise DuplicateItem(f"near-duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")
+        return item

@@ -1,0 +1,143 @@
+"""LMDB store: one environment, named databases, big-endian keys, fixed-size sorted duplicates.
+
+Layout (DESIGN.md): `meta`; `docs` (doc id -> record); `fps` (fingerprint -> doc ids);
+`exact` (content digest -> doc id); `t000`.. one table per Manku permutation, key = the
+permuted prefix, values = the 8-byte fingerprints in that bucket (dupsort+dupfixed, so a
+bucket comes back in one getmulti straight into numpy).
+"""
+
+from __future__ import annotations
+
+import os
+
+import lmdb
+import numpy as np
+
+from ..exceptions import StoreError, StoreFull
+from .base import T, from_u64, u64
+
+_MAX_TABLES = 1000  # tables.py never plans more
+_MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
+_BUCKET_DTYPE = np.dtype(">u8")
+
+
+class _LmdbTxn:
+    def __init__(self, store: "LmdbStore", txn: lmdb.Transaction):
+        self.s, self.txn = store, txn
+
+    def meta_get(self, name):
+        value = self.txn.get(name.encode(), db=self.s.meta)
+        return None if value is None else bytes(value)
+
+    def meta_put(self, name, value):
+        self.txn.put(name.encode(), bytes(value), db=self.s.meta)
+
+    def buckets(self, keys):
+        out = []
+        for table, key in enumerate(keys):
+            cur = self.txn.cursor(db=self.s.tables[table])
+            raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+            # records are key bytes + 8 value bytes, packed
+            rec = np.dtype([("k", f"V{len(key)}"), ("v", _BUCKET_DTYPE)])
+            out.append(np.frombuffer(raw, dtype=rec)["v"].astype(np.uint64) if len(raw) else np.empty(0, np.uint64))
+        return out
+
+    def bucket_add(self, table, key, fp):
+        self.txn.put(key, u64(fp), db=self.s.tables[table], dupdata=True)
+
+    def fp_docs(self, fp):
+        cur = self.txn.cursor(db=self.s.fps)
+        if not cur.set_key(u64(fp)):
+            return []
+        return [from_u64(v) for v in cur.iternext_dup()]
+
+    def fp_add(self, fp, doc_id):
+        self.txn.put(u64(fp), u64(doc_id), db=self.s.fps, dupdata=True)
+
+    def exact_get(self, digest):
+        value = self.txn.get(bytes(digest), db=self.s.exact)
+        return None if value is None else from_u64(value)
+
+    def exact_put(self, digest, doc_id):
+        self.txn.put(bytes(digest), u64(doc_id), db=self.s.exact)
+
+    def doc_get(self, doc_id):
+        value = self.txn.get(u64(doc_id), db=self.s.docs)
+        return None if value is None else bytes(value)
+
+    def doc_put(self, doc_id, record):
+        self.txn.put(u64(doc_id), bytes(record), db=self.s.docs)
+
+    def doc_count(self):
+        return self.txn.stat(self.s.docs)["entries"]
+
+
+class LmdbStore:
+    """Open in the process that uses it (after any fork), once per process and directory."""
+
+    def __init__(self, path: str, map_size: int = 256 * 1024**2, sync: bool = True):
+        self.location = str(path)
+        self.map_size, self.sync = map_size, sync
+        self.env: lmdb.Environment | None = None
+        self.tables: list = []
+
+    @classmethod
+    def from_config(cls, config) -> "LmdbStore":
+        if not config.dir:
+            raise StoreError("the LMDB backend needs DEDUP_DIR")
+        return cls(config.dir, map_size=config.lmdb_map_size, sync=config.lmdb_sync)
+
+    def open(self) -> None:
+        try:
+            os.makedirs(self.location, exist_ok=True)
+            self.env = lmdb.open(
+                self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 8, sync=self.sync,
+                metasync=self.sync, readahead=False, max_spare_txns=4,
+            )
+            if self.env.info()["map_size"] < self.map_size:
+                self.env.set_mapsize(self.map_size)
+            self.meta = self.env.open_db(b"meta")
+            self.docs = self.env.open_db(b"docs")
+            self.exact = self.env.open_db(b"exact")
+            self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
+        except lmdb.Error as exc:
+            self.close()
+            raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
+
+    def open_tables(self, count: int) -> None:
+        try:
+            self.tables = [self.env.open_db(b"t%03d" % t, dupsort=True, dupfixed=True) for t in range(count)]
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot open the tables of the LMDB index at {self.location}: {exc}") from exc
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    def _run(self, fn, write: bool):
+        if self.env is None:
+            raise StoreError(f"the LMDB index at {self.location} is not open")
+        while True:
+            try:
+                with self.env.begin(write=write) as txn:
+                    return fn(_LmdbTxn(self, txn))
+            except lmdb.MapFullError:
+                # the whole transaction was aborted; grow and run it again from the start
+                size = self.env.info()["map_size"] * 2
+                if size > _MAX_MAP:
+                    raise StoreFull(f"the LMDB index at {self.location} reached {size // 2} bytes") from None
+                self.env.set_mapsize(size)
+            except lmdb.MapResizedError:
+                self.env.set_mapsize(0)  # another process grew the map: adopt its size
+            except lmdb.Error as exc:
+                raise StoreError(f"LMDB index at {self.location}: {exc}") from exc
+
+    def read(self, fn) -> T:
+        return self._run(fn, write=False)
+
+    def write(self, fn) -> T:
+        return self._run(fn, write=True)
+
+    def disk_bytes(self) -> int:
+        return sum(os.path.getsize(os.path.join(self.location, n)) for n in os.listdir(self.location))

@@ -1,0 +1,114 @@
+"""In-process store: dicts under a lock. For tests, short runs, and as the contract's reference."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+import numpy as np
+
+from .base import T
+
+
+class _MemoryTxn:
+    def __init__(self, store: "MemoryStore", write: bool):
+        self.s, self.write, self.undo = store, write, []
+
+    def _set(self, mapping, key, value):
+        old = mapping.get(key, _MISSING)
+        self.undo.append((mapping, key, old))
+        mapping[key] = value
+
+    def meta_get(self, name):
+        return self.s.meta.get(name)
+
+    def meta_put(self, name, value):
+        self._set(self.s.meta, name, bytes(value))
+
+    def buckets(self, keys):
+        out = []
+        for table, key in enumerate(keys):
+            values = self.s.tables[table].get(key)
+            out.append(np.fromiter(sorted(values), dtype=np.uint64) if values else np.empty(0, np.uint64))
+        return out
+
+    def bucket_add(self, table, key, fp):
+        bucket = self.s.tables[table].setdefault(key, set())
+        if fp not in bucket:
+            self.undo.append((bucket, fp, _SET_MEMBER))
+            bucket.add(fp)
+
+    def fp_docs(self, fp):
+        return sorted(self.s.fps.get(fp, ()))
+
+    def fp_add(self, fp, doc_id):
+        docs = self.s.fps.setdefault(fp, set())
+        if doc_id not in docs:
+            self.undo.append((docs, doc_id, _SET_MEMBER))
+            docs.add(doc_id)
+
+    def exact_get(self, digest):
+        return self.s.exact.get(bytes(digest))
+
+    def exact_put(self, digest, doc_id):
+        self._set(self.s.exact, bytes(digest), doc_id)
+
+    def doc_get(self, doc_id):
+        return self.s.docs.get(doc_id)
+
+    def doc_put(self, doc_id, record):
+        self._set(self.s.docs, doc_id, bytes(record))
+
+    def doc_count(self):
+        return len(self.s.docs)
+
+    def rollback(self):
+        for container, key, old in reversed(self.undo):
+            if old is _SET_MEMBER:
+                container.discard(key)
+            elif old is _MISSING:
+                container.pop(key, None)
+            else:
+                container[key] = old
+
+
+_MISSING, _SET_MEMBER = object(), object()
+
+
+class MemoryStore:
+    """Lost when the process ends; not shared between processes."""
+
+    def __init__(self, location: str = ":memory:"):
+        self.location = location
+        self.lock = threading.RLock()
+        self.meta: dict[str, bytes] = {}
+        self.docs: dict[int, bytes] = {}
+        self.fps: dict[int, set[int]] = {}
+        self.exact: dict[bytes, int] = {}
+        self.tables: dict[int, dict[bytes, set[int]]] = defaultdict(dict)
+
+    @classmethod
+    def from_config(cls, config) -> "MemoryStore":
+        return cls()
+
+    def open(self) -> None:
+        pass
+
+    def open_tables(self, count: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def read(self, fn) -> T:
+        with self.lock:
+            return fn(_MemoryTxn(self, write=False))
+
+    def write(self, fn) -> T:
+        with self.lock:
+            txn = _MemoryTxn(self, write=True)
+            try:
+                return fn(txn)
+            except BaseException:
+                txn.rollback()
+                raise
