@@ -100,7 +100,7 @@ class LmdbStore:
             self.docs = self.env.open_db(b"docs")
             self.exact = self.env.open_db(b"exact")
             self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
-        except lmdb.Error as exc:
+        except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
 

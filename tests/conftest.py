@@ -1,0 +1,66 @@
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib import resources
+
+import pytest
+
+from crawler_dedup.demo.server import PageServer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
+
+
+def _bundle():
+    root = resources.files("crawler_dedup.demo") / "pages"
+    return root, json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def articles():
+    """The bundled real article pages: list of (html bytes, gold article text)."""
+    root, manifest = _bundle()
+    return [(gzip.decompress((root / a["file"]).read_bytes()), a["body"]) for a in manifest["articles"]]
+
+
+@pytest.fixture(scope="session")
+def same_site_pairs():
+    root, manifest = _bundle()
+    return [tuple(gzip.decompress((root / f).read_bytes()) for f in p["files"]) for p in manifest["pairs"]]
+
+
+@pytest.fixture
+def serve():
+    """serve(root=None, routes=None) -> started PageServer on 127.0.0.1, stopped after the test."""
+    servers = []
+
+    def start(root=None, routes=None):
+        server = PageServer(root, routes).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def scrapy_crawl(*args, cwd=ROOT, timeout=180):
+    """`scrapy crawl pages ...` in a subprocess, as a user runs it from the project folder."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "pages", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def dedup_stats(log: str) -> dict[str, int]:
+    """The dedup/* counters from Scrapy's closing stats dump."""
+    return {k: int(v) for k, v in re.findall(r"'(dedup/[^']+)': (\d+)", log)}
+
+
+def write_urls(path, urls):
+    path.write_text("".join(u + "\n" for u in urls), encoding="utf-8")
+    return str(path)

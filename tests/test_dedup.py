@@ -1,0 +1,140 @@
+"""Deduplicator.check on real pages (the bundled demo articles), steps 1-8 without Scrapy."""
+
+import random
+
+import pytest
+
+from crawler_dedup import DedupConfig, Deduplicator
+from crawler_dedup.exceptions import ConfigError
+from crawler_dedup.stores import MemoryStore
+
+
+@pytest.fixture
+def dedup(tmp_path):
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False) as d:
+        yield d
+
+
+def test_distinct_real_pages_are_kept_and_copies_dropped(dedup, articles):
+    for i, (html, _) in enumerate(articles):
+        v = dedup.check(f"https://site/{i}", html)
+        assert v.action == "keep" and v.skipped is None and v.fingerprint is not None, v
+    v = dedup.check("https://mirror/3", articles[3][0])
+    assert (v.action, v.reason, v.duplicate_of, v.distance, v.similarity) == ("drop", "exact", "https://site/3", 0, 1.0)
+    assert v.duplicate_of_fingerprint == v.fingerprint
+
+
+def test_small_edit_is_a_near_duplicate(dedup, articles):
+    html, gold = articles[5]
+    dedup.check("https://site/a", text=gold)
+    words = gold.split(" ")
+    for pos in random.Random(1).sample(range(len(words)), 2):
+        words[pos] = "changed"
+    v = dedup.check("https://site/b", text=" ".join(words))
+    assert (v.action, v.reason, v.duplicate_of) == ("drop", "near", "https://site/a")
+    assert 0 < v.distance <= 3 and 0.5 <= v.similarity < 1.0
+
+
+def test_hard_negatives_same_site_other_article_are_kept(dedup, same_site_pairs):
+    for i, (one, two) in enumerate(same_site_pairs):
+        assert dedup.check(f"https://s{i}/1", one).action == "keep"
+        assert dedup.check(f"https://s{i}/2", two).action == "keep"
+
+
+def test_too_short_empty_and_textless_pages_are_skipped_not_indexed(dedup):
+    assert dedup.check("https://a", text="only a few words here").skipped == "too_short"
+    assert dedup.check("https://b", html=b"").skipped == "empty"
+    assert dedup.check("https://c", html=b"<html><head><script>var x = 1;</script></head><body><img src=a.png></body></html>").skipped == "no_text"
+    assert dedup.index.store.read(lambda t: t.doc_count()) == 0
+
+
+def test_oversized_body_is_skipped(tmp_path):
+    with Deduplicator(dir=str(tmp_path), max_bytes=1000) as d:
+        assert d.check("https://big", html=b"<p>" + b"x " * 2000 + b"</p>").skipped == "too_large"
+
+
+def test_allow_list_is_never_checked(tmp_path, articles):
+    with Deduplicator(dir=str(tmp_path), allow=[r"^https://keep\.me/"]) as d:
+        d.check("https://site/1", articles[0][0])
+        v = d.check("https://keep.me/copy", articles[0][0])
+        assert (v.action, v.skipped) == ("keep", "allowed")
+
+
+def test_dry_run_flags_and_does_not_index_the_copy(tmp_path, articles):
+    with Deduplicator(dir=str(tmp_path), dry_run=True) as d:
+        d.check("https://site/1", articles[0][0])
+        v = d.check("https://site/2", articles[0][0])
+        assert (v.action, v.reason, v.is_duplicate) == ("flag", "exact", True)
+        assert d.index.store.read(lambda t: t.doc_count()) == 1
+
+
+def test_item_of_a_page_kept_as_response_in_this_run_is_not_its_own_duplicate(dedup, articles):
+    html = articles[1][0]
+    assert dedup.check("https://site/p", html, stage="response").action == "keep"
+    v = dedup.check("https://site/p", html, stage="item")
+    assert (v.action, v.skipped) == ("keep", "checked_as_response")
+    # another URL with the same page is still a duplicate at the item stage
+    assert dedup.check("https://site/q", html, stage="item").action == "drop"
+
+
+def test_a_new_run_drops_what_an_earlier_run_kept(tmp_path, articles):
+    path = str(tmp_path / "idx")
+    with Deduplicator(dir=path) as d:
+        assert d.check("https://site/p", articles[2][0]).action == "keep"
+    with Deduplicator(dir=path) as d:
+        v = d.check("https://site/p", articles[2][0], stage="item")
+        assert (v.action, v.duplicate_of) == ("drop", "https://site/p")
+
+
+def test_store_failure_fails_open(tmp_path, articles, caplog):
+    d = Deduplicator(dir=str(tmp_path)).open()
+    d.index.store.env.close()  # the environment goes away under us
+    d.index.store.env = None
+    v = d.check("https://site/x", articles[0][0])
+    assert (v.action, v.error) == ("keep", "store")
+    v = d.check("https://site/y", articles[1][0])
+    assert v.error == "store"
+    assert sum("dedup store failed" in r.message for r in caplog.records) == 1  # logged once
+
+
+def test_extraction_failure_fails_open(dedup, monkeypatch):
+    import crawler_dedup.dedup as mod
+
+    def boom(*a, **k):
+        raise ValueError("parser exploded")
+
+    monkeypatch.setattr(mod, "extract", boom)
+    v = dedup.check("https://x", html="<html><p>text</p></html>")
+    assert (v.action, v.error) == ("keep", "extract")
+
+
+def test_decisions_are_deterministic_across_instances(articles):
+    def run():
+        d = Deduplicator(DedupConfig(), store=MemoryStore()).open()
+        order = [a[1] for a in articles[:6]] + [articles[2][1], articles[4][1].replace(" the ", " a ", 2)]
+        return [(v.action, v.duplicate_of, v.fingerprint) for v in
+                (d.check(f"u{i}", text=t) for i, t in enumerate(order))]
+
+    assert run() == run()
+
+
+@pytest.mark.parametrize("name,value,allowed", [
+    ("DEDUP_BACKEND", "nosuch", "lmdb, memory"),
+    ("DEDUP_K", -1, "integer from 0 to 8"),
+    ("DEDUP_K", "three", "integer from 0 to 8"),
+    ("DEDUP_THRESHOLD", 1.5, "number from 0.0 to 1.0"),
+    ("DEDUP_DRY_RUN", "maybe", "boolean"),
+    ("DEDUP_ALLOW", "([", "regular expressions"),
+    ("DEDUP_MIN_TOKENS", 0, ">= 1"),
+])
+def test_bad_settings_name_the_setting_value_and_what_is_allowed(name, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        DedupConfig.from_settings({name: value})
+    message = str(err.value)
+    assert name in message and repr(value) in message and allowed in message
+
+
+def test_settings_parse_strings_from_the_command_line():
+    cfg = DedupConfig.from_settings({"DEDUP_K": "4", "DEDUP_DRY_RUN": "1", "DEDUP_ALLOW": "^a,^b", "DEDUP_THRESHOLD": "0.7"})
+    assert (cfg.k, cfg.dry_run, [p.pattern for p in cfg.allow], cfg.threshold) == (4, True, ["^a", "^b"], 0.7)
+    assert DedupConfig.from_settings({"DEDUP_ALLOW": '["^x", "y$"]'}).allow[1].pattern == "y$"

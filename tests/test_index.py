@@ -1,0 +1,87 @@
+"""The index against a brute-force Hamming oracle, on both stores and several plans."""
+
+import random
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawler_dedup.index import DocRecord, NearDupIndex
+from crawler_dedup.stores import LmdbStore, MemoryStore
+from crawler_dedup.tables import plan_for
+
+PLANS = [(0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 6), (5, 7)]
+
+
+def _index(kind, k, r, tmp):
+    store = MemoryStore() if kind == "memory" else LmdbStore(tmp, map_size=64 * 1024**2, sync=False)
+    return NearDupIndex.open(store, k, lambda: plan_for(k, r))
+
+
+def _record(fp, i):
+    return DocRecord(url=f"u{i}", fingerprint=fp, sketch=np.array([i], np.uint64), tokens=1, time=1.0)
+
+
+def _cluster(seed, size, max_flip):
+    rnd = random.Random(seed)
+    fps = []
+    for _ in range(size):
+        if fps and rnd.random() < 0.7:
+            base = rnd.choice(fps)
+            for b in rnd.sample(range(64), rnd.randint(0, max_flip)):
+                base ^= 1 << b
+            fps.append(base)
+        else:
+            fps.append(rnd.getrandbits(64))
+    return fps
+
+
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
+@pytest.mark.parametrize("k,r", PLANS)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), size=st.integers(1, 60))
+def test_candidates_equal_brute_force(kind, k, r, seed, size):
+    stored = _cluster(seed, size, k + 3)
+    queries = _cluster(seed + 1, 20, k + 3) + stored[:5]
+    with tempfile.TemporaryDirectory() as tmp:
+        index = _index(kind, k, r, tmp)
+        try:
+            index.store.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(stored)])
+            for q in queries + [fp ^ 1 for fp in stored[:5]]:
+                got = index.store.read(lambda txn: index.candidates(txn, q))
+                want = sorted({fp for fp in stored if (fp ^ q).bit_count() <= k})
+                assert sorted(fp for fp, _ in got) == want
+                assert all(d == (fp ^ q).bit_count() for fp, d in got)
+                assert [d for _, d in got] == sorted(d for _, d in got)  # nearest first
+        finally:
+            index.store.close()
+
+
+def test_big_bucket_comes_back_whole_from_lmdb(tmp_path):
+    # > one LMDB page of duplicates in one bucket: getmulti must return every one
+    index = _index("lmdb", 3, 4, str(tmp_path))
+    base = 0xABCD_0000_0000_0000
+    fps = [base | (i << 20) for i in range(3000)]  # same top 16 bits: one bucket of table 0
+    index.store.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(fps)])
+    bucket = index.store.read(lambda txn: txn.buckets(index.plan.keys(base))[0])
+    assert sorted(bucket.tolist()) == sorted(fps)
+    assert {fp for fp, _ in index.store.read(lambda txn: index.candidates(txn, base))} == {
+        fp for fp in fps if (fp ^ base).bit_count() <= 3}
+    index.store.close()
+
+
+def test_records_round_trip_and_docs_per_fingerprint(tmp_path):
+    index = _index("lmdb", 3, 4, str(tmp_path))
+    rec = DocRecord(url="https://ex.com/ä?x=1", fingerprint=2**64 - 1, sketch=np.array([1, 2**63], np.uint64),
+                    tokens=99, time=12.5, run=7, title="Tïtle")
+    twin = DocRecord(url="https://ex.com/b", fingerprint=2**64 - 1, sketch=np.array([3], np.uint64), tokens=5, time=1)
+    ids = index.store.write(lambda txn: (index.add(txn, rec, b"d" * 16), index.add(txn, twin)))
+    docs = index.store.read(lambda txn: index.docs(txn, 2**64 - 1))
+    assert [d.doc_id for d in docs] == list(ids)
+    got = docs[0]
+    assert (got.url, got.fingerprint, got.sketch.tolist(), got.tokens, got.time, got.run, got.title) == (
+        rec.url, rec.fingerprint, [1, 2**63], 99, 12.5, 7, "Tïtle")
+    assert index.store.read(lambda txn: index.exact(txn, b"d" * 16)).url == rec.url
+    index.store.close()
