@@ -29,7 +29,11 @@ _RECENT = 100_000  # URLs kept at the response stage remembered for the item sta
 def get_runtime(crawler) -> "DedupRuntime":
     runtime = getattr(crawler, _ATTR, None)
     if runtime is None:
-        runtime = DedupRuntime(crawler)
+        try:
+            runtime = DedupRuntime(crawler)
+        except DedupError as exc:
+            logger.error("crawler-dedup cannot start: %s", exc)
+            raise
         setattr(crawler, _ATTR, runtime)
     return runtime
 
@@ -61,6 +65,8 @@ class DedupRuntime:
                 parent = os.path.dirname(os.path.abspath(config.droplog))
                 _writable_dir("DEDUP_DROPLOG", config.droplog, parent)
         self.config = DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
+        if not self.config.debug:  # trafilatura logs several DEBUG lines per page
+            logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup = Deduplicator(self.config)
         self.droplog: DropLog | None = None
         self._recent: OrderedDict[str, None] = OrderedDict()

@@ -40,7 +40,7 @@ class PagesSpider(scrapy.Spider):
             raise ValueError(f"-a urls={urls}: not an http(s) URL: {bad[0]!r}")
         self.follow = str(follow).lower() in ("1", "true", "yes", "on")
         self.domains = sorted({urlsplit(u).hostname for u in self.start_list if urlsplit(u).hostname})
-        self.links = LinkExtractor(allow_domains=self.domains) if self.follow else None
+        self.links = LinkExtractor() if self.follow else None
 
     async def start(self):
         # descending priority: pages are fetched in file order, so decisions are reproducible
@@ -58,4 +58,11 @@ class PagesSpider(scrapy.Spider):
         }
         if self.links is not None and isinstance(response, HtmlResponse):
             for link in self.links.extract_links(response):
-                yield response.follow(link.url, callback=self.parse)
+                if self._in_scope(link.url):
+                    yield response.follow(link.url, callback=self.parse)
+
+    def _in_scope(self, url: str) -> bool:
+        # by host name, not netloc: LinkExtractor(allow_domains=) compares host:port and so
+        # rejects every link of a site served on a port
+        host = urlsplit(url).hostname or ""
+        return any(host == d or host.endswith("." + d) for d in self.domains)

@@ -1,0 +1,186 @@
+"""Real Scrapy crawls, in subprocesses, against pages served on 127.0.0.1."""
+
+import gzip
+import html as htmllib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from crawler_dedup.droplog import REQUIRED_KEYS, read_droplog
+
+from .conftest import ROOT, dedup_stats, scrapy_crawl, write_urls
+
+PRINT = "<html><head><title>{t}</title></head><body><article>{p}</article></body></html>"
+
+
+def print_page(title, text):
+    paras = "".join(f"<p>{htmllib.escape(p)}</p>" for p in text.split("\n") if p.strip())
+    return PRINT.format(t=htmllib.escape(title), p=paras).encode()
+
+
+def items(path):
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+@pytest.fixture
+def site(tmp_path, articles):
+    root = tmp_path / "site"
+    root.mkdir()
+    for i, (html, _) in enumerate(articles[:4]):
+        (root / f"a{i}.html").write_bytes(html)
+    (root / "copy.html").write_bytes(articles[0][0])
+    gold = articles[5][1]
+    (root / "p.html").write_bytes(print_page("Printed", gold))
+    words = gold.split(" ")
+    words[len(words) // 3] = "CHANGED"
+    words[2 * len(words) // 3] = "EDITED"
+    (root / "p-edit.html").write_bytes(print_page("Printed", " ".join(words)))
+    return root
+
+
+def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site, serve):
+    base = serve(str(site)).base_url
+    pages = ["a0.html", "a1.html", "p.html", "a2.html", "copy.html", "a1.html?utm_source=x&utm_medium=y",
+             "a3.html", "p-edit.html"]
+    urls = write_urls(tmp_path / "urls.txt", ["# a comment", *[f"{base}/{p}" for p in pages]])
+    out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+                        "-s", "ROBOTSTXT_OBEY=0", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kept = sorted(i["url"].rsplit("/", 1)[-1] for i in items(out))
+    assert kept == ["a0.html", "a1.html", "a2.html", "a3.html", "p.html"]
+    records = list(read_droplog(str(drops)))
+    by_url = {r["url"].rsplit("/", 1)[-1]: r for r in records}
+    assert set(by_url) == {"copy.html", "a1.html?utm_source=x&utm_medium=y", "p-edit.html"}
+    for r in records:
+        assert set(REQUIRED_KEYS) <= set(r) and r["stage"] == "response" and r["spider"] == "pages"
+        assert r["action"] == "dropped" and len(r["fingerprint"]) == 16 and len(r["duplicate_of_fingerprint"]) == 16
+        assert r["time"].endswith("Z") and 0 <= r["similarity"] <= 1
+    assert by_url["copy.html"]["duplicate_of"] == f"{base}/a0.html" and by_url["copy.html"]["reason"] == "exact"
+    edit = by_url["p-edit.html"]
+    assert (edit["reason"], edit["duplicate_of"]) == ("near", f"{base}/p.html") and edit["distance"] <= 3
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/checked"] == 8 and stats["dedup/kept"] == 5 and stats["dedup/dropped"] == 3
+    assert stats["dedup/dropped/exact"] == 2 and stats["dedup/dropped/near"] == 1
+    assert "Dedup: 8 pages checked, 5 kept, 3 dropped" in proc.stderr
+
+    # a second crawl with the same DEDUP_DIR: everything the first kept is now a duplicate
+    out2 = tmp_path / "out2.jsonl"
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+                        "-s", "ROBOTSTXT_OBEY=0", "-o", str(out2))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not out2.exists() or items(out2) == []
+    assert dedup_stats(proc.stderr)["dedup/dropped"] == 8
+    assert len(list(read_droplog(str(drops)))) == 3 + 8
+
+
+def test_dropped_pages_links_are_not_followed(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    body = articles[6][0]
+    links = lambda hrefs: "".join(f'<a href="{h}">more</a>' for h in hrefs).encode()  # noqa: E731
+    (root / "index.html").write_bytes(b"<html><body>" + links(["/a.html", "/b.html"]) + b"</body></html>")
+    (root / "a.html").write_bytes(body.replace(b"</body>", links(["/x.html"]) + b"</body>"))
+    (root / "b.html").write_bytes(body.replace(b"</body>", links(["/only-from-b.html"]) + b"</body>"))
+    (root / "x.html").write_bytes(articles[7][0])
+    (root / "only-from-b.html").write_bytes(articles[8][0])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/index.html"])
+    out = tmp_path / "out.jsonl"
+    proc = scrapy_crawl("-a", f"urls={urls}", "-a", "follow=1", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                        "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    crawled = {i["url"].rsplit("/", 1)[-1] for i in items(out)}
+    dropped = {r["url"].rsplit("/", 1)[-1] for r in read_droplog(str(tmp_path / "idx" / "droplog.jsonl"))}
+    assert len(dropped & {"a.html", "b.html"}) == 1 and len(crawled & {"a.html", "b.html"}) == 1
+    follower = {"a.html": "x.html", "b.html": "only-from-b.html"}
+    assert follower[crawled.intersection({"a.html", "b.html"}).pop()] in crawled
+    assert follower[dropped.pop()] not in crawled  # the dropped page was never parsed
+
+
+def test_bad_input_is_kept_or_skipped_and_counted(tmp_path, articles, serve):
+    html = lambda body: (200, {"Content-Type": "text/html; charset=utf-8"}, body)  # noqa: E731
+    routes = {
+        "/ok.html": html(articles[0][0]),
+        "/binary": (200, {"Content-Type": "image/png"}, bytes(range(256)) * 64),
+        "/pdf": (200, {"Content-Type": "application/pdf"}, b"%PDF-1.4\n" + os.urandom(2048)),
+        "/plain.txt": (200, {"Content-Type": "text/plain"}, b"just some text " * 50),
+        "/empty.html": html(b""),
+        "/undecodable.html": html(b"<html><body><p>" + b"\xff\xfe\xc3\x28 caf\xe9 " * 40 + b"</p></body></html>"),
+        "/huge.html": html(b"<html><body>" + b"<p>" + b"lorem ipsum dolor sit amet " * 800_000 + b"</p></body></html>"),
+        "/broken.html": html(b"<html><<<body><p>unclosed <b><i>tags" + b"<div>" * 5000 + b"</html>"),
+        "/missing.html": (404, {"Content-Type": "text/html"}, b"<html><body>gone</body></html>"),
+    }
+    assert len(routes["/huge.html"][2]) > 20_000_000
+    base = serve(routes=routes).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}{p}" for p in routes])
+    out = tmp_path / "out.jsonl"
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "ROBOTSTXT_OBEY=0",
+                        "-s", "HTTPERROR_ALLOW_ALL=1", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert len(items(out)) == len(routes)  # nothing lost
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/skipped/not_html"] == 3  # png, pdf, text/plain
+    assert stats["dedup/skipped/empty"] == 1
+    assert stats["dedup/skipped/too_large"] == 1
+    assert stats["dedup/skipped/status"] == 1
+    assert stats["dedup/kept"] + stats.get("dedup/skipped/no_text", 0) + stats.get("dedup/skipped/too_short", 0) == 3
+    assert not os.path.exists(tmp_path / "idx" / "droplog.jsonl") or not list(read_droplog(str(tmp_path / "idx" / "droplog.jsonl")))
+
+
+@pytest.mark.parametrize("setting,value,expect", [
+    ("DEDUP_BACKEND", "nosuch", ["DEDUP_BACKEND='nosuch'", "lmdb, memory"]),
+    ("DEDUP_K", "-1", ["DEDUP_K='-1'", "an integer from 0 to 8"]),
+    ("DEDUP_DIR", "{file}/sub", ["DEDUP_DIR=", "a writable directory"]),
+])
+def test_bad_settings_stop_the_crawl_at_start(tmp_path, setting, value, expect, serve):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    value = value.format(file=blocker)
+    urls = write_urls(tmp_path / "urls.txt", [serve(routes={}).base_url + "/nothing"])
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"{setting}={value}", "-s", "ROBOTSTXT_OBEY=0")
+    assert proc.returncode != 0
+    for text in expect:
+        assert text in proc.stderr
+    assert "Spider opened" not in proc.stderr
+
+
+def test_pipeline_drops_duplicate_items_with_the_item_in_the_log(tmp_path, articles, serve):
+    gold = [a[1] for a in articles]
+    texts = tmp_path / "texts.jsonl"
+    records = [{"url": "https://a/1", "text": gold[0]}, {"url": "https://a/2", "text": gold[1]},
+               {"url": "https://b/1", "text": gold[0]}, {"url": "https://c/1", "title": "no page content"},
+               {"url": "https://d/1", "html": articles[1][0].decode("utf-8", "replace")}]
+    texts.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "p.html").write_bytes(articles[9][0])
+    (root / "q.html").write_bytes(articles[9][0])
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("p.html", "q.html")])
+    out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
+    spider = os.path.join(ROOT, "tests", "spiders", "items_spider.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"texts={texts}", "-a", f"urls={urls}",
+         "-a", "dont_dedup=q.html", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+         "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = {i["url"] for i in items(out)}
+    log = {r["url"]: r for r in read_droplog(str(drops))}
+    # b/1 repeats a/1's text, d/1 is a/2's page as HTML; q.html (dont_dedup) passes the middleware
+    # and is dropped at the item stage as a copy of p.html
+    assert sorted(u.rsplit("/", 1)[-1] for u in log) == ["1", "1", "q.html"]
+    assert {"https://b/1", "https://d/1"} <= set(log)
+    assert log["https://b/1"]["stage"] == "item" and log["https://b/1"]["duplicate_of"] == "https://a/1"
+    assert log["https://b/1"]["item"] == records[2]
+    assert log["https://d/1"]["duplicate_of"] == "https://a/2"
+    assert any(u.endswith("/q.html") for u in log)
+    assert {"https://a/1", "https://a/2", "https://c/1"} <= got and "https://b/1" not in got
+    assert any(u.endswith("/p.html") for u in got)
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/skipped/dont_dedup"] == 1 and stats["dedup/skipped/checked_as_response"] == 1

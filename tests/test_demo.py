@@ -1,0 +1,35 @@
+"""`crawler-dedup demo` as a user runs it after install: offline, one command."""
+
+import subprocess
+import sys
+
+from crawler_dedup.droplog import REQUIRED_KEYS, read_droplog
+
+
+def test_demo_runs_offline_and_keeps_every_hard_negative(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    assert "false drops: 0" in text
+    assert f"drop log: {out / 'droplog.jsonl'}" in text
+    records = list(read_droplog(str(out / "droplog.jsonl")))
+    assert len(records) >= 16  # at least every tracking/session/churn copy
+    for r in records:
+        assert set(REQUIRED_KEYS) <= set(r)
+        assert r["duplicate_of"] and r["reason"] in ("exact", "near") and r["action"] == "dropped"
+    lines = [line.split() for line in text.splitlines()]
+    negatives = [cols for cols in lines if len(cols) >= 3 and cols[1] in ("template-negative", "same-site-negative")]
+    assert len(negatives) == 10 and all(cols[2] == "kept" for cols in negatives)
+    tracking = [cols for cols in lines if len(cols) >= 3 and cols[1] in ("tracking", "session", "churn")]
+    assert tracking and all(cols[2] == "dropped" for cols in tracking)
+
+
+def test_cli_usage_errors_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "nosuch"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "demo" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "--out" in proc.stdout
