@@ -69,6 +69,7 @@ class DedupConfig:
     enabled: bool = defaults.DEDUP_ENABLED
     allow: tuple = ()
     backend: str = defaults.DEDUP_BACKEND
+    containment: float = defaults.DEDUP_CONTAINMENT
     debug: bool = defaults.DEDUP_DEBUG
     dir: str | None = defaults.DEDUP_DIR
     droplog: str | None = defaults.DEDUP_DROPLOG
@@ -82,8 +83,10 @@ class DedupConfig:
     lmdb_map_size: int = defaults.DEDUP_LMDB_MAP_SIZE
     lmdb_sync: bool = defaults.DEDUP_LMDB_SYNC
     max_bytes: int = defaults.DEDUP_MAX_BYTES
+    min_resemblance: float = defaults.DEDUP_MIN_RESEMBLANCE
     min_tokens: int = defaults.DEDUP_MIN_TOKENS
     shingle: int = defaults.DEDUP_SHINGLE
+    sketch_probes: int = defaults.DEDUP_SKETCH_PROBES
     threshold: float = defaults.DEDUP_THRESHOLD
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -128,4 +131,7 @@ class DedupConfig:
         out["min_tokens"] = _int(n("min_tokens"), raw["min_tokens"], 1)
         out["shingle"] = _int(n("shingle"), raw["shingle"], 1, 16)
         out["threshold"] = _float(n("threshold"), raw["threshold"], 0.0, 1.0)
+        out["containment"] = _float(n("containment"), raw["containment"], 0.0, 1.0)
+        out["min_resemblance"] = _float(n("min_resemblance"), raw["min_resemblance"], 0.0, 1.0)
+        out["sketch_probes"] = _int(n("sketch_probes"), raw["sketch_probes"], 0, 128)
         return cls(**out)

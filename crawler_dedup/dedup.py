@@ -12,16 +12,18 @@ from .config import DedupConfig
 from .exceptions import DedupError, StoreError
 from .extract import extract, page_title
 from .features import content_hash, shingles
+from .guards import looks_like_notice, titles_disagree
 from .index import DocRecord, NearDupIndex
 from .simhash import simhash
 from .sketch import sketch
 from .stores import make_store
 from .tables import choose_plan
 from .tokens import tokenize
-from .verify import sketch_resemblance
+from .verify import sketch_scores
 
 logger = logging.getLogger(__name__)
 
+GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 
@@ -44,6 +46,7 @@ class Verdict:
     duplicate_of_fingerprint: int | None = None
     skipped: str | None = None  # why the page was kept without a check
     error: str | None = None  # where a failure made us keep the page (fail open)
+    guard: str | None = None  # a guard that kept a page the index matched (`title`)
     title: str | None = None
     excerpt: str | None = None
     tokens: int = 0
@@ -62,6 +65,7 @@ class Fingerprinted:
     fingerprint: int
     sketch: np.ndarray
     digest: bytes
+    shingles: int = 0
 
 
 class Deduplicator:
@@ -97,14 +101,18 @@ class Deduplicator:
         self.close()
 
     # -- steps 1-4 -------------------------------------------------------------------------
-    def fingerprint(self, text: str) -> Fingerprinted | None:
+    def fingerprint(self, text: str) -> Fingerprinted | str:
+        """Steps 2-4, or the reason the text is not checked (`too_short`, `notice`)."""
         tokens = tokenize(text)
         if len(tokens) < self.config.min_tokens:
-            return None
+            return "too_short"
+        if looks_like_notice(tokens):
+            return "notice"
         features = shingles(tokens, self.config.shingle)
+        distinct = np.unique(features)
         return Fingerprinted(
             text=text, title=None, tokens=len(tokens), fingerprint=simhash(features),
-            sketch=sketch(features), digest=content_hash(tokens),
+            sketch=sketch(distinct), digest=content_hash(tokens), shingles=int(distinct.size),
         )
 
     # -- steps 1-8 -------------------------------------------------------------------------
@@ -135,8 +143,8 @@ class Deduplicator:
             fp = self.fingerprint(text)
         except Exception as exc:
             return self._failed(verdict, "fingerprint", exc)
-        if fp is None:
-            verdict.skipped = "too_short"
+        if isinstance(fp, str):
+            verdict.skipped = fp
             return verdict
         verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
         verdict.excerpt = " ".join(text.split())[:200]
@@ -149,40 +157,60 @@ class Deduplicator:
 
     def _decide(self, txn, verdict: Verdict, fp: Fingerprinted, stage: str) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction."""
-        index = self.index
+        index, cfg = self.index, self.config
         match, reason, distance, similarity = index.exact(txn, fp.digest), "exact", None, 1.0
         if match is not None:
             distance = (match.fingerprint ^ fp.fingerprint).bit_count()
         else:
             best = None
-            verified = 0
-            for cand_fp, dist in index.candidates(txn, fp.fingerprint):
-                for doc in index.docs(txn, cand_fp):
-                    score = sketch_resemblance(fp.sketch, doc.sketch)
-                    rank = (-score, dist, doc.doc_id)
-                    if best is None or rank < best[0]:
-                        best = (rank, doc, dist, score)
-                    verified += 1
-                if verified >= MAX_VERIFIED:
-                    break
-            if best is not None and best[3] >= self.config.threshold:
+            for doc in self._candidates(txn, fp):
+                j, c = sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
+                score = j if j >= cfg.threshold else (c if cfg.containment and c >= cfg.containment
+                                                      and j >= cfg.min_resemblance else 0.0)
+                dist = (doc.fingerprint ^ fp.fingerprint).bit_count()
+                rank = (-score, dist, doc.doc_id)
+                if score > 0 and (best is None or rank < best[0]):
+                    best = (rank, doc, dist, score)
+            if best is not None:
                 _, match, distance, similarity = best
                 reason = "near"
+        if match is not None and fp.tokens < GUARD_TOKENS and titles_disagree(verdict.title, match.title):
+            # a short shared text under unrelated titles: a promo or "related stories" block
+            # that extraction took for the content, not the same page
+            verdict.guard, match = "title", None
         if match is not None and stage == "item" and match.run == self.run and match.url == verdict.url:
             # the middleware kept this very page earlier in this run; the item is that page
             verdict.skipped = "checked_as_response"
             verdict.doc_id = match.doc_id
             return verdict
         if match is not None:
-            verdict.action = "flag" if self.config.dry_run else "drop"
+            verdict.action = "flag" if cfg.dry_run else "drop"
             verdict.reason, verdict.distance, verdict.similarity = reason, distance, round(similarity, 4)
             verdict.duplicate_of, verdict.duplicate_of_title = match.url, match.title
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
             return verdict
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
-                           time=time.time(), run=self.run, title=verdict.title)
-        verdict.doc_id = index.add(txn, record, fp.digest)
+                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title)
+        verdict.doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
         return verdict
+
+    def _candidates(self, txn, fp: Fingerprinted) -> list[DocRecord]:
+        """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing
+        one of the smallest shingle hashes (most shared first); at most MAX_VERIFIED."""
+        index, seen, out = self.index, set(), []
+        ids = [d for f, _ in index.candidates(txn, fp.fingerprint) for d in txn.fp_docs(f)]
+        if self.config.sketch_probes:
+            ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
+        for doc_id in ids:
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            doc = index.doc(txn, doc_id)
+            if doc is not None:
+                out.append(doc)
+            if len(out) >= MAX_VERIFIED:
+                break
+        return out
 
     def _failed(self, verdict: Verdict, where: str, exc: Exception) -> Verdict:
         verdict.error = where

@@ -18,7 +18,8 @@ from .simhash import hamming_many
 from .stores.base import FORMAT_VERSION, from_u64, u64
 from .tables import Plan
 
-_HEAD = struct.Struct(">QdIIHH")  # fingerprint, time, tokens, run, sketch size, title bytes
+_HEAD = struct.Struct(">QdIIIHH")  # fingerprint, time, tokens, shingles, run, sketch size, title bytes
+POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
 
 
 @dataclass
@@ -28,24 +29,26 @@ class DocRecord:
     sketch: np.ndarray
     tokens: int
     time: float
+    shingles: int = 0  # distinct shingles: with the sketch, gives intersection and containment
     run: int = 0
     title: str | None = None
     doc_id: int | None = None
 
     def encode(self) -> bytes:
         title = (self.title or "").encode("utf-8")[:65535]
-        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.run, self.sketch.size, len(title))
+        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size, len(title))
         return head + self.sketch.astype(">u8").tobytes() + title + self.url.encode("utf-8")
 
     @classmethod
     def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
-        fp, t, tokens, run, n, tl = _HEAD.unpack_from(data)
+        fp, t, tokens, shingles, run, n, tl = _HEAD.unpack_from(data)
         pos = _HEAD.size
         sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
         pos += 8 * n
         title = data[pos : pos + tl].decode("utf-8") or None
         url = data[pos + tl :].decode("utf-8")
-        return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, run=run, title=title, doc_id=doc_id)
+        return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
+                   title=title, doc_id=doc_id)
 
 
 class NearDupIndex:
@@ -103,6 +106,21 @@ class NearDupIndex:
         pairs = sorted(zip(dist[near].tolist(), found[near].tolist()))
         return [(f, d) for d, f in pairs]
 
+    def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
+        """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
+
+        Two pages with resemblance J share their single smallest hash with probability J, so a
+        few probes find copies whose simhash moved more than k bits (edits, truncation).
+        """
+        found: dict[int, int] = {}
+        for value in sketch[:probes].tolist():
+            docs = txn.postings(u64(value), POSTING_LIMIT)
+            if docs is None:
+                continue
+            for doc_id in docs.tolist():
+                found[doc_id] = found.get(doc_id, 0) + 1
+        return [d for d, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
+
     def docs(self, txn, fp: int) -> list[DocRecord]:
         out = []
         for doc_id in txn.fp_docs(fp):
@@ -119,7 +137,7 @@ class NearDupIndex:
         doc_id = txn.exact_get(digest)
         return None if doc_id is None else self.doc(txn, doc_id)
 
-    def add(self, txn, record: DocRecord, digest: bytes | None = None) -> int:
+    def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0) -> int:
         doc_id = from_u64(txn.meta_get("next_id") or u64(1))
         txn.meta_put("next_id", u64(doc_id + 1))
         record.doc_id = doc_id
@@ -130,4 +148,6 @@ class NearDupIndex:
             txn.exact_put(digest, doc_id)
         for table, key in enumerate(self.plan.keys(record.fingerprint)):
             txn.bucket_add(table, key, record.fingerprint)
+        for value in record.sketch[:probes].tolist():
+            txn.posting_add(u64(value), doc_id, POSTING_LIMIT)
         return doc_id

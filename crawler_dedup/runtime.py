@@ -131,6 +131,8 @@ class DedupRuntime:
         stats.inc_value("dedup/checked")
         if verdict.action == "keep":
             stats.inc_value("dedup/kept")
+            if verdict.guard:
+                stats.inc_value(f"dedup/guarded/{verdict.guard}")
             if self.config.debug:
                 logger.debug("Dedup kept %s (fingerprint %016x)", verdict.url, verdict.fingerprint)
             return

@@ -13,7 +13,7 @@ import numpy as np
 
 T = TypeVar("T")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: sketch postings, shingle count in doc records
 
 
 class StoreTxn(Protocol):
@@ -22,6 +22,10 @@ class StoreTxn(Protocol):
     def buckets(self, keys: list[bytes]) -> list[np.ndarray]:
         """Fingerprints (uint64) stored under keys[t] in table t, for every table t."""
     def bucket_add(self, table: int, key: bytes, fp: int) -> None: ...
+    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
+        """Doc ids (uint64) filed under `key` in the sketch postings; None when more than `limit`."""
+    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
+        """File doc_id under key, unless the key already holds `limit` doc ids."""
     def fp_docs(self, fp: int) -> list[int]: ...
     def fp_add(self, fp: int, doc_id: int) -> None: ...
     def exact_get(self, digest: bytes) -> int | None: ...

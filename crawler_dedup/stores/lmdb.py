@@ -1,7 +1,8 @@
 """LMDB store: one environment, named databases, big-endian keys, fixed-size sorted duplicates.
 
 Layout (DESIGN.md): `meta`; `docs` (doc id -> record); `fps` (fingerprint -> doc ids);
-`exact` (content digest -> doc id); `t000`.. one table per Manku permutation, key = the
+`exact` (content digest -> doc id); `mins` (each page's few smallest shingle hashes -> doc
+ids, a second way to candidates for copies whose simhash moved too far); `t000`.. one table per Manku permutation, key = the
 permuted prefix, values = the 8-byte fingerprints in that bucket (dupsort+dupfixed, so a
 bucket comes back in one getmulti straight into numpy).
 """
@@ -44,6 +45,22 @@ class _LmdbTxn:
 
     def bucket_add(self, table, key, fp):
         self.txn.put(key, u64(fp), db=self.s.tables[table], dupdata=True)
+
+    def postings(self, key, limit):
+        cur = self.txn.cursor(db=self.s.mins)
+        if not cur.set_key(key):
+            return np.empty(0, np.uint64)
+        if cur.count() > limit:
+            return None
+        raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+        rec = np.dtype([("k", f"V{len(key)}"), ("v", _BUCKET_DTYPE)])
+        return np.frombuffer(raw, dtype=rec)["v"].astype(np.uint64)
+
+    def posting_add(self, key, doc_id, limit):
+        cur = self.txn.cursor(db=self.s.mins)
+        if cur.set_key(key) and cur.count() > limit:
+            return  # a boilerplate shingle: its list stops growing
+        self.txn.put(key, u64(doc_id), db=self.s.mins, dupdata=True)
 
     def fp_docs(self, fp):
         cur = self.txn.cursor(db=self.s.fps)
@@ -100,6 +117,7 @@ class LmdbStore:
             self.docs = self.env.open_db(b"docs")
             self.exact = self.env.open_db(b"exact")
             self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
+            self.mins = self.env.open_db(b"mins", dupsort=True, dupfixed=True)
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc

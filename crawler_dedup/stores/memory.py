@@ -38,6 +38,18 @@ class _MemoryTxn:
             self.undo.append((bucket, fp, _SET_MEMBER))
             bucket.add(fp)
 
+    def postings(self, key, limit):
+        docs = self.s.postings.get(bytes(key))
+        if not docs:
+            return np.empty(0, np.uint64)
+        return None if len(docs) > limit else np.fromiter(sorted(docs), dtype=np.uint64)
+
+    def posting_add(self, key, doc_id, limit):
+        docs = self.s.postings.setdefault(bytes(key), set())
+        if len(docs) <= limit and doc_id not in docs:
+            self.undo.append((docs, doc_id, _SET_MEMBER))
+            docs.add(doc_id)
+
     def fp_docs(self, fp):
         return sorted(self.s.fps.get(fp, ()))
 
@@ -85,6 +97,7 @@ class MemoryStore:
         self.docs: dict[int, bytes] = {}
         self.fps: dict[int, set[int]] = {}
         self.exact: dict[bytes, int] = {}
+        self.postings: dict[bytes, set[int]] = {}
         self.tables: dict[int, dict[bytes, set[int]]] = defaultdict(dict)
 
     @classmethod

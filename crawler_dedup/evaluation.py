@@ -1,0 +1,299 @@
+"""A labelled stream of real pages and their near-duplicates, and the scoring of a detector on it.
+
+Bases are real pages with a reference main text (article-extraction-benchmark, newspaper and
+readability test pages in ../shared/data). Each base may get variants placed later in the
+stream: syndication into another site's template, boilerplate churn, tracking URLs, print
+versions, truncated copies and 1-5% word edits. Hard negatives come with the data (same site,
+other article) and from the shared templates (same template, other article), plus pages whose
+only text is the same consent banner. A page is a true duplicate when an earlier page of the
+stream has the same base; a drop is correct only when it names a page of that base.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html as htmllib
+import json
+import os
+import random
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
+from .tokens import tokenize
+
+VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
+
+BLOG = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{title} &#8211; Notes from Elsewhere</title></head>
+<body><div class="site-header"><h1 class="site-title">Notes from Elsewhere</h1>
+<p>A blog about whatever crosses our desk.</p></div>
+<div class="content"><div class="post"><h2 class="entry-title">{title}</h2>
+<div class="entry-meta">Posted in Uncategorized | 3 Comments</div>
+<div class="entry-content">{paragraphs}</div></div>
+<div id="comments"><h3>3 Responses</h3>
+<div class="comment">Great post, thanks for sharing!</div>
+<div class="comment">I have been saying this for years.</div>
+<div class="comment">Where can I read more about this?</div></div></div>
+<div id="sidebar"><h3>Archives</h3><ul><li>November 2019</li><li>October 2019</li></ul>
+<h3>Blogroll</h3><ul><li>Another Blog</li><li>Yet Another Blog</li></ul></div>
+<div id="footer">Proudly powered by a blog engine.</div></body></html>
+"""
+
+TEMPLATES = {"portal": PORTAL, "wire": WIRE, "blog": BLOG}
+
+BANNER = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>
+<script src="/static/app.{n}.js"></script></head><body>
+<div id="consent"><h2>We value your privacy</h2>
+<p>We and our partners store and access information on your device, such as cookies, and process
+personal data, such as unique identifiers and standard information sent by a device, for
+personalised ads and content, ad and content measurement, audience insights and product
+development. With your permission we and our partners may use precise geolocation data and
+identification through device scanning. You may click to consent to our and our partners'
+processing as described above. Alternatively you may access more detailed information and change
+your preferences before consenting or to refuse consenting. Please note that some processing of
+your personal data may not require your consent, but you have a right to object to such
+processing. Your preferences will apply to this website only.</p>
+<button>Accept all</button> <button>More options</button></div>
+<div id="root" data-article="{n}"></div></body></html>
+"""
+
+
+@dataclass
+class Base:
+    id: str
+    site: str
+    html: bytes
+    gold: str
+    title: str
+
+
+@dataclass
+class StreamPage:
+    url: str
+    html: bytes
+    cluster: str  # the base it comes from: equal clusters = duplicates
+    kind: str  # original | a VARIANT_KINDS entry | banner
+
+
+def _strip_tags(markup: str) -> str:
+    markup = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", markup)
+    markup = re.sub(r"(?i)</(p|div|li|h\d|br|tr)>|<br\s*/?>", "\n", markup)
+    return htmllib.unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+def load_bases(data_dir: str) -> list[Base]:
+    """Every real page with a reference text in `data_dir` (../shared/data); [] when absent."""
+    from .extract import page_title
+
+    bases: list[Base] = []
+    aeb = os.path.join(data_dir, "article-extraction-benchmark")
+    if os.path.isdir(aeb):
+        gold = json.load(open(os.path.join(aeb, "ground-truth.json"), encoding="utf-8"))
+        for key in sorted(gold):
+            raw = gzip.open(os.path.join(aeb, "html", key + ".html.gz")).read()
+            host = re.sub(r"^www\.", "", gold[key]["url"].split("/")[2])
+            bases.append(Base(f"aeb-{key[:10]}", host, raw, gold[key]["articleBody"], page_title(raw) or key))
+    news = os.path.join(data_dir, "newspaper-testpages", "old-79553f6", "tests", "data")
+    if os.path.isdir(news):
+        for name in sorted(os.listdir(os.path.join(news, "html"))):
+            stem = name[: -len(".html")]
+            txt = os.path.join(news, "text", stem + ".txt")
+            if not name.endswith(".html") or not os.path.exists(txt):
+                continue
+            raw = open(os.path.join(news, "html", name), "rb").read()
+            site = re.sub(r"\d+$", "", stem)
+            bases.append(Base(f"np-{stem}", site, raw, open(txt, encoding="utf-8").read(), page_title(raw) or stem))
+    rdb = os.path.join(data_dir, "readability-test-pages", "test", "test-pages")
+    if os.path.isdir(rdb):
+        for name in sorted(os.listdir(rdb)):
+            src, exp = os.path.join(rdb, name, "source.html"), os.path.join(rdb, name, "expected.html")
+            if not (os.path.exists(src) and os.path.exists(exp)):
+                continue
+            raw = open(src, "rb").read()
+            bases.append(Base(f"rd-{name}", name.rsplit("-", 1)[0], raw,
+                              _strip_tags(open(exp, encoding="utf-8").read()), page_title(raw) or name))
+    # keep pages with a real article, and one page per reference text: the readability set has
+    # ~35 micro-pages sharing one lorem text under different markup, duplicates of each other
+    from .features import shingles
+    from .sketch import resemblance, sketch
+
+    kept: list[tuple[Base, object]] = []
+    for b in bases:
+        words = tokenize(b.gold)
+        if len(words) < 80:
+            continue
+        sk = sketch(shingles(words, 3))
+        if any(resemblance(sk, other) >= 0.2 for _, other in kept):
+            continue
+        kept.append((b, sk))
+    out = [b for b, _ in kept]
+    return out
+
+
+def _edit_words(text: str, rate: float, rnd: random.Random, vocab: list[str]) -> str:
+    """Replace, delete or insert about `rate` of the words."""
+    out = []
+    for word in text.split(" "):
+        if word.strip() and rnd.random() < rate:
+            op = rnd.random()
+            if op < 0.5:
+                out.append(rnd.choice(vocab))
+            elif op < 0.75:
+                continue
+            else:
+                out.extend([word, rnd.choice(vocab)])
+        else:
+            out.append(word)
+    return " ".join(out)
+
+
+def _edit_html(raw: bytes, rate: float, rnd: random.Random, vocab: list[str]) -> bytes:
+    """The same page with word edits inside its paragraphs (an updated article)."""
+    import lxml.html
+    from trafilatura.utils import decode_file
+
+    try:  # decode as trafilatura does, so the edited page keeps its charset
+        tree = lxml.html.document_fromstring(decode_file(raw))
+    except Exception:
+        return raw
+    for p in tree.iter("p", "li", "h1", "h2", "h3", "blockquote"):
+        if p.text and p.text.strip():
+            p.text = _edit_words(p.text, rate, rnd, vocab)
+        for child in p:
+            if child.tail and child.tail.strip():
+                child.tail = _edit_words(child.tail, rate, rnd, vocab)
+    return lxml.html.tostring(tree, encoding="utf-8", doctype="<!DOCTYPE html>")
+
+
+def _truncate(text: str, keep: float) -> str:
+    paras = [p for p in text.split("\n") if p.strip()]
+    if len(paras) >= 4:
+        return "\n".join(paras[: max(2, round(len(paras) * keep))])
+    words = text.split(" ")
+    return " ".join(words[: round(len(words) * keep)])
+
+
+def build_stream(bases: list[Base], seed: int = 7, variant_share: float = 0.6, banners: int = 8) -> list[StreamPage]:
+    """Bases in random order, each variant somewhere after its base; deterministic for a seed."""
+    rnd = random.Random(seed)
+    vocab = sorted({w for b in bases[:50] for w in b.gold.split() if w.isalpha() and len(w) > 3}) or ["word"]
+    keyed: list[tuple[float, StreamPage]] = []
+    for i, b in enumerate(bases):
+        start = rnd.random()
+        url = f"https://{b.site}/{b.id}"
+        keyed.append((start, StreamPage(url, b.html, b.id, "original")))
+        if rnd.random() >= variant_share:
+            continue
+        for kind in rnd.sample(VARIANT_KINDS, 2):
+            title = htmllib.escape(b.title)
+            tpl = TEMPLATES[rnd.choice(sorted(TEMPLATES))]
+            if kind == "tracking":
+                page = StreamPage(f"{url}?utm_source=feed&utm_medium=rss&sid={rnd.getrandbits(32):08x}", b.html, b.id, kind)
+            elif kind == "churn":
+                page = StreamPage(f"{url}-live", _churn(b.html.decode("utf-8", "replace"), rnd).encode(), b.id, kind)
+            elif kind == "print":
+                page = StreamPage(f"{url}/print", PRINT.format(title=title, paragraphs=_paragraphs(b.gold)).encode(), b.id, kind)
+            elif kind == "syndicated":
+                page = StreamPage(f"https://syndicator{i % 5}.example/{b.id}",
+                                  tpl.format(title=title, paragraphs=_paragraphs(b.gold)).encode(), b.id, kind)
+            elif kind == "truncated":
+                page = StreamPage(f"https://teasers.example/{b.id}",
+                                  tpl.format(title=title, paragraphs=_paragraphs(_truncate(b.gold, 0.75))).encode(), b.id, kind)
+            else:
+                rate = int(kind[-1]) / 100
+                page = StreamPage(f"{url}?rev={kind}", _edit_html(b.html, rate, rnd, vocab), b.id, kind)
+            keyed.append((start + (1 - start) * rnd.random(), page))
+    for n in range(banners):
+        title = htmllib.escape(bases[(n * 37) % len(bases)].title) if bases else f"Story {n}"
+        page = StreamPage(f"https://spa{n}.example/article/{n}", BANNER.format(title=title, n=n).encode(),
+                          f"banner-{n}", "banner")
+        keyed.append((rnd.random(), page))
+    keyed.sort(key=lambda kv: kv[0])
+    return [page for _, page in keyed]
+
+
+# -- scoring ------------------------------------------------------------------------------
+
+@dataclass
+class Score:
+    name: str
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    by_kind: Counter = field(default_factory=Counter)  # true duplicates caught, by kind
+    kinds: Counter = field(default_factory=Counter)  # true duplicates, by kind
+    false_by_kind: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+    pages: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def score_stream(name: str, stream: list[StreamPage], decide: Callable[[StreamPage], str | None]) -> Score:
+    """`decide(page)` returns the URL the page duplicates, or None to keep it; called in order."""
+    import time
+
+    cluster_of: dict[str, str] = {}
+    seen: set[str] = set()
+    s = Score(name)
+    t0 = time.perf_counter()
+    for page in stream:
+        matched = decide(page)
+        is_dup = page.cluster in seen
+        if is_dup:
+            s.kinds[page.kind] += 1
+        if matched is not None:
+            if is_dup and cluster_of.get(matched) == page.cluster:
+                s.tp += 1
+                s.by_kind[page.kind] += 1
+            else:
+                s.fp += 1
+                s.false_by_kind[page.kind] += 1
+                if is_dup:
+                    s.fn += 1
+        else:
+            cluster_of[page.url] = page.cluster  # kept: later copies may name it
+            if is_dup:
+                s.fn += 1
+        seen.add(page.cluster)
+    s.seconds = time.perf_counter() - t0
+    s.pages = len(stream)
+    return s
+
+
+def format_table(scores: Iterable[Score], kinds: Iterable[str] = VARIANT_KINDS) -> str:
+    scores, kinds = list(scores), list(kinds)
+    head = f"{'method':<34} {'P':>6} {'R':>6} {'F1':>6} {'FP':>4} {'FN':>4} {'ms/page':>8}  " + " ".join(f"{k[:8]:>8}" for k in kinds)
+    lines = [head, "-" * len(head)]
+    for s in scores:
+        per = " ".join(f"{(s.by_kind[k] / s.kinds[k]) if s.kinds[k] else float('nan'):>8.2f}" for k in kinds)
+        lines.append(f"{s.name:<34} {s.precision:>6.3f} {s.recall:>6.3f} {s.f1:>6.3f} {s.fp:>4} {s.fn:>4} "
+                     f"{1000 * s.seconds / max(s.pages, 1):>8.2f}  {per}")
+    if any(s.false_by_kind for s in scores):
+        lines.append("")
+        lines.append("false drops by kind of the dropped page:")
+        for s in scores:
+            if s.false_by_kind:
+                lines.append(f"  {s.name}: " + ", ".join(f"{k} {n}" for k, n in sorted(s.false_by_kind.items())))
+    return "\n".join(lines)
+
+
+def kinds_present(stream: list[StreamPage]) -> list[str]:
+    counts = defaultdict(int)
+    for p in stream:
+        counts[p.kind] += 1
+    return [k for k in VARIANT_KINDS if counts[k]]
