@@ -1,16 +1,22 @@
-"""`crawler-dedup`: command-line tools around a crawl's index and drop log."""
+"""`crawler-dedup`: the demo (more tools around a crawl's index and drop log will follow)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from .config import MAX_K
+
 
 def _demo(args) -> int:
-    from .demo.run import print_result, run_demo
+    from .demo.run import DemoError, print_result, run_demo
 
     settings = {"DEDUP_K": args.k} if args.k is not None else None
-    result = run_demo(args.out, settings)
+    try:
+        result = run_demo(args.out, settings)
+    except DemoError as exc:
+        print(f"crawler-dedup demo: {exc}", file=sys.stderr)
+        return exc.exit_code
     print_result(result)
     return 0
 
@@ -24,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a demo site of real pages and their near-duplicates on 127.0.0.1, crawl it "
         "with dedup on, and print what was kept and dropped. Needs no network.",
     )
-    demo.add_argument("--out", metavar="DIR", help="where the site, index and drop log go (default: a new temp dir)")
-    demo.add_argument("--k", type=int, metavar="BITS", help="DEDUP_K for this run")
+    demo.add_argument("--out", metavar="DIR", help="where the site, index and drop log go (default: a new "
+                      "temp dir); an existing DIR must be empty or an earlier demo's, whose results are replaced")
+    demo.add_argument("--k", type=int, metavar="BITS", choices=range(0, MAX_K + 1), help=f"DEDUP_K for this run (0-{MAX_K})")
     demo.set_defaults(func=_demo)
     return parser
 

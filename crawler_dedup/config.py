@@ -52,9 +52,14 @@ def _regexes(name: str, value: Any) -> list[re.Pattern]:
     if value is None or value == "":
         return []
     if isinstance(value, str):
-        # -s DEDUP_ALLOW='["^https://a/", "b"]' or a comma-separated list
+        # -s DEDUP_ALLOW='["^https://a/", "b{1,3}"]' (JSON, for patterns with commas) or "^a,^b"
         text = value.strip()
-        value = json.loads(text) if text.startswith("[") else [p for p in text.split(",") if p.strip()]
+        try:
+            value = json.loads(text) if text.startswith("[") else [p for p in text.split(",") if p.strip()]
+        except json.JSONDecodeError as exc:
+            raise ConfigError(name, value, f"a JSON list of regular expressions ({exc})") from None
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(name, value, "a list of regular expressions")
     out = []
     for pattern in value:
         try:

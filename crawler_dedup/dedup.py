@@ -81,12 +81,14 @@ class Deduplicator:
         self._logged: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
-    def open(self) -> "Deduplicator":
+    def open(self, new_run: bool = True) -> "Deduplicator":
+        """Open the index; `new_run` numbers this process's decisions as a new run."""
         if self.index is None:
             store = self._store or make_store(self.config)
             plan = lambda: choose_plan(self.config.k, self.config.expected_pages)  # noqa: E731
-            self.index = NearDupIndex.open(store, self.config.k, plan)
-            self.run = store.write(self.index.new_run)
+            self.index = NearDupIndex.open(store, self.config.k, plan, {"shingle": self.config.shingle})
+            if new_run:
+                self.run = store.write(self.index.new_run)
         return self
 
     def close(self) -> None:
@@ -118,13 +120,25 @@ class Deduplicator:
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
               stage: str = "response", title: str | None = None) -> Verdict:
-        verdict = Verdict(url=url, title=title)
+        """Decide one page. Never raises on bad input or a failing step: the page is kept and
+        `Verdict.error` says where it failed (fail open)."""
+        verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title)
+        try:
+            return self._check(verdict, html, text, stage)
+        except Exception as exc:  # a bug or hostile input must never drop or crash: keep
+            return self._failed(verdict, "internal", exc)
+
+    def _check(self, verdict: Verdict, html, text, stage: str) -> Verdict:
+        url = verdict.url
         if any(p.search(url) for p in self.config.allow):
             verdict.skipped = "allowed"
             return verdict
         if text is None:
             if not html:
                 verdict.skipped = "empty"
+                return verdict
+            if not isinstance(html, (str, bytes, bytearray)):
+                verdict.skipped = "bad_input"
                 return verdict
             if len(html) > self.config.max_bytes:
                 verdict.skipped = "too_large"
@@ -137,7 +151,10 @@ class Deduplicator:
                 verdict.skipped = "no_text"
                 return verdict
             text, verdict.title = extracted.text, verdict.title or extracted.title
-        elif verdict.title is None and html:
+        elif not isinstance(text, str):
+            verdict.skipped = "bad_input"
+            return verdict
+        elif verdict.title is None and html and isinstance(html, (str, bytes)):
             verdict.title = page_title(html)
         try:
             fp = self.fingerprint(text)
@@ -148,9 +165,9 @@ class Deduplicator:
             return verdict
         verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
         verdict.excerpt = " ".join(text.split())[:200]
-        if self.index is None:
-            self.open()
         try:
+            if self.index is None:
+                self.open()
             return self.index.store.write(lambda txn: self._decide(txn, verdict, fp, stage))
         except (DedupError, OSError) as exc:
             return self._failed(verdict, "store", exc)
@@ -178,7 +195,8 @@ class Deduplicator:
             # a short shared text under unrelated titles: a promo or "related stories" block
             # that extraction took for the content, not the same page
             verdict.guard, match = "title", None
-        if match is not None and stage == "item" and match.run == self.run and match.url == verdict.url:
+        if (match is not None and stage == "item" and match.stage == "response" and match.run == self.run
+                and verdict.url and match.url == verdict.url):
             # the middleware kept this very page earlier in this run; the item is that page
             verdict.skipped = "checked_as_response"
             verdict.doc_id = match.doc_id
@@ -190,7 +208,7 @@ class Deduplicator:
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
             return verdict
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
-                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title)
+                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage)
         verdict.doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
         return verdict
 

@@ -7,6 +7,7 @@ and for the drop log.
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from .simhash import hamming_many
 from .stores.base import FORMAT_VERSION, from_u64, u64
 from .tables import Plan
 
-_HEAD = struct.Struct(">QdIIIHH")  # fingerprint, time, tokens, shingles, run, sketch size, title bytes
+_HEAD = struct.Struct(">QdIIIHHB")  # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage
+_STAGES = ("response", "item")
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
 
 
@@ -33,22 +35,26 @@ class DocRecord:
     run: int = 0
     title: str | None = None
     doc_id: int | None = None
+    stage: str = "response"
 
     def encode(self) -> bytes:
-        title = (self.title or "").encode("utf-8")[:65535]
-        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size, len(title))
-        return head + self.sketch.astype(">u8").tobytes() + title + self.url.encode("utf-8")
+        # cut on a character boundary; surrogatepass: a URL with a lone surrogate still round-trips
+        title = (self.title or "")[:1000].encode("utf-8", "surrogatepass")[:4000].decode("utf-8", "ignore").encode()
+        stage = _STAGES.index(self.stage) if self.stage in _STAGES else 0
+        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size,
+                          len(title), stage)
+        return head + self.sketch.astype(">u8").tobytes() + title + self.url.encode("utf-8", "surrogatepass")
 
     @classmethod
     def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
-        fp, t, tokens, shingles, run, n, tl = _HEAD.unpack_from(data)
+        fp, t, tokens, shingles, run, n, tl, stage = _HEAD.unpack_from(data)
         pos = _HEAD.size
         sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
         pos += 8 * n
-        title = data[pos : pos + tl].decode("utf-8") or None
-        url = data[pos + tl :].decode("utf-8")
+        title = data[pos : pos + tl].decode("utf-8", "replace") or None
+        url = data[pos + tl :].decode("utf-8", "surrogatepass")
         return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
-                   title=title, doc_id=doc_id)
+                   title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response")
 
 
 class NearDupIndex:
@@ -58,17 +64,28 @@ class NearDupIndex:
         self.store, self.plan = store, plan
 
     @classmethod
-    def open(cls, store, k: int, make_plan) -> "NearDupIndex":
-        """Open `store`, reusing its stored plan; a stored plan for another k fails clearly."""
+    def open(cls, store, k: int, make_plan, params: dict | None = None) -> "NearDupIndex":
+        """Open `store`, reusing its stored plan; a stored plan for another k, or other stored
+        `params` (settings that change fingerprints, e.g. shingle), fail clearly."""
+        params = params or {}
         store.open()
-        stored = store.read(lambda txn: (txn.meta_get("format"), txn.meta_get("plan")))
-        version, plan_json = stored
+        version, plan_json, params_json = store.read(
+            lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))
         if version is not None and int(version) != FORMAT_VERSION:
             store.close()
             raise StoreFormat(
                 f"the index at {store.location} has format version {int(version)}, this crawler-dedup "
                 f"reads version {FORMAT_VERSION}: use a new DEDUP_DIR or delete the old one"
             )
+        if params_json is not None:
+            for name, value in json.loads(params_json).items():
+                if name in params and params[name] != value:
+                    store.close()
+                    setting = "DEDUP_" + name.upper()
+                    raise StoreFormat(
+                        f"the index at {store.location} was built with {setting}={value}, not {params[name]}: "
+                        f"run with -s {setting}={value}, or use a new DEDUP_DIR"
+                    )
         if plan_json is not None:
             plan = Plan.from_json(plan_json)
             if plan.k != k:
@@ -84,6 +101,7 @@ class NearDupIndex:
                 if txn.meta_get("plan") is None:  # another process may have won the race
                     txn.meta_put("format", str(FORMAT_VERSION).encode())
                     txn.meta_put("plan", plan.to_json().encode())
+                    txn.meta_put("params", json.dumps(params, sort_keys=True).encode())
                 return Plan.from_json(txn.meta_get("plan"))
 
             plan = store.write(init)

@@ -24,6 +24,7 @@ class DedupMiddleware:
         rt = self.runtime
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, "dont_dedup")
+            rt.remember(response.url, "dont_dedup")  # and its items too
             return response
         if not 200 <= response.status < 300:
             rt.skip(response.url, "status")
@@ -45,5 +46,5 @@ class DedupMiddleware:
         verdict = rt.check(response.url, html=html, stage="response")
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.action == "drop":
-            raise IgnoreRequest(f"near-duplicate of {verdict.duplicate_of} ({verdict.reason})")
+            raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
         return response

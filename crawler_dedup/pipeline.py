@@ -27,14 +27,13 @@ class DedupPipeline:
         if not html and not text:
             return item  # not a page: nothing to compare
         url = str(adapter.get(cfg.item_url_field) or "")
-        if url and rt.seen_as_response(url):
-            rt.skip(url, "checked_as_response")
-            return item
-        if text is not None and not isinstance(text, str):
-            rt.skip(url, "bad_text_field")
+        how = rt.decided_as_response(url)
+        if how is not None:
+            # the middleware already decided this page (or was told not to): not again
+            rt.skip(url, "dont_dedup" if how == "dont_dedup" else "checked_as_response")
             return item
         verdict = rt.check(url, html=html if text is None else None, text=text, stage="item",
                            item=adapter.asdict())
         if verdict.action == "drop":
-            raise DuplicateItem(f"near-duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")
+            raise DuplicateItem(f"duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")
         return item

@@ -1,8 +1,10 @@
 """One Deduplicator and drop log per crawler, shared by the middleware and the pipeline.
 
-Settings are checked when the first component is built (a wrong value stops the crawl at
-start); the index is opened on spider_opened, in the crawling process, and closed on
-spider_closed.
+Settings are checked when the first component is built, so a wrong value stops the crawl at
+start. The index is opened on spider_opened, in the crawling process. LMDB forbids opening one
+environment twice in a process, so crawlers of one process that use the same DEDUP_DIR share
+one Deduplicator. Whatever fails later, a page is kept and the failure counted: nothing is
+dropped without a drop-log line.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 from collections import OrderedDict
 
 from scrapy import signals
@@ -23,7 +26,10 @@ from .exceptions import ConfigError, DedupError
 logger = logging.getLogger("crawler_dedup")
 
 _ATTR = "_crawler_dedup_runtime"
-_RECENT = 100_000  # URLs kept at the response stage remembered for the item stage
+_RECENT = 100_000  # URLs decided at the response stage, remembered for the item stage
+
+_shared_lock = threading.Lock()
+_shared: dict[str, list] = {}  # realpath of DEDUP_DIR -> [Deduplicator, users]
 
 
 def get_runtime(crawler) -> "DedupRuntime":
@@ -38,7 +44,7 @@ def get_runtime(crawler) -> "DedupRuntime":
     return runtime
 
 
-def _writable_dir(setting: str, value: str, path: str) -> None:
+def _writable_dir(setting: str, value, path: str) -> None:
     try:
         os.makedirs(path, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -47,11 +53,49 @@ def _writable_dir(setting: str, value: str, path: str) -> None:
         raise ConfigError(setting, value, f"a writable directory ({exc.strerror or exc})") from None
 
 
+def _appendable_file(setting: str, value, path: str) -> None:
+    _writable_dir(setting, value, os.path.dirname(os.path.abspath(path)))
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(setting, value, f"a file that can be appended to ({exc.strerror or exc})") from None
+
+
+def _acquire(config: DedupConfig) -> Deduplicator:
+    if config.backend != "lmdb":
+        return Deduplicator(config).open()
+    key = os.path.realpath(config.dir)
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is None:
+            entry = _shared[key] = [Deduplicator(config).open(), 0]
+        elif entry[0].config != config:
+            logger.warning("crawler-dedup: crawlers of this process share %s; using the first one's settings", key)
+        entry[1] += 1
+        return entry[0]
+
+
+def _release(dedup: Deduplicator) -> None:
+    if dedup.config.backend != "lmdb":
+        dedup.close()
+        return
+    key = os.path.realpath(dedup.config.dir)
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is None or entry[0] is not dedup:
+            dedup.close()
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _shared[key]
+            dedup.close()
+
+
 class DedupRuntime:
     def __init__(self, crawler):
         self.crawler = crawler
-        settings = crawler.settings
-        config = DedupConfig.from_settings(settings)
+        config = DedupConfig.from_settings(crawler.settings)
         overrides = {}
         if config.dir is None:
             overrides["dir"] = data_path("dedup", createdir=False)
@@ -61,25 +105,34 @@ class DedupRuntime:
                 _writable_dir("DEDUP_DIR", config.dir, dir_)
             if config.droplog is None:
                 overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
-            else:
-                parent = os.path.dirname(os.path.abspath(config.droplog))
-                _writable_dir("DEDUP_DROPLOG", config.droplog, parent)
+            _appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog", config.droplog))
         self.config = DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
         if not self.config.debug:  # trafilatura logs several DEBUG lines per page
             logging.getLogger("trafilatura").setLevel(logging.INFO)
-        self.dedup = Deduplicator(self.config)
+        self.dedup: Deduplicator | None = None
         self.droplog: DropLog | None = None
-        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent: OrderedDict[str, str] = OrderedDict()
+        self._logged: set[str] = set()
         if self.config.enabled:
-            # open once now so a store that is unusable (other format, other k) stops the crawl here
-            Deduplicator(self.config).open().close()
+            with _shared_lock:
+                in_use = self.config.backend == "lmdb" and os.path.realpath(self.config.dir) in _shared
+            if not in_use:
+                # open once now, so an unusable index (other format, other k) stops the crawl here
+                Deduplicator(self.config).open(new_run=False).close()
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
-        self.dedup.open()
-        self.droplog = DropLog(self.config.droplog)
+        try:
+            self.dedup = _acquire(self.config)
+            self.droplog = DropLog(self.config.droplog)
+        except (DedupError, OSError) as exc:
+            # Scrapy ignores errors raised here: say it loudly, then keep every page (fail open)
+            logger.error("crawler-dedup could not open %s (%s): every page will be kept unchecked",
+                         self.config.dir, exc)
+            self.crawler.stats.inc_value("dedup/errors/open")
+            return
         plan = self.dedup.index.plan
         logger.info(
             "Dedup on: %s index at %s (k=%d, %d tables), drop log %s%s",
@@ -97,28 +150,45 @@ class DedupRuntime:
             "flagged" if self.config.dry_run else "dropped", 100.0 * dropped / checked if checked else 0.0,
             self.config.droplog,
         )
-        self.dedup.close()
+        if self.dedup is not None:
+            _release(self.dedup)
+            self.dedup = None
         if self.droplog is not None:
             self.droplog.close()
             self.droplog = None
 
     # -- one page -------------------------------------------------------------------------
-    def seen_as_response(self, url: str) -> bool:
-        return url in self._recent
+    def decided_as_response(self, url: str) -> str | None:
+        """How the middleware handled `url` in this crawl (kept, flagged, dont_dedup), if it did."""
+        return self._recent.get(url) if url else None
+
+    def remember(self, url: str, how: str) -> None:
+        if not url:
+            return
+        self._recent[url] = how
+        self._recent.move_to_end(url)
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
 
     def check(self, url: str, *, html=None, text=None, stage: str, item=None) -> Verdict:
-        verdict = self.dedup.check(url, html=html, text=text, stage=stage)
+        if self.dedup is None:  # the index could not be opened: keep everything, counted
+            verdict = Verdict(url=url, error="open")
+        else:
+            verdict = self.dedup.check(url, html=html, text=text, stage=stage)
         self.record(verdict, stage, item)
-        if stage == "response" and verdict.action == "keep" and verdict.fingerprint is not None:
-            self._recent[url] = None
-            if len(self._recent) > _RECENT:
-                self._recent.popitem(last=False)
+        if stage == "response" and verdict.fingerprint is not None and verdict.action != "drop":
+            self.remember(url, "flagged" if verdict.action == "flag" else "kept")
         return verdict
 
     def skip(self, url: str, why: str) -> None:
         self.crawler.stats.inc_value(f"dedup/skipped/{why}")
         if self.config.debug:
             logger.debug("Dedup skipped %s: %s", url, why)
+
+    def _error_once(self, where: str, message: str, *args) -> None:
+        if where not in self._logged:
+            self._logged.add(where)
+            logger.error(message + " (further %s errors are only counted)", *args, where)
 
     def record(self, verdict: Verdict, stage: str, item=None) -> None:
         stats = self.crawler.stats
@@ -139,11 +209,15 @@ class DedupRuntime:
         spider = getattr(self.crawler.spider, "name", None)
         keep_item = item if (item is not None and self.config.droplog_items) else None
         try:
+            if self.droplog is None:
+                raise OSError("the drop log is not open")
             self.droplog.write(make_record(verdict, stage, spider, keep_item))
         except (OSError, TypeError, ValueError) as exc:
             # no drop-log line, no drop: the page is kept
             stats.inc_value("dedup/errors/droplog")
-            logger.error("Dedup could not write the drop log %s, keeping %s: %s", self.config.droplog, verdict.url, exc)
+            stats.inc_value("dedup/kept")
+            self._error_once("droplog", "Dedup could not write the drop log %s, keeping %s: %s",
+                             self.config.droplog, verdict.url, exc)
             verdict.action, verdict.error = "keep", "droplog"
             return
         if verdict.action == "flag":
@@ -157,6 +231,3 @@ class DedupRuntime:
             "flagged" if verdict.action == "flag" else "dropped", verdict.url, verdict.reason,
             verdict.duplicate_of, verdict.distance, verdict.similarity or 0.0,
         )
-
-
-__all__ = ["DedupRuntime", "get_runtime", "DedupError"]

@@ -49,7 +49,7 @@ def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site,
     urls = write_urls(tmp_path / "urls.txt", ["# a comment", *[f"{base}/{p}" for p in pages]])
     out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
-                        "-s", "ROBOTSTXT_OBEY=0", "-o", str(out))
+                        "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     kept = sorted(i["url"].rsplit("/", 1)[-1] for i in items(out))
     assert kept == ["a0.html", "a1.html", "a2.html", "a3.html", "p.html"]
@@ -137,11 +137,13 @@ def test_bad_input_is_kept_or_skipped_and_counted(tmp_path, articles, serve):
     ("DEDUP_BACKEND", "nosuch", ["DEDUP_BACKEND='nosuch'", "lmdb, memory"]),
     ("DEDUP_K", "-1", ["DEDUP_K='-1'", "an integer from 0 to 8"]),
     ("DEDUP_DIR", "{file}/sub", ["DEDUP_DIR=", "a writable directory"]),
+    ("DEDUP_DROPLOG", "{dir}", ["DEDUP_DROPLOG=", "a file that can be appended to"]),
+    ("DEDUP_ALLOW", '["^a"', ["DEDUP_ALLOW=", "a JSON list of regular expressions"]),
 ])
 def test_bad_settings_stop_the_crawl_at_start(tmp_path, setting, value, expect, serve):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    value = value.format(file=blocker)
+    value = value.format(file=blocker, dir=tmp_path)
     urls = write_urls(tmp_path / "urls.txt", [serve(routes={}).base_url + "/nothing"])
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"{setting}={value}", "-s", "ROBOTSTXT_OBEY=0")
     assert proc.returncode != 0
@@ -172,15 +174,85 @@ def test_pipeline_drops_duplicate_items_with_the_item_in_the_log(tmp_path, artic
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {i["url"] for i in items(out)}
     log = {r["url"]: r for r in read_droplog(str(drops))}
-    # b/1 repeats a/1's text, d/1 is a/2's page as HTML; q.html (dont_dedup) passes the middleware
-    # and is dropped at the item stage as a copy of p.html
-    assert sorted(u.rsplit("/", 1)[-1] for u in log) == ["1", "1", "q.html"]
-    assert {"https://b/1", "https://d/1"} <= set(log)
+    # b/1 repeats a/1's text, d/1 is a/2's page as HTML; q.html copies p.html but was fetched
+    # with dont_dedup, which covers its item too
+    assert set(log) == {"https://b/1", "https://d/1"}
     assert log["https://b/1"]["stage"] == "item" and log["https://b/1"]["duplicate_of"] == "https://a/1"
     assert log["https://b/1"]["item"] == records[2]
     assert log["https://d/1"]["duplicate_of"] == "https://a/2"
-    assert any(u.endswith("/q.html") for u in log)
     assert {"https://a/1", "https://a/2", "https://c/1"} <= got and "https://b/1" not in got
-    assert any(u.endswith("/p.html") for u in got)
+    assert any(u.endswith("/p.html") for u in got) and any(u.endswith("/q.html") for u in got)
     stats = dedup_stats(proc.stderr)
-    assert stats["dedup/skipped/dont_dedup"] == 1 and stats["dedup/skipped/checked_as_response"] == 1
+    assert stats["dedup/skipped/dont_dedup"] == 2 and stats["dedup/skipped/checked_as_response"] == 1
+
+
+def test_unwritable_drop_log_keeps_the_page_and_counts_it(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.html").write_bytes(articles[0][0])
+    (root / "b.html").write_bytes(articles[0][0])
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("a.html", "b.html")])
+    out = tmp_path / "out.jsonl"
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "DEDUP_DROPLOG=/dev/full",
+                        "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(items(out)) == 2  # no drop-log line, no drop
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/errors/droplog"] == 1 and stats["dedup/kept"] == stats["dedup/checked"] == 2
+    assert proc.stderr.count("could not write the drop log") == 1
+
+
+def test_dry_run_flags_a_page_once_even_when_its_item_carries_the_html(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "p.html").write_bytes(articles[3][0])
+    (root / "q.html").write_bytes(articles[3][0])
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("p.html", "q.html")])
+    out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
+    spider = os.path.join(ROOT, "tests", "spiders", "items_spider.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-s", "DEDUP_DRY_RUN=1",
+         "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}", "-s", "ROBOTSTXT_OBEY=0",
+         "-s", "CONCURRENT_REQUESTS=1", "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(items(out)) == 2
+    records = list(read_droplog(str(drops)))
+    assert [(r["action"], r["stage"], r["url"].rsplit("/", 1)[-1]) for r in records] == [("flagged", "response", "q.html")]
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/flagged"] == 1 and stats["dedup/skipped/checked_as_response"] == 2
+
+
+TWO_SPIDERS = """
+import json, sys
+from scrapy.crawler import CrawlerProcess
+from crawler_dedup.spider import PagesSpider
+
+process = CrawlerProcess({"ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": sys.argv[1],
+                          "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "INFO"})
+crawlers = []
+for urls in sys.argv[2:]:
+    crawler = process.create_crawler(PagesSpider)
+    crawlers.append(crawler)
+    process.crawl(crawler, urls=urls)
+process.start()
+print(json.dumps([{k: v for k, v in c.stats.get_stats().items() if k.startswith(("dedup/", "item_scraped"))}
+                  for c in crawlers]))
+"""
+
+
+def test_two_crawlers_in_one_process_share_one_index(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    for name, i in (("a.html", 0), ("b.html", 1), ("copy-of-a.html", 0), ("c.html", 2)):
+        (root / name).write_bytes(articles[i][0])
+    base = serve(str(root)).base_url
+    one = write_urls(tmp_path / "one.txt", [f"{base}/a.html", f"{base}/b.html"])
+    two = write_urls(tmp_path / "two.txt", [f"{base}/copy-of-a.html", f"{base}/c.html"])
+    proc = subprocess.run([sys.executable, "-c", TWO_SPIDERS, str(tmp_path / "idx"), one, two],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not any(k.startswith("dedup/errors") for k in {**first, **second}), (first, second)
+    assert first.get("dedup/kept", 0) + second.get("dedup/kept", 0) == 3
+    assert first.get("dedup/dropped", 0) + second.get("dedup/dropped", 0) == 1
+    assert "already open" not in proc.stderr

@@ -138,3 +138,75 @@ def test_settings_parse_strings_from_the_command_line():
     cfg = DedupConfig.from_settings({"DEDUP_K": "4", "DEDUP_DRY_RUN": "1", "DEDUP_ALLOW": "^a,^b", "DEDUP_THRESHOLD": "0.7"})
     assert (cfg.k, cfg.dry_run, [p.pattern for p in cfg.allow], cfg.threshold) == (4, True, ["^a", "^b"], 0.7)
     assert DedupConfig.from_settings({"DEDUP_ALLOW": '["^x", "y$"]'}).allow[1].pattern == "y$"
+
+
+def test_items_without_url_are_still_compared(dedup, articles):
+    assert dedup.check("", text=articles[0][1], stage="item").action == "keep"
+    v = dedup.check("", text=articles[0][1], stage="item")
+    assert (v.action, v.reason) == ("drop", "exact")
+
+
+def test_two_items_with_one_url_in_one_run_are_duplicates(dedup, articles):
+    # only a page kept by the middleware (stage response) is exempt for its own item
+    assert dedup.check("https://x/a", text=articles[0][1], stage="item").action == "keep"
+    assert dedup.check("https://x/a", text=articles[0][1], stage="item").action == "drop"
+
+
+def test_bad_input_types_are_skipped_not_raised(dedup):
+    assert dedup.check("https://x", html=12345).skipped == "bad_input"
+    assert dedup.check("https://x", text=["not", "text"]).skipped == "bad_input"
+    assert dedup.check(None, html=b"<p>x</p>").action == "keep"
+
+
+def test_surrogate_urls_and_huge_titles_round_trip(dedup, articles):
+    url = "https://x/\udcff-page"
+    title = "é" * 70000
+    assert dedup.check(url, text=articles[0][1], title=title).action == "keep"
+    v = dedup.check("https://y/", text=articles[0][1])
+    assert v.duplicate_of == url and v.duplicate_of_title.startswith("éé")
+
+
+def test_an_index_remembers_the_shingle_size(tmp_path):
+    from crawler_dedup.exceptions import StoreFormat
+
+    with Deduplicator(dir=str(tmp_path / "idx")):
+        pass
+    with pytest.raises(StoreFormat, match="DEDUP_SHINGLE=3"):
+        Deduplicator(dir=str(tmp_path / "idx"), shingle=5).open()
+
+
+def test_notice_text_is_not_checked(dedup):
+    banner = ("We and our partners store and access information on your device, such as cookies, and "
+              "process personal data for personalised ads and content. You may accept or reject consent, "
+              "change your privacy preferences or refuse consenting at any time.")
+    assert dedup.check("https://a/1", text=banner).skipped == "notice"
+    assert dedup.check("https://b/2", text=banner).skipped == "notice"
+
+
+def test_short_shared_text_under_unrelated_titles_is_kept(dedup):
+    promo = " ".join(f"Related story number {i} about the city council and the new stadium plan." for i in range(6))
+    assert dedup.check("https://a/1", text=promo, title="Storm hits coast | Daily").action == "keep"
+    v = dedup.check("https://a/2", text=promo, title="Election results tonight | Daily")
+    assert (v.action, v.guard) == ("keep", "title")
+    # the same text with the same story's title is a duplicate
+    assert dedup.check("https://b/1", text=promo, title="Storm hits coast - Other Paper").action == "drop"
+
+
+@pytest.mark.parametrize("value", ['["^a"', 5, {"a": 1}])
+def test_malformed_allow_lists_are_config_errors(value):
+    with pytest.raises(ConfigError, match="DEDUP_ALLOW"):
+        DedupConfig.from_settings({"DEDUP_ALLOW": value})
+
+
+@pytest.mark.parametrize("a,b,disagree", [
+    ("Storm hits coast | Daily", "Election results tonight | Daily", True),
+    ("Storm hits coast | Daily", "Storm hits coast - Other Paper", False),
+    ("New Zealand - Wikipedia - Wire Service", "New Zealand - Wikipedia", False),
+    ("Storm hits the coast (print version)", "Storm hits the coast | Daily", False),
+    ("Storm hits coast", None, False),
+    ("A | The Daily Bugle New York Edition", "B | The Daily Bugle New York Edition", True),
+])
+def test_title_agreement(a, b, disagree):
+    from crawler_dedup.guards import titles_disagree
+
+    assert titles_disagree(a, b) is disagree

@@ -33,3 +33,13 @@ def test_cli_usage_errors_exit_2():
     assert proc.returncode == 2 and "demo" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "--out" in proc.stdout
+
+
+def test_demo_refuses_a_folder_with_other_files_and_a_bad_k(tmp_path):
+    (tmp_path / "mine.txt").write_text("precious")
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "holds other files" in proc.stderr
+    assert (tmp_path / "mine.txt").read_text() == "precious"
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--k", "9"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--k" in proc.stderr

@@ -16,6 +16,15 @@ from .server import PageServer
 from .site import VARIANTS, DemoPage, build_site
 
 
+MARKER = ".crawler-dedup-demo"
+
+
+class DemoError(Exception):
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 @dataclass
 class DemoResult:
     out: str
@@ -40,7 +49,7 @@ def _path(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-def run_crawl(urls_file: str, out: str, settings: dict | None = None) -> None:
+def run_crawl(urls_file: str, out: str, settings: dict | None = None) -> dict:
     """One Scrapy crawl of the pages spider, in this process (the reactor runs once per process)."""
     from scrapy.crawler import CrawlerProcess
 
@@ -58,12 +67,20 @@ def run_crawl(urls_file: str, out: str, settings: dict | None = None) -> None:
     }
     base.update(settings or {})
     process = CrawlerProcess(base)
-    process.crawl(PagesSpider, urls=urls_file)
+    crawler = process.create_crawler(PagesSpider)
+    process.crawl(crawler, urls=urls_file)
     process.start()
+    if getattr(process, "bootstrap_failed", False) or crawler.stats is None:
+        raise DemoError("the crawl did not start (see the error above)")
+    return crawler.stats.get_stats()
 
 
 def run_demo(out: str | None = None, settings: dict | None = None) -> DemoResult:
     out = os.path.abspath(out or tempfile.mkdtemp(prefix="crawler-dedup-demo-"))
+    if os.path.isdir(out) and os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)):
+        raise DemoError(f"{out} holds other files: give an empty or new folder", exit_code=2)
+    os.makedirs(out, exist_ok=True)
+    open(os.path.join(out, MARKER), "w").close()
     for old in ("index", "site", "droplog.jsonl", "kept.jsonl"):  # a rerun starts from an empty index
         target = os.path.join(out, old)
         if os.path.isdir(target):
@@ -78,7 +95,9 @@ def run_demo(out: str | None = None, settings: dict | None = None) -> DemoResult
         with open(urls_file, "w", encoding="utf-8") as fh:
             fh.write("# the demo site, in crawl order\n")
             fh.writelines(f"{server.base_url}{p.path}\n" for p in pages)
-        run_crawl(urls_file, out, settings)
+        stats = run_crawl(urls_file, out, settings)
+        if not stats.get("dedup/checked"):
+            raise DemoError(f"the crawl checked no page (stats: {stats})")
         result = DemoResult(out=out, droplog=os.path.join(out, "droplog.jsonl"), base_url=server.base_url, pages=pages)
     kept_file = os.path.join(out, "kept.jsonl")
     if os.path.exists(kept_file):
