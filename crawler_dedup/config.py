@@ -12,6 +12,7 @@ from . import defaults
 from .exceptions import ConfigError
 
 BACKENDS = ("lmdb", "memory")
+VERIFIER_NAMES = ("resemblance", "qgram", "swlr")
 MAX_K = 8
 
 
@@ -81,6 +82,7 @@ class DedupConfig:
     droplog_items: bool = defaults.DEDUP_DROPLOG_ITEMS
     dry_run: bool = defaults.DEDUP_DRY_RUN
     expected_pages: int = defaults.DEDUP_EXPECTED_PAGES
+    features: str = defaults.DEDUP_FEATURES
     item_html_field: str = defaults.DEDUP_ITEM_HTML_FIELD
     item_text_field: str = defaults.DEDUP_ITEM_TEXT_FIELD
     item_url_field: str = defaults.DEDUP_ITEM_URL_FIELD
@@ -93,6 +95,8 @@ class DedupConfig:
     shingle: int = defaults.DEDUP_SHINGLE
     sketch_probes: int = defaults.DEDUP_SKETCH_PROBES
     threshold: float = defaults.DEDUP_THRESHOLD
+    verifier: str = defaults.DEDUP_VERIFIER
+    weighting: str = defaults.DEDUP_WEIGHTING
     extra: dict = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -139,4 +143,11 @@ class DedupConfig:
         out["containment"] = _float(n("containment"), raw["containment"], 0.0, 1.0)
         out["min_resemblance"] = _float(n("min_resemblance"), raw["min_resemblance"], 0.0, 1.0)
         out["sketch_probes"] = _int(n("sketch_probes"), raw["sketch_probes"], 0, 128)
+        if raw["verifier"] not in VERIFIER_NAMES:
+            raise ConfigError(n("verifier"), raw["verifier"], f"one of {', '.join(VERIFIER_NAMES)}")
+        out["verifier"] = raw["verifier"]
+        for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf"))):
+            if raw[key] not in allowed:
+                raise ConfigError(n(key), raw[key], f"one of {', '.join(allowed)}")
+            out[key] = raw[key]
         return cls(**out)

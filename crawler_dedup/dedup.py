@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .config import DedupConfig
 from .exceptions import DedupError, StoreError
 from .extract import extract, page_title
-from .features import content_hash, shingles
+from .features import content_hash, document_image, shingles, token_hashes
 from .guards import looks_like_notice, titles_disagree
 from .index import DocRecord, NearDupIndex
 from .simhash import simhash
@@ -19,7 +19,8 @@ from .sketch import sketch
 from .stores import make_store
 from .tables import choose_plan
 from .tokens import tokenize
-from .verify import sketch_scores
+from .verify import VERIFIERS
+from .weights import DocFrequencies
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class Fingerprinted:
     sketch: np.ndarray
     digest: bytes
     shingles: int = 0
+    extras: dict = field(default_factory=dict)  # what the verifier keeps per page
+    df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
 
 
 class Deduplicator:
@@ -76,6 +79,8 @@ class Deduplicator:
         if overrides and config is not None:
             self.config = DedupConfig._checked({**self.config.__dict__, **overrides})
         self._store = store
+        self.verifier = VERIFIERS[self.config.verifier]
+        self.df = DocFrequencies()
         self.index: NearDupIndex | None = None
         self.run = 0
         self._logged: set[str] = set()
@@ -86,15 +91,22 @@ class Deduplicator:
         if self.index is None:
             store = self._store or make_store(self.config)
             plan = lambda: choose_plan(self.config.k, self.config.expected_pages)  # noqa: E731
-            self.index = NearDupIndex.open(store, self.config.k, plan, {"shingle": self.config.shingle})
+            params = {"shingle": self.config.shingle, "features": self.config.features,
+                      "weighting": self.config.weighting}
+            self.index = NearDupIndex.open(store, self.config.k, plan, params)
             if new_run:
                 self.run = store.write(self.index.new_run)
+            store.read(self.df.load)
         return self
 
     def close(self) -> None:
         if self.index is not None:
-            self.index.store.close()
-            self.index = None
+            try:
+                if self.df.docs:
+                    self.index.store.write(lambda txn: self.df.maybe_save(txn, force=True))
+            finally:
+                self.index.store.close()
+                self.index = None
 
     def __enter__(self):
         return self.open()
@@ -110,11 +122,20 @@ class Deduplicator:
             return "too_short"
         if looks_like_notice(tokens):
             return "notice"
-        features = shingles(tokens, self.config.shingle)
+        cfg, df_keys, weights = self.config, None, None
+        features = shingles(tokens, cfg.shingle)
+        if cfg.features == "docimage":  # seed 001: top TF-IDF words of each 100-word part
+            df_keys = np.unique(token_hashes(tokens))
+            features = document_image(tokens, self.df.idf)
+        elif cfg.weighting == "tfidf":  # seed 000: shingles weighted by TF-IDF
+            df_keys = np.unique(features)
+            weights = self.df.idf(features)
         distinct = np.unique(features)
         return Fingerprinted(
-            text=text, title=None, tokens=len(tokens), fingerprint=simhash(features),
+            text=text, title=None, tokens=len(tokens), fingerprint=simhash(features, weights),
             sketch=sketch(distinct), digest=content_hash(tokens), shingles=int(distinct.size),
+            extras=self.verifier.keep(tokens, shingles(tokens, cfg.shingle) if cfg.features == "docimage" else features),
+            df_keys=df_keys,
         )
 
     # -- steps 1-8 -------------------------------------------------------------------------
@@ -181,7 +202,7 @@ class Deduplicator:
         else:
             best = None
             for doc in self._candidates(txn, fp):
-                j, c = sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
+                j, c = self.verifier.score(fp, doc, cfg)
                 score = j if j >= cfg.threshold else (c if cfg.containment and c >= cfg.containment
                                                       and j >= cfg.min_resemblance else 0.0)
                 dist = (doc.fingerprint ^ fp.fingerprint).bit_count()
@@ -208,8 +229,12 @@ class Deduplicator:
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
             return verdict
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
-                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage)
+                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
+                           extras=fp.extras)
         verdict.doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
+        if fp.df_keys is not None:
+            self.df.add(fp.df_keys)
+            self.df.maybe_save(txn)
         return verdict
 
     def _candidates(self, txn, fp: Fingerprinted) -> list[DocRecord]:

@@ -10,6 +10,7 @@ DEDUP_DROPLOG = None  # JSONL drop log; None = <DEDUP_DIR>/droplog.jsonl
 DEDUP_DROPLOG_ITEMS = True  # write the whole dropped item into its drop-log line
 DEDUP_DRY_RUN = False  # flag duplicates in the drop log, never drop
 DEDUP_EXPECTED_PAGES = 1_000_000  # sizes the permuted tables when an index is created
+DEDUP_FEATURES = "shingles"  # shingles (word w-shingles) | docimage (seed 001: top TF-IDF words per part)
 DEDUP_ITEM_HTML_FIELD = "html"
 DEDUP_ITEM_TEXT_FIELD = "text"
 DEDUP_ITEM_URL_FIELD = "url"
@@ -21,4 +22,6 @@ DEDUP_MIN_RESEMBLANCE = 0.2  # a containment match needs at least this resemblan
 DEDUP_MIN_TOKENS = 15  # shorter texts are kept without a near-duplicate check
 DEDUP_SHINGLE = 3  # words per shingle
 DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates beyond k bits
-DEDUP_THRESHOLD = 0.5  # minimum resemblance to drop a simhash candidate
+DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
+DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
+DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)

@@ -47,3 +47,17 @@ def shingles(tokens: list[str], w: int = 3) -> np.ndarray:
 def content_hash(tokens: list[str]) -> bytes:
     """128-bit hash of the normalized token stream: equal for pages with the same words."""
     return xxhash.xxh3_128_digest("\x1f".join(tokens).encode("utf-8"))
+
+
+def document_image(tokens: list[str], idf, chunk: int = 100, top: int = 30) -> np.ndarray:
+    """Seed 001's document image: the `top` words of highest TF-IDF in every `chunk`-word part
+    of the text, as distinct word hashes. tf weight 1 + log10(tf) within the part."""
+    hashes = token_hashes(tokens)
+    picked = []
+    for start in range(0, len(hashes), chunk):
+        part = hashes[start : start + chunk]
+        words, counts = np.unique(part, return_counts=True)
+        weight = (1.0 + np.log10(counts)) * idf(words)
+        order = np.lexsort((words, -weight))  # ties broken by hash: deterministic
+        picked.append(words[order[:top]])
+    return np.unique(np.concatenate(picked)) if picked else np.empty(0, np.uint64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,7 +19,9 @@ from .simhash import hamming_many
 from .stores.base import FORMAT_VERSION, from_u64, u64
 from .tables import Plan
 
-_HEAD = struct.Struct(">QdIIIHHB")  # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage
+# fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
+_HEAD = struct.Struct(">QdIIIHHBI")
+_EXTRA = struct.Struct(">BI")  # name bytes, data bytes
 _STAGES = ("response", "item")
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
 
@@ -36,25 +38,40 @@ class DocRecord:
     title: str | None = None
     doc_id: int | None = None
     stage: str = "response"
+    extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
 
     def encode(self) -> bytes:
         # cut on a character boundary; surrogatepass: a URL with a lone surrogate still round-trips
         title = (self.title or "")[:1000].encode("utf-8", "surrogatepass")[:4000].decode("utf-8", "ignore").encode()
         stage = _STAGES.index(self.stage) if self.stage in _STAGES else 0
+        url = self.url.encode("utf-8", "surrogatepass")
         head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size,
-                          len(title), stage)
-        return head + self.sketch.astype(">u8").tobytes() + title + self.url.encode("utf-8", "surrogatepass")
+                          len(title), stage, len(url))
+        parts = [head, self.sketch.astype(">u8").tobytes(), title, url]
+        for name, data in sorted(self.extras.items()):
+            parts += [_EXTRA.pack(len(name), len(data)), name.encode(), bytes(data)]
+        return b"".join(parts)
 
     @classmethod
     def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
-        fp, t, tokens, shingles, run, n, tl, stage = _HEAD.unpack_from(data)
+        fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
         pos = _HEAD.size
         sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
         pos += 8 * n
         title = data[pos : pos + tl].decode("utf-8", "replace") or None
-        url = data[pos + tl :].decode("utf-8", "surrogatepass")
+        pos += tl
+        url = data[pos : pos + ul].decode("utf-8", "surrogatepass")
+        pos += ul
+        extras = {}
+        while pos < len(data):
+            nl, dl = _EXTRA.unpack_from(data, pos)
+            pos += _EXTRA.size
+            name = data[pos : pos + nl].decode()
+            extras[name] = data[pos + nl : pos + nl + dl]
+            pos += nl + dl
         return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
-                   title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response")
+                   title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
+                   extras=extras)
 
 
 class NearDupIndex:

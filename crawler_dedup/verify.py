@@ -1,10 +1,22 @@
-"""Step 6: similarity of a page to a candidate kept page, from what the index stores per page."""
+"""Step 6: how similar a page is to a candidate kept page, from what the index keeps per page.
+
+`DEDUP_VERIFIER` selects one:
+- `resemblance` (default, seed 003): min-hash resemblance of the word-shingle sets, with
+  containment for copies that carry extra boilerplate or are truncated.
+- `qgram` (seed 004): character q-gram overlap |A∩B| / max(|A|, |B|), q = 4.
+- `swlr` (seed 002): longest common subsequence of the shingle sequences / mean length, behind a
+  bit-vector pre-filter.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .sketch import resemblance
+from .features import _mix
+from .sketch import resemblance, sketch
+
+_QMULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                   0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
 
 
 def sketch_scores(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> tuple[float, float]:
@@ -18,3 +30,122 @@ def sketch_scores(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> t
         return j, j
     inter = j * (a_count + b_count) / (1 + j)
     return j, min(1.0, inter / min(a_count, b_count))
+
+
+# -- q-grams (seed 004) ------------------------------------------------------------------
+
+def qgram_hashes(tokens: list[str], q: int = 4) -> np.ndarray:
+    """Distinct hashes of the character q-grams of the normalized text (words joined by a space)."""
+    codes = np.frombuffer(" ".join(tokens).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if codes.size < q:
+        return np.unique(_mix(codes[:1] * _QMULT[0])) if codes.size else np.empty(0, np.uint64)
+    n = codes.size - q + 1
+    acc = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(q):
+            acc += codes[i : i + n] * _QMULT[i]
+        return np.unique(_mix(acc))
+
+
+def qgram_overlap(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> float:
+    """|A∩B| / max(|A|,|B|) from bottom-k sketches of the q-gram sets and their sizes."""
+    if not a_count or not b_count:
+        return 0.0
+    j = resemblance(a, b)
+    return min(1.0, j * (a_count + b_count) / (1 + j) / max(a_count, b_count))
+
+
+# -- SWLR: LCS over shingle sequences (seed 002) -------------------------------------------
+
+def lcs_length(a, b) -> int:
+    """Length of the longest common subsequence, bit-parallel (Allison-Dix / Hyyrö):
+    one big-integer step per element of b instead of a len(a) x len(b) table."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not b:
+        return 0
+    masks: dict[int, int] = {}
+    for i, x in enumerate(a):
+        masks[x] = masks.get(x, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for y in b:
+        u = v & masks.get(y, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
+def bitvector(seq: np.ndarray, bits: int = 1024) -> int:
+    """Seed 002's pre-filter: each element sets bit (hash mod bits)."""
+    out = 0
+    for b in set((seq % np.uint64(bits)).tolist()):
+        out |= 1 << b
+    return out
+
+
+def swlr(a: np.ndarray, b: np.ndarray) -> float:
+    """|LCS| / mean(|A|, |B|) of two shingle sequences (Eq. 6 of seed 002)."""
+    if not len(a) or not len(b):
+        return 0.0
+    return lcs_length(a.tolist(), b.tolist()) / ((len(a) + len(b)) / 2)
+
+
+def swlr_prefilter(a: np.ndarray, b: np.ndarray, threshold: float, bits: int = 1024) -> bool:
+    """False when the two sequences cannot reach `threshold`: the LCS is at most the number of
+    distinct common elements, bounded by the pre-filter's common bits times the fill ratio."""
+    va, vb = bitvector(a, bits), bitvector(b, bits)
+    common = (va & vb).bit_count()
+    union = (va | vb).bit_count()
+    return union == 0 or common / union >= threshold / 2
+
+
+# -- the verifiers ---------------------------------------------------------------------------
+
+class Verifier:
+    """Score a page against a kept page. `keep` says what a page stores for this (doc extras)."""
+
+    name = "resemblance"
+
+    def keep(self, tokens: list[str], features: np.ndarray) -> dict[str, bytes]:
+        return {}
+
+    def score(self, fp, doc, config) -> tuple[float, float]:
+        """(score for DEDUP_THRESHOLD, containment or 0)."""
+        return sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
+
+
+class QGramVerifier(Verifier):
+    name = "qgram"
+    q = 4
+
+    def keep(self, tokens, features):
+        grams = qgram_hashes(tokens, self.q)
+        return {"qg": sketch(grams).astype(">u8").tobytes(), "qn": int(grams.size).to_bytes(4, "big")}
+
+    def score(self, fp, doc, config):
+        if "qg" not in doc.extras:
+            return 0.0, 0.0
+        mine = np.frombuffer(fp.extras["qg"], dtype=">u8").astype(np.uint64)
+        theirs = np.frombuffer(doc.extras["qg"], dtype=">u8").astype(np.uint64)
+        return qgram_overlap(mine, int.from_bytes(fp.extras["qn"], "big"),
+                             theirs, int.from_bytes(doc.extras["qn"], "big")), 0.0
+
+
+class SwlrVerifier(Verifier):
+    name = "swlr"
+
+    def keep(self, tokens, features):
+        # the shingle sequence, 32 bits an element: enough to tell shingles of two pages apart
+        return {"seq": (features >> np.uint64(32)).astype(">u4").tobytes()}
+
+    def score(self, fp, doc, config):
+        if "seq" not in doc.extras:
+            return 0.0, 0.0
+        mine = np.frombuffer(fp.extras["seq"], dtype=">u4").astype(np.uint64)
+        theirs = np.frombuffer(doc.extras["seq"], dtype=">u4").astype(np.uint64)
+        if not swlr_prefilter(mine, theirs, config.threshold):
+            return 0.0, 0.0
+        return swlr(mine, theirs), 0.0
+
+
+VERIFIERS = {v.name: v for v in (Verifier(), QGramVerifier(), SwlrVerifier())}
