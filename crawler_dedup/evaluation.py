@@ -12,16 +12,22 @@ stream has the same base; a drop is correct only when it names a page of that ba
 from __future__ import annotations
 
 import gzip
+import hashlib
 import html as htmllib
 import json
 import os
+import pickle
 import random
 import re
+import sys
+import time
+from multiprocessing import Pool
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
+from .extract import extract
 from .tokens import tokenize
 
 VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
@@ -234,6 +240,113 @@ def build_stream(bases: list[Base], seed: int = 7, variant_share: float = 0.6, b
     return [page for _, page in keyed]
 
 
+# -- running detectors on the stream -------------------------------------------------------
+
+def _extract(args):
+    url, html = args
+    got = extract(html, url)
+    return url, (got.text, got.title) if got else (None, None)
+
+
+def extract_all(stream, workers=2, progress=None):
+    """Extract every page once (cached on disk by content), so every method sees the same texts."""
+    import trafilatura
+
+    from . import extract as extract_module
+
+    # keyed by the pages and by the extraction code, so a change to either re-extracts
+    key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read())
+    for p in stream:
+        key.update(hashlib.sha1(p.html).digest())
+    digest = key.hexdigest()[:16]
+    cache = os.path.join(os.path.expanduser("~/.cache/crawler-dedup"), f"extract-{digest}.pkl")
+    if os.path.exists(cache):
+        with open(cache, "rb") as fh:
+            return pickle.load(fh)
+    t0 = time.perf_counter()
+    texts = {}
+    with Pool(workers) as pool:
+        for i, (url, got) in enumerate(pool.imap(_extract, [(p.url, p.html) for p in stream], chunksize=8), 1):
+            texts[url] = got
+            if progress:
+                progress(i, len(stream))
+    print(f"extracted {len(stream)} pages in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    with open(cache, "wb") as fh:
+        pickle.dump(texts, fh)
+    return texts
+
+
+def ours(name, texts, settings=None, **overrides):
+    """crawler-dedup on an in-memory index, with DEDUP_* `settings` and field-name `overrides`."""
+    from . import DedupConfig, Deduplicator
+    from .stores import MemoryStore
+
+    d = Deduplicator(DedupConfig.from_settings(settings or {}, **overrides), store=MemoryStore()).open()
+
+    def decide(page):
+        text, title = texts[page.url]
+        if text is None:
+            return None
+        v = d.check(page.url, text=text, title=title)
+        return v.duplicate_of if v.action in ("drop", "flag") and v.reason != "conceptual" else None
+
+    return name, decide
+
+
+def plain_simhash(name, texts, k=3, w=3):
+    """What a simhash script does: word 3-shingle simhash, brute-force Hamming <= k, nothing else."""
+    import numpy as np
+
+    from .features import shingles
+    from .simhash import simhash
+
+    fps, urls = np.empty(0, np.uint64), []
+
+    def decide(page):
+        nonlocal fps
+        text, _ = texts[page.url]
+        if text is None:
+            return None
+        fp = simhash(shingles(tokenize(text), w))
+        if fps.size:
+            dist = np.bitwise_count(fps ^ np.uint64(fp))
+            best = int(dist.argmin())
+            if dist[best] <= k:
+                return urls[best]
+        fps = np.append(fps, np.uint64(fp))
+        urls.append(page.url)
+        return None
+
+    return name, decide
+
+
+def minhash_lsh(name, texts, threshold, num_perm=128, w=5):
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    sigs = {}
+
+    def decide(page):
+        text, _ = texts[page.url]
+        if text is None:
+            return None
+        toks = tokenize(text)
+        if len(toks) < 15:
+            return None
+        sh = {" ".join(toks[i : i + w]).encode() for i in range(max(1, len(toks) - w + 1))}
+        m = MinHash(num_perm=num_perm)
+        m.update_batch(list(sh))
+        hits = lsh.query(m)
+        if hits:
+            return max(hits, key=lambda u: (m.jaccard(sigs[u]), u))
+        lsh.insert(page.url, m)
+        sigs[page.url] = m
+        return None
+
+    return name, decide
+
+
 # -- scoring ------------------------------------------------------------------------------
 
 @dataclass
@@ -316,3 +429,97 @@ def kinds_present(stream: list[StreamPage]) -> list[str]:
     for p in stream:
         counts[p.kind] += 1
     return [k for k in REPORTED_KINDS if counts[k]]
+
+
+# -- a user's labelled pairs ------------------------------------------------------------------
+
+@dataclass
+class PairScores:
+    duplicate: bool
+    resemblance: float
+    containment: float
+    qgram: float
+    swlr: float
+    distance: int
+    exact: bool
+
+
+def read_pairs(path: str) -> list[dict]:
+    """JSONL, one pair a line: {"a": text, "b": text, "duplicate": true|false}; "a_html"/"b_html"
+    instead of "a"/"b" for pages to extract first."""
+    pairs = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                pair = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc})") from None
+            if not isinstance(pair, dict) or "duplicate" not in pair or not (
+                    ("a" in pair or "a_html" in pair) and ("b" in pair or "b_html" in pair)):
+                raise ValueError(f'{path}:{number}: needs "a" (or "a_html"), "b" (or "b_html") and "duplicate"')
+            pairs.append(pair)
+    return pairs
+
+
+def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScores | None]:
+    """Every verifier's score for each pair (None where a side has no usable text)."""
+    import numpy as np
+
+    from .config import DedupConfig
+    from .dedup import Deduplicator
+    from .features import shingles as make_shingles
+    from .index import DocRecord
+    from .verify import VERIFIERS
+    from .verify import swlr as swlr_score
+
+    d = Deduplicator(config or DedupConfig())
+    out = []
+    for i, pair in enumerate(pairs, 1):
+        sides = []
+        for side in ("a", "b"):
+            text = pair.get(side)
+            if text is None:
+                got = extract(pair[f"{side}_html"])
+                text = got.text if got else None
+            fp = d.fingerprint(text) if isinstance(text, str) else None
+            if fp is not None and not isinstance(fp, str):
+                tokens = tokenize(text)
+                feats = make_shingles(tokens, d.config.shingle)
+                fp.extras = {**VERIFIERS["qgram"].keep(tokens, feats), **VERIFIERS["swlr"].keep(tokens, feats)}
+            sides.append(fp if fp is not None and not isinstance(fp, str) else None)
+        a, b = sides
+        if a is None or b is None:
+            out.append(None)
+        else:
+            doc = DocRecord(url="b", fingerprint=b.fingerprint, sketch=b.sketch, tokens=b.tokens, time=0,
+                            shingles=b.shingles, extras=b.extras)
+            j, c = VERIFIERS["resemblance"].score(a, doc, d.config)
+            out.append(PairScores(
+                duplicate=bool(pair["duplicate"]), resemblance=j, containment=c,
+                qgram=VERIFIERS["qgram"].score(a, doc, d.config)[0],
+                swlr=swlr_score(*(np.frombuffer(x.extras["seq"], ">u4").astype(np.uint64) for x in (a, b))),
+                distance=(a.fingerprint ^ b.fingerprint).bit_count(), exact=a.digest == b.digest))
+        if progress:
+            progress(i, len(pairs))
+    return out
+
+
+def sweep(scored: list[PairScores | None], measure: str, thresholds=None) -> list[tuple[float, float, float, float]]:
+    """(threshold, precision, recall, F1) of "score >= threshold means duplicate"."""
+    thresholds = thresholds or [round(0.05 * i, 2) for i in range(2, 20)]
+    rows = []
+    for t in thresholds:
+        tp = fp = fn = 0
+        for s in scored:
+            if s is None:
+                continue
+            said = s.exact or getattr(s, measure) >= t
+            tp += said and s.duplicate
+            fp += said and not s.duplicate
+            fn += (not said) and s.duplicate
+        p = tp / (tp + fp) if tp + fp else 1.0
+        r = tp / (tp + fn) if tp + fn else 1.0
+        rows.append((t, p, r, 2 * p * r / (p + r) if p + r else 0.0))
+    return rows

@@ -210,3 +210,20 @@ def test_title_agreement(a, b, disagree):
     from crawler_dedup.guards import titles_disagree
 
     assert titles_disagree(a, b) is disagree
+
+
+def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_other(dedup, articles):
+    """Real pages with their paragraphs gone (loaded by script) and a consent banner: extraction
+    returns the banner for each, the same text on different pages. None may be dropped."""
+    import re
+
+    from crawler_dedup.evaluation import BANNER
+
+    banner = re.search(r'<div id="consent">.*?</div>', BANNER, re.S).group(0).encode()
+    verdicts = []
+    for i, (html, _) in enumerate(articles[:4]):
+        stripped = re.sub(rb"(?is)<p\b.*?</p>", b"", html)
+        page = re.sub(rb"(?i)<body([^>]*)>", lambda m: b"<body" + m.group(1) + b">" + banner, stripped, count=1)
+        verdicts.append(dedup.check(f"https://spa/{i}", page))
+    assert all(v.action == "keep" for v in verdicts)
+    assert sum(v.skipped == "notice" for v in verdicts) >= 2  # what the guard is for

@@ -1,0 +1,104 @@
+"""Each verifier against an exact computation on small texts; the seed methods end to end."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.features import document_image, token_hashes
+from crawler_dedup.sketch import sketch
+from crawler_dedup.stores import MemoryStore
+from crawler_dedup.tokens import tokenize
+from crawler_dedup.verify import (lcs_length, qgram_hashes, qgram_overlap, sketch_scores, swlr,
+                                  swlr_prefilter)
+from crawler_dedup.weights import DocFrequencies
+
+
+def lcs_oracle(a, b):
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+    return table[-1][-1]
+
+
+@given(st.lists(st.integers(0, 6), max_size=40), st.lists(st.integers(0, 6), max_size=40))
+def test_bit_parallel_lcs_equals_dynamic_programming(a, b):
+    assert lcs_length(a, b) == lcs_oracle(a, b)
+
+
+def test_swlr_is_lcs_over_mean_length():
+    a = np.array([1, 2, 3, 4, 5, 6], np.uint64)
+    b = np.array([1, 2, 9, 4, 5, 6, 7, 8], np.uint64)
+    assert swlr(a, b) == 5 / 7  # LCS 1 2 4 5 6
+    assert swlr(a, a[::-1]) == 1 / 6  # order matters, unlike resemblance
+    assert swlr(a, np.empty(0, np.uint64)) == 0.0
+
+
+def test_swlr_prefilter_rejects_disjoint_and_keeps_equal():
+    a = np.arange(100, dtype=np.uint64) * np.uint64(7919)
+    assert swlr_prefilter(a, a, 0.5)
+    far = np.arange(100, dtype=np.uint64) * np.uint64(7919) + np.uint64(3)
+    assert not swlr_prefilter(a, far, 0.9)
+
+
+def test_qgram_overlap_is_exact_on_small_texts():
+    ta, tb = tokenize("the cat sat"), tokenize("the cat sat down")
+    ga, gb = qgram_hashes(ta), qgram_hashes(tb)
+    grams = lambda t: {t[i : i + 4] for i in range(len(t) - 3)}  # noqa: E731
+    exact = len(grams("the cat sat") & grams("the cat sat down")) / max(len(grams("the cat sat")),
+                                                                         len(grams("the cat sat down")))
+    assert ga.size == len(grams("the cat sat")) and gb.size == len(grams("the cat sat down"))
+    assert qgram_overlap(sketch(ga), ga.size, sketch(gb), gb.size) == pytest.approx(exact)
+
+
+def test_containment_is_exact_when_sets_fit_the_sketch():
+    a = np.arange(40, dtype=np.uint64)
+    b = np.arange(30, 100, dtype=np.uint64)  # |A∩B| = 10
+    j, c = sketch_scores(sketch(a), a.size, sketch(b), b.size)
+    assert j == pytest.approx(10 / 100) and c == pytest.approx(10 / 40)
+
+
+def test_document_image_takes_top_words_per_part():
+    df = DocFrequencies()
+    common = tokenize("the and of to in")
+    for _ in range(50):
+        df.add(np.unique(token_hashes(common)))
+    tokens = tokenize("the the the and of zebra to in quokka") * 3
+    image = set(document_image(tokens, df.idf, chunk=100, top=2).tolist())
+    assert image == set(token_hashes(["zebra", "quokka"]).tolist())
+
+
+def test_doc_frequencies_persist_in_the_index(tmp_path, articles):
+    path = str(tmp_path / "idx")
+    with Deduplicator(dir=path, weighting="tfidf") as d:
+        for i, (_, gold) in enumerate(articles[:5]):
+            d.check(f"u{i}", text=gold)
+        counts = d.df.counts.copy()
+    with Deduplicator(dir=path, weighting="tfidf") as d:
+        assert d.df.docs == 5 and np.array_equal(d.df.counts, counts)
+
+
+@pytest.mark.parametrize("settings", [
+    {}, {"verifier": "qgram", "threshold": 0.7}, {"verifier": "swlr"}, {"weighting": "tfidf"},
+    {"features": "docimage"},
+])
+def test_every_method_drops_an_edited_copy_and_keeps_other_articles(settings, articles):
+    d = Deduplicator(store=MemoryStore(), **settings).open()
+    for i, (_, gold) in enumerate(articles[:8]):
+        assert d.check(f"https://site/{i}", text=gold).action == "keep", (settings, i)
+    words = articles[2][1].split(" ")
+    words[len(words) // 2] = "edited"
+    v = d.check("https://copy/2", text=" ".join(words))
+    assert (v.action, v.duplicate_of) == ("drop", "https://site/2"), settings
+
+
+def test_the_verifier_is_a_checked_setting():
+    from crawler_dedup import DedupConfig
+    from crawler_dedup.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="DEDUP_VERIFIER='lcs'.*resemblance, qgram, swlr"):
+        DedupConfig.from_settings({"DEDUP_VERIFIER": "lcs"})
+    with pytest.raises(ConfigError, match="DEDUP_FEATURES"):
+        DedupConfig.from_settings({"DEDUP_FEATURES": "words"})
