@@ -75,6 +75,8 @@ class DedupConfig:
     enabled: bool = defaults.DEDUP_ENABLED
     allow: tuple = ()
     backend: str = defaults.DEDUP_BACKEND
+    conceptual: str = defaults.DEDUP_CONCEPTUAL
+    conceptual_threshold: float = defaults.DEDUP_CONCEPTUAL_THRESHOLD
     containment: float = defaults.DEDUP_CONTAINMENT
     debug: bool = defaults.DEDUP_DEBUG
     dir: str | None = defaults.DEDUP_DIR
@@ -88,6 +90,8 @@ class DedupConfig:
     item_url_field: str = defaults.DEDUP_ITEM_URL_FIELD
     k: int = defaults.DEDUP_K
     lmdb_map_size: int = defaults.DEDUP_LMDB_MAP_SIZE
+    lsi_dims: int = defaults.DEDUP_LSI_DIMS
+    lsi_train: int = defaults.DEDUP_LSI_TRAIN
     lmdb_sync: bool = defaults.DEDUP_LMDB_SYNC
     max_bytes: int = defaults.DEDUP_MAX_BYTES
     min_resemblance: float = defaults.DEDUP_MIN_RESEMBLANCE
@@ -146,7 +150,13 @@ class DedupConfig:
         if raw["verifier"] not in VERIFIER_NAMES:
             raise ConfigError(n("verifier"), raw["verifier"], f"one of {', '.join(VERIFIER_NAMES)}")
         out["verifier"] = raw["verifier"]
-        for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf"))):
+        out["conceptual_threshold"] = _float(n("conceptual_threshold"), raw["conceptual_threshold"], 0.0, 1.0)
+        out["lsi_dims"] = _int(n("lsi_dims"), raw["lsi_dims"], 2, 512)
+        out["lsi_train"] = _int(n("lsi_train"), raw["lsi_train"], 10)
+        if out["lsi_train"] < out["lsi_dims"]:
+            raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
+        for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),
+                             ("conceptual", ("off", "flag", "drop"))):
             if raw[key] not in allowed:
                 raise ConfigError(n(key), raw[key], f"one of {', '.join(allowed)}")
             out[key] = raw[key]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .conceptual import LsiModel, cosine, term_vector
 from .config import DedupConfig
 from .exceptions import DedupError, StoreError
 from .extract import extract, page_title
@@ -69,6 +70,7 @@ class Fingerprinted:
     shingles: int = 0
     extras: dict = field(default_factory=dict)  # what the verifier keeps per page
     df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
+    terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
 
 
 class Deduplicator:
@@ -81,6 +83,8 @@ class Deduplicator:
         self._store = store
         self.verifier = VERIFIERS[self.config.verifier]
         self.df = DocFrequencies()
+        self.lsi: LsiModel | None = None
+        self._lsi_pending: list = []
         self.index: NearDupIndex | None = None
         self.run = 0
         self._logged: set[str] = set()
@@ -97,6 +101,9 @@ class Deduplicator:
             if new_run:
                 self.run = store.write(self.index.new_run)
             store.read(self.df.load)
+            if self.config.conceptual != "off":
+                blob = store.read(lambda txn: txn.meta_get("lsi"))
+                self.lsi = LsiModel.from_bytes(blob) if blob else None
         return self
 
     def close(self) -> None:
@@ -131,12 +138,17 @@ class Deduplicator:
             df_keys = np.unique(features)
             weights = self.df.idf(features)
         distinct = np.unique(features)
-        return Fingerprinted(
+        fp = Fingerprinted(
             text=text, title=None, tokens=len(tokens), fingerprint=simhash(features, weights),
             sketch=sketch(distinct), digest=content_hash(tokens), shingles=int(distinct.size),
             extras=self.verifier.keep(tokens, shingles(tokens, cfg.shingle) if cfg.features == "docimage" else features),
             df_keys=df_keys,
         )
+        if cfg.conceptual != "off":
+            fp.terms = term_vector(tokens)
+            if self.lsi is not None:
+                fp.extras["lsi"] = self.lsi.project(*fp.terms).tobytes()
+        return fp
 
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
@@ -201,7 +213,8 @@ class Deduplicator:
             distance = (match.fingerprint ^ fp.fingerprint).bit_count()
         else:
             best = None
-            for doc in self._candidates(txn, fp):
+            candidates = self._candidates(txn, fp)
+            for doc in candidates:
                 j, c = self.verifier.score(fp, doc, cfg)
                 score = j if j >= cfg.threshold else (c if cfg.containment and c >= cfg.containment
                                                       and j >= cfg.min_resemblance else 0.0)
@@ -212,6 +225,10 @@ class Deduplicator:
             if best is not None:
                 _, match, distance, similarity = best
                 reason = "near"
+            elif "lsi" in fp.extras:
+                match, similarity = self._conceptual(fp, candidates)
+                if match is not None:
+                    reason, distance = "conceptual", (match.fingerprint ^ fp.fingerprint).bit_count()
         if match is not None and fp.tokens < GUARD_TOKENS and titles_disagree(verdict.title, match.title):
             # a short shared text under unrelated titles: a promo or "related stories" block
             # that extraction took for the content, not the same page
@@ -223,19 +240,55 @@ class Deduplicator:
             verdict.doc_id = match.doc_id
             return verdict
         if match is not None:
-            verdict.action = "flag" if cfg.dry_run else "drop"
+            flag_only = cfg.dry_run or (reason == "conceptual" and cfg.conceptual == "flag")
+            verdict.action = "flag" if flag_only else "drop"
             verdict.reason, verdict.distance, verdict.similarity = reason, distance, round(similarity, 4)
             verdict.duplicate_of, verdict.duplicate_of_title = match.url, match.title
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
-            return verdict
+            if not (reason == "conceptual" and cfg.conceptual == "flag" and not cfg.dry_run):
+                return verdict
+            # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
                            time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
                            extras=fp.extras)
-        verdict.doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
+        doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
+        if verdict.action == "keep":
+            verdict.doc_id = doc_id
         if fp.df_keys is not None:
             self.df.add(fp.df_keys)
             self.df.maybe_save(txn)
+        if fp.terms is not None and self.lsi is None:
+            self._train_lsi(txn, doc_id, fp)
         return verdict
+
+    # -- conceptual duplicates (seed 000) ---------------------------------------------------
+    def _conceptual(self, fp: Fingerprinted, candidates: list[DocRecord]):
+        """The textually related candidate closest in LSI space, if within the threshold."""
+        best, best_cos = None, self.config.conceptual_threshold
+        for doc in candidates:
+            if "lsi" in doc.extras:
+                cos = cosine(fp.extras["lsi"], doc.extras["lsi"])
+                if cos >= best_cos:
+                    best, best_cos = doc, cos
+        return best, best_cos
+
+    def _train_lsi(self, txn, doc_id: int, fp: Fingerprinted) -> None:
+        stored = txn.meta_get("lsi")
+        if stored is not None:  # another process fitted it meanwhile
+            self.lsi = LsiModel.from_bytes(stored)
+            self._lsi_pending.clear()
+            return
+        self._lsi_pending.append((doc_id, fp.terms))
+        if len(self._lsi_pending) < self.config.lsi_train:
+            return
+        self.lsi = LsiModel.fit([terms for _, terms in self._lsi_pending], self.config.lsi_dims)
+        txn.meta_put("lsi", self.lsi.to_bytes())
+        for pending_id, terms in self._lsi_pending:  # the training pages get their vectors now
+            doc = self.index.doc(txn, pending_id)
+            if doc is not None:
+                doc.extras["lsi"] = self.lsi.project(*terms).tobytes()
+                txn.doc_put(pending_id, doc.encode())
+        self._lsi_pending.clear()
 
     def _candidates(self, txn, fp: Fingerprinted) -> list[DocRecord]:
         """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing

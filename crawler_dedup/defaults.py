@@ -3,6 +3,8 @@
 DEDUP_ENABLED = True
 DEDUP_ALLOW: list[str] = []  # URL regexes that are never checked nor dropped
 DEDUP_BACKEND = "lmdb"  # lmdb | memory | a dotted path to a Store class
+DEDUP_CONCEPTUAL = "off"  # off | flag | drop: LSI conceptual duplicates (seed 000)
+DEDUP_CONCEPTUAL_THRESHOLD = 0.9  # LSI cosine for a conceptual duplicate
 DEDUP_CONTAINMENT = 0.9  # also drop when this share of the smaller page is in the other (0 = off)
 DEDUP_DEBUG = False  # log every verdict, not only drops
 DEDUP_DIR = None  # LMDB directory; None = <scrapy data dir>/dedup
@@ -17,6 +19,8 @@ DEDUP_ITEM_URL_FIELD = "url"
 DEDUP_K = 3  # Hamming distance (bits) within which two simhashes are candidates
 DEDUP_LMDB_MAP_SIZE = 256 * 1024**2  # initial LMDB map; doubles on MapFullError
 DEDUP_LMDB_SYNC = True  # fsync each commit (a kill never loses a kept page)
+DEDUP_LSI_DIMS = 64  # concepts of the LSI model
+DEDUP_LSI_TRAIN = 300  # kept pages the LSI model is fitted on, once
 DEDUP_MAX_BYTES = 5 * 1024**2  # larger bodies are skipped (counted), not extracted
 DEDUP_MIN_RESEMBLANCE = 0.2  # a containment match needs at least this resemblance too
 DEDUP_MIN_TOKENS = 15  # shorter texts are kept without a near-duplicate check

@@ -102,3 +102,39 @@ def test_the_verifier_is_a_checked_setting():
         DedupConfig.from_settings({"DEDUP_VERIFIER": "lcs"})
     with pytest.raises(ConfigError, match="DEDUP_FEATURES"):
         DedupConfig.from_settings({"DEDUP_FEATURES": "words"})
+
+
+def test_batch_policy_keeps_the_longest_of_each_group(articles):
+    from crawler_dedup.policy import dedupe_batch
+
+    gold = [a[1] for a in articles]
+    short = " ".join(gold[0].split(" ")[: int(len(gold[0].split(" ")) * 0.8)])  # a truncated copy first
+    pages = [("u/short", short), ("u/other", gold[1]), ("u/full", gold[0]), ("u/third", gold[2])]
+    longest = dedupe_batch(pages)
+    assert longest.keep == ["u/other", "u/full", "u/third"] and longest.drop == {"u/short": "u/full"}
+    first = dedupe_batch(pages, keep="first")
+    assert first.keep == ["u/short", "u/other", "u/third"] and first.drop == {"u/full": "u/short"}
+    with pytest.raises(ValueError, match="keep must be"):
+        dedupe_batch(pages, keep="newest")
+
+
+def test_conceptual_duplicates_are_flagged_not_dropped(articles):
+    """Two outlets' write-ups of one story: textually different, close in LSI space."""
+    from crawler_dedup.stores import MemoryStore
+
+    d = Deduplicator(store=MemoryStore(), conceptual="flag", lsi_train=10, lsi_dims=8,
+                     conceptual_threshold=0.8).open()
+    golds = [a[1] for a in articles]
+    for i, gold in enumerate(golds[:10]):
+        d.check(f"https://site/{i}", text=gold)
+    assert d.lsi is not None  # fitted on the first 10 kept pages
+    stored = d.index.store.read(lambda t: d.index.doc(t, 1))
+    assert "lsi" in stored.extras  # training pages got their vectors
+    # a rewrite: the same words of story 3, sentences reordered and every 4th word swapped
+    sentences = golds[3].replace("\n", " ").split(". ")
+    words = ". ".join(sentences[::-1]).split(" ")
+    rewrite = " ".join("however" if i % 4 == 0 else w for i, w in enumerate(words))
+    v = d.check("https://other/3", text=rewrite)
+    assert (v.action, v.reason, v.duplicate_of) == ("flag", "conceptual", "https://site/3"), v
+    assert v.similarity >= 0.8
+    assert d.index.store.read(lambda t: t.doc_count()) == 11  # flagged, and kept
