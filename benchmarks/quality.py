@@ -83,8 +83,8 @@ def main(argv=None):
               f"base pages (the data has no conceptual labels: read them)")
         for url, of, cos in examples[:5]:
             print(f"  {url} ~ {of} (cosine {cos})")
-    print("\nms/page: steps 2-8 on the extracted text (extraction itself is the same for every row"
-          " and measured by the speed benchmark)")
+    print("\nms/page: steps 2-8 on the extracted text; extraction (trafilatura, the same for every row) is"
+          " not included")
     return 0
 
 
