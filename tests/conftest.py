@@ -56,6 +56,21 @@ def scrapy_crawl(*args, cwd=ROOT, timeout=180):
     )
 
 
+def scrapy_runspider(*args, timeout=180):
+    """`scrapy runspider tests/spiders/items_spider.py ...` from the project folder."""
+    spider = os.path.join(ROOT, "tests", "spiders", "items_spider.py")
+    return subprocess.run([sys.executable, "-m", "scrapy", "runspider", spider, *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def make_site(folder, pages: dict) -> str:
+    """Write {file name: bytes} into `folder` (created) and return its path."""
+    folder.mkdir()
+    for name, body in pages.items():
+        (folder / name).write_bytes(body)
+    return str(folder)
+
+
 def dedup_stats(log: str) -> dict[str, int]:
     """The dedup/* counters from Scrapy's closing stats dump."""
     return {k: int(v) for k, v in re.findall(r"'(dedup/[^']+)': (\d+)", log)}

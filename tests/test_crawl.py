@@ -1,6 +1,5 @@
 """Real Scrapy crawls, in subprocesses, against pages served on 127.0.0.1."""
 
-import gzip
 import html as htmllib
 import json
 import os
@@ -11,7 +10,7 @@ import pytest
 
 from crawler_dedup.droplog import REQUIRED_KEYS, read_droplog
 
-from .conftest import ROOT, dedup_stats, scrapy_crawl, write_urls
+from .conftest import dedup_stats, make_site, scrapy_crawl, scrapy_runspider, write_urls
 
 PRINT = "<html><head><title>{t}</title></head><body><article>{p}</article></body></html>"
 
@@ -159,18 +158,12 @@ def test_pipeline_drops_duplicate_items_with_the_item_in_the_log(tmp_path, artic
                {"url": "https://b/1", "text": gold[0]}, {"url": "https://c/1", "title": "no page content"},
                {"url": "https://d/1", "html": articles[1][0].decode("utf-8", "replace")}]
     texts.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "p.html").write_bytes(articles[9][0])
-    (root / "q.html").write_bytes(articles[9][0])
-    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("p.html", "q.html")])
+    root = make_site(tmp_path / "site", {"p.html": articles[9][0], "q.html": articles[9][0]})
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(root).base_url}/{p}" for p in ("p.html", "q.html")])
     out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
-    spider = os.path.join(ROOT, "tests", "spiders", "items_spider.py")
-    proc = subprocess.run(
-        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"texts={texts}", "-a", f"urls={urls}",
-         "-a", "dont_dedup=q.html", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
-         "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    proc = scrapy_runspider("-a", f"texts={texts}", "-a", f"urls={urls}", "-a", "dont_dedup=q.html",
+                            "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+                            "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {i["url"] for i in items(out)}
     log = {r["url"]: r for r in read_droplog(str(drops))}
@@ -187,11 +180,8 @@ def test_pipeline_drops_duplicate_items_with_the_item_in_the_log(tmp_path, artic
 
 
 def test_unwritable_drop_log_keeps_the_page_and_counts_it(tmp_path, articles, serve):
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "a.html").write_bytes(articles[0][0])
-    (root / "b.html").write_bytes(articles[0][0])
-    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("a.html", "b.html")])
+    root = make_site(tmp_path / "site", {"a.html": articles[0][0], "b.html": articles[0][0]})
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(root).base_url}/{p}" for p in ("a.html", "b.html")])
     out = tmp_path / "out.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "DEDUP_DROPLOG=/dev/full",
                         "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
@@ -203,17 +193,12 @@ def test_unwritable_drop_log_keeps_the_page_and_counts_it(tmp_path, articles, se
 
 
 def test_dry_run_flags_a_page_once_even_when_its_item_carries_the_html(tmp_path, articles, serve):
-    root = tmp_path / "site"
-    root.mkdir()
-    (root / "p.html").write_bytes(articles[3][0])
-    (root / "q.html").write_bytes(articles[3][0])
-    urls = write_urls(tmp_path / "urls.txt", [f"{serve(str(root)).base_url}/{p}" for p in ("p.html", "q.html")])
+    root = make_site(tmp_path / "site", {"p.html": articles[3][0], "q.html": articles[3][0]})
+    urls = write_urls(tmp_path / "urls.txt", [f"{serve(root).base_url}/{p}" for p in ("p.html", "q.html")])
     out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
-    spider = os.path.join(ROOT, "tests", "spiders", "items_spider.py")
-    proc = subprocess.run(
-        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-s", "DEDUP_DRY_RUN=1",
-         "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}", "-s", "ROBOTSTXT_OBEY=0",
-         "-s", "CONCURRENT_REQUESTS=1", "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    proc = scrapy_runspider("-a", f"urls={urls}", "-s", "DEDUP_DRY_RUN=1", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                            "-s", f"DEDUP_DROPLOG={drops}", "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1",
+                            "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(items(out)) == 2
     records = list(read_droplog(str(drops)))
@@ -241,11 +226,9 @@ print(json.dumps([{k: v for k, v in c.stats.get_stats().items() if k.startswith(
 
 
 def test_two_crawlers_in_one_process_share_one_index(tmp_path, articles, serve):
-    root = tmp_path / "site"
-    root.mkdir()
-    for name, i in (("a.html", 0), ("b.html", 1), ("copy-of-a.html", 0), ("c.html", 2)):
-        (root / name).write_bytes(articles[i][0])
-    base = serve(str(root)).base_url
+    root = make_site(tmp_path / "site", {name: articles[i][0] for name, i in
+                                          (("a.html", 0), ("b.html", 1), ("copy-of-a.html", 0), ("c.html", 2))})
+    base = serve(root).base_url
     one = write_urls(tmp_path / "one.txt", [f"{base}/a.html", f"{base}/b.html"])
     two = write_urls(tmp_path / "two.txt", [f"{base}/copy-of-a.html", f"{base}/c.html"])
     proc = subprocess.run([sys.executable, "-c", TWO_SPIDERS, str(tmp_path / "idx"), one, two],
