@@ -29,6 +29,24 @@ GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 
+def extract_step(html, url: str, max_bytes: int) -> tuple[str, object, str | None]:
+    """Step 1 as a plain function (it also runs in worker processes):
+    ("text", text, title), ("skipped", reason, None) or ("error", exception, None)."""
+    if not html:
+        return "skipped", "empty", None
+    if not isinstance(html, (str, bytes, bytearray)):
+        return "skipped", "bad_input", None
+    if len(html) > max_bytes:
+        return "skipped", "too_large", None
+    try:
+        extracted = extract(html, url)
+    except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
+        return "error", exc, None
+    if extracted is None:
+        return "skipped", "no_text", None
+    return "text", extracted.text, extracted.title
+
+
 def fp_hex(fp: int | None) -> str | None:
     return None if fp is None else f"{fp:016x}"
 
@@ -161,29 +179,22 @@ class Deduplicator:
         except Exception as exc:  # a bug or hostile input must never drop or crash: keep
             return self._failed(verdict, "internal", exc)
 
+    def allowed(self, url: str) -> bool:
+        return any(p.search(url) for p in self.config.allow)
+
     def _check(self, verdict: Verdict, html, text, stage: str) -> Verdict:
         url = verdict.url
-        if any(p.search(url) for p in self.config.allow):
+        if self.allowed(url):
             verdict.skipped = "allowed"
             return verdict
         if text is None:
-            if not html:
-                verdict.skipped = "empty"
+            kind, value, title = extract_step(html, url, self.config.max_bytes)
+            if kind == "error":
+                return self._failed(verdict, "extract", value)
+            if kind == "skipped":
+                verdict.skipped = value
                 return verdict
-            if not isinstance(html, (str, bytes, bytearray)):
-                verdict.skipped = "bad_input"
-                return verdict
-            if len(html) > self.config.max_bytes:
-                verdict.skipped = "too_large"
-                return verdict
-            try:
-                extracted = extract(html, url)
-            except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
-                return self._failed(verdict, "extract", exc)
-            if extracted is None:
-                verdict.skipped = "no_text"
-                return verdict
-            text, verdict.title = extracted.text, verdict.title or extracted.title
+            text, verdict.title = value, verdict.title or title
         elif not isinstance(text, str):
             verdict.skipped = "bad_input"
             return verdict

@@ -29,3 +29,4 @@ DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates be
 DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
 DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
 DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)
+DEDUP_WORKERS = 0  # worker processes for extraction; 0 = in the crawler's thread

@@ -20,7 +20,7 @@ class DedupMiddleware:
             raise NotConfigured("DEDUP_ENABLED is off")
         return cls(runtime)
 
-    def process_response(self, request, response):
+    async def process_response(self, request, response):
         rt = self.runtime
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, "dont_dedup")
@@ -43,7 +43,7 @@ class DedupMiddleware:
         except (UnicodeError, LookupError):
             rt.skip(response.url, "undecodable")
             return response
-        verdict = rt.check(response.url, html=html, stage="response")
+        verdict = await rt.check_response(response.url, html)
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.action == "drop":
             raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")

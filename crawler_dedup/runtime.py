@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.utils.project import data_path
 
 from .config import DedupConfig
-from .dedup import Deduplicator, Verdict
+from .dedup import Deduplicator, Verdict, extract_step
 from .droplog import DropLog, make_record
 from .exceptions import ConfigError, DedupError
 
@@ -111,6 +111,7 @@ class DedupRuntime:
             logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup: Deduplicator | None = None
         self.droplog: DropLog | None = None
+        self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logged: set[str] = set()
         if self.config.enabled:
@@ -133,6 +134,13 @@ class DedupRuntime:
                          self.config.dir, exc)
             self.crawler.stats.inc_value("dedup/errors/open")
             return
+        if self.config.workers:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn: a fresh interpreter, never a fork of the crawler and its open LMDB environment
+            self.pool = ProcessPoolExecutor(self.config.workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_warm_worker)
         plan = self.dedup.index.plan
         logger.info(
             "Dedup on: %s index at %s (k=%d, %d tables), drop log %s%s",
@@ -150,6 +158,9 @@ class DedupRuntime:
             "flagged" if self.config.dry_run else "dropped", 100.0 * dropped / checked if checked else 0.0,
             self.config.droplog,
         )
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
         if self.dedup is not None:
             _release(self.dedup)
             self.dedup = None
@@ -170,14 +181,34 @@ class DedupRuntime:
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
 
-    def check(self, url: str, *, html=None, text=None, stage: str, item=None) -> Verdict:
+    def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None) -> Verdict:
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
-            verdict = self.dedup.check(url, html=html, text=text, stage=stage)
+            verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage)
         self.record(verdict, stage, item)
         if stage == "response" and verdict.fingerprint is not None and verdict.action != "drop":
             self.remember(url, "flagged" if verdict.action == "flag" else "kept")
+        return verdict
+
+    async def check_response(self, url: str, html) -> Verdict:
+        """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
+        worker process while the reactor goes on downloading; the lookup and insert stay here,
+        one page at a time, so they remain one transaction."""
+        if self.pool is None or self.dedup is None or self.dedup.allowed(url):
+            return self.check(url, html=html, stage="response")
+        try:
+            kind, value, title = await _in_worker(self.pool, extract_step, html, url, self.config.max_bytes)
+        except Exception as exc:  # a worker died or the result did not come back
+            kind, value, title = "error", exc, None
+        if kind == "text":
+            return self.check(url, text=value, title=title, stage="response")
+        verdict = Verdict(url=url)
+        if kind == "skipped":
+            verdict.skipped = value
+        else:
+            verdict = self.dedup._failed(verdict, "extract", value)
+        self.record(verdict, "response")
         return verdict
 
     def skip(self, url: str, why: str) -> None:
@@ -231,3 +262,26 @@ class DedupRuntime:
             "flagged" if verdict.action == "flag" else "dropped", verdict.url, verdict.reason,
             verdict.duplicate_of, verdict.distance, verdict.similarity or 0.0,
         )
+
+
+def _warm_worker() -> None:
+    import trafilatura  # noqa: F401  (the import takes a second: pay it before the first page)
+
+
+def _in_worker(pool, fn, *args):
+    """Await a worker's result from Scrapy code on any Twisted reactor."""
+    from scrapy.utils.defer import maybe_deferred_to_future
+    from twisted.internet import defer, reactor
+
+    deferred = defer.Deferred()
+    future = pool.submit(fn, *args)
+
+    def done(fut):
+        exc = fut.exception()
+        if exc is not None:
+            reactor.callFromThread(deferred.errback, exc)
+        else:
+            reactor.callFromThread(deferred.callback, fut.result())
+
+    future.add_done_callback(done)
+    return maybe_deferred_to_future(deferred)
