@@ -44,16 +44,39 @@ def conceptual_report(stream, texts, **settings):
     return right, wrong, examples
 
 
+def many_seeds(bases, n):
+    import statistics
+
+    rows = {"crawler-dedup (default)": [], "datasketch MinHashLSH t=0.5": []}
+    for seed in range(1, n + 1):
+        stream = build_stream(bases, seed=seed)
+        texts = extract_all(stream)
+        for name, decide in (ours("crawler-dedup (default)", texts), minhash_lsh("datasketch MinHashLSH t=0.5", texts, 0.5)):
+            s = score_stream(name, stream, decide)
+            rows[name].append((s.precision, s.recall, s.fp))
+        print(f"seed {seed}: " + "  ".join(f"{k}: P {v[-1][0]:.3f} R {v[-1][1]:.3f}" for k, v in rows.items()), flush=True)
+    print(f"\n{'method':<30} {'P median':>9} {'P worst':>8} {'R median':>9} {'R worst':>8} {'false drops':>12}")
+    for name, vals in rows.items():
+        ps, rs, fps = zip(*vals)
+        print(f"{name:<30} {statistics.median(ps):>9.3f} {min(ps):>8.3f} {statistics.median(rs):>9.3f} {min(rs):>8.3f} "
+              f"{sum(fps):>12}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=DEFAULT_DATA, help="folder of the shared data sets")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", help="comma-separated method names to run")
+    ap.add_argument("--seeds", type=int, metavar="N", help="instead: the default and MinHashLSH on N streams "
+                    "(seeds 1..N), with the median and worst precision and recall")
     args = ap.parse_args(argv)
     bases = load_bases(args.data)
     if not bases:
         print(f"no data under {args.data}: nothing to measure", file=sys.stderr)
         return 1
+    if args.seeds:
+        return many_seeds(bases, args.seeds)
     stream = build_stream(bases, seed=args.seed)
     texts = extract_all(stream)
     dups = len(stream) - len({p.cluster for p in stream})
@@ -64,11 +87,13 @@ def main(argv=None):
         ours("  simhash tables only (k=3)", texts, sketch_probes=0, containment=0),
         ours("  no containment", texts, containment=0),
         ours("000 tfidf-weighted simhash", texts, weighting="tfidf"),
+        ours("000 tfidf, simhash tables only", texts, weighting="tfidf", sketch_probes=0, containment=0),
         ours("001 document image", texts, features="docimage"),
         ours("002 SWLR verifier t=0.5", texts, verifier="swlr", containment=0),
         ours("004 q-gram doc_q t=0.7", texts, verifier="qgram", threshold=0.7, containment=0),
         plain_simhash("plain simhash k=3 (w=3)", texts),
         minhash_lsh("datasketch MinHashLSH t=0.5", texts, 0.5),
+        minhash_lsh("datasketch MinHashLSH t=0.5 w=3", texts, 0.5, w=3),
         minhash_lsh("datasketch MinHashLSH t=0.8", texts, 0.8),
     ]
     if args.only:

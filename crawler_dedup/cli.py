@@ -39,24 +39,37 @@ class Progress:
         self.stream.flush()
 
 
-def _settings(pairs: list[str]) -> dict:
+def _settings(items: list[str] | None) -> dict:
+    """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name is a usage error."""
+    from dataclasses import fields
+
+    from .config import DedupConfig
+
+    known = {"DEDUP_" + f.name.upper() for f in fields(DedupConfig) if f.name != "extra"}
     out = {}
-    for item in pairs or []:
+    for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or not name.startswith("DEDUP_"):
-            raise SystemExit(f"crawler-dedup: -s takes DEDUP_NAME=VALUE, not {item!r}")
+        if not sep or name not in known:
+            raise UsageError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see the README's settings table)")
         out[name] = value
     return out
 
 
+class UsageError(Exception):
+    pass
+
+
 def _eval(args) -> int:
+    from collections import Counter
+
     from . import evaluation as ev
     from .config import DedupConfig
     from .exceptions import ConfigError
 
     try:
-        config = DedupConfig.from_settings(_settings(args.set))
-    except ConfigError as exc:
+        settings = _settings(args.set)
+        DedupConfig.from_settings(settings)
+    except (ConfigError, UsageError) as exc:
         print(f"crawler-dedup eval: {exc}", file=sys.stderr)
         return 2
     if args.pairs:
@@ -65,21 +78,34 @@ def _eval(args) -> int:
         except (OSError, ValueError) as exc:
             print(f"crawler-dedup eval: {exc}", file=sys.stderr)
             return 2
-        scored = ev.score_pairs(pairs, config, progress=Progress("scoring pairs"))
-        usable = [s for s in scored if s is not None]
-        print(f"{len(pairs)} pairs, {sum(s.duplicate for s in usable)} labelled duplicate, "
-              f"{len(pairs) - len(usable)} skipped (no text or fewer than DEDUP_MIN_TOKENS words)")
-        for measure, setting in (("resemblance", "DEDUP_THRESHOLD (DEDUP_VERIFIER=resemblance)"),
-                                 ("containment", "DEDUP_CONTAINMENT"),
-                                 ("qgram", "DEDUP_THRESHOLD with DEDUP_VERIFIER=qgram"),
-                                 ("swlr", "DEDUP_THRESHOLD with DEDUP_VERIFIER=swlr")):
-            rows = ev.sweep(usable, measure)
-            print(f"\n{measure}: {setting}")
-            print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
-            best = max(rows, key=lambda r: (r[1] >= 0.995, r[3], r[0]))
-            for t, p, r, f in rows:
-                mark = "  <- best F1 at P >= 0.995" if (t, p, r, f) == best and p >= 0.995 else ""
-                print(f"  {t:>9.2f} {p:>6.3f} {r:>6.3f} {f:>6.3f}{mark}")
+        labels = [p["duplicate"] for p in pairs]
+        texts = ev.pair_texts(pairs, progress=Progress("extracting"))
+        decided = ev.decide_pairs(texts, settings)
+        skipped = Counter(why for said, why in decided if said is None)
+        p, r, f, used = ev.pr([said for said, _ in decided], labels)
+        print(f"{len(pairs)} pairs, {sum(labels)} labelled duplicate; {used} decided"
+              + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())})" if skipped else ""))
+        print(f"\nthese settings: P {p:.3f}  R {r:.3f}  F1 {f:.3f}")
+        name = "DEDUP_THRESHOLD"
+        print(f"\n{name} swept, the other settings as given (what a crawl would drop):")
+        print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
+        rows = []
+        for step in range(2, 20):
+            t = round(0.05 * step, 2)
+            said = [d for d, _ in ev.decide_pairs(texts, {**settings, name: t})]
+            rows.append((t, *ev.pr(said, labels)[:3]))
+        good = [row for row in rows if row[1] >= 0.995]
+        best = max(good, key=lambda row: (row[3], row[0])) if good else None
+        for row in rows:
+            mark = "  <- best F1 at P >= 0.995" if row == best else ""
+            print(f"  {row[0]:>9.2f} {row[1]:>6.3f} {row[2]:>6.3f} {row[3]:>6.3f}{mark}")
+        if best is None:
+            print("  no threshold reaches precision 0.995 on these pairs")
+        scored = [s for s in ev.score_pairs(pairs, DedupConfig.from_settings(settings)) if s is not None]
+        for measure in ("resemblance", "containment", "qgram", "swlr"):
+            rows = ev.sweep(scored, measure)
+            print(f"\n{measure} alone (the verifier's score, no guards):")
+            print("  " + "  ".join(f"{t:.2f}: P {p:.2f} R {r:.2f}" for t, p, r, _ in rows[::3]))
         return 0
     bases = ev.load_bases(args.data)
     if not bases:
@@ -88,7 +114,7 @@ def _eval(args) -> int:
         return 2
     stream = ev.build_stream(bases, seed=args.seed)
     texts = ev.extract_all(stream, progress=Progress("extracting"))
-    methods = [ev.ours("crawler-dedup, these settings", texts, _settings(args.set))]
+    methods = [ev.ours("crawler-dedup, these settings", texts, settings)]
     try:
         import datasketch  # noqa: F401
 

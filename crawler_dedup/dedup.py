@@ -25,7 +25,11 @@ from .weights import DocFrequencies
 
 logger = logging.getLogger(__name__)
 
-GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped
+GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped ...
+GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
+SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
+SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
+SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 
@@ -67,6 +71,7 @@ class Verdict:
     skipped: str | None = None  # why the page was kept without a check
     error: str | None = None  # where a failure made us keep the page (fail open)
     guard: str | None = None  # a guard that kept a page the index matched (`title`)
+    measure: str | None = None  # what `similarity` is: exact, resemblance, containment, qgram, swlr, lsi
     title: str | None = None
     excerpt: str | None = None
     tokens: int = 0
@@ -216,34 +221,55 @@ class Deduplicator:
         except (DedupError, OSError) as exc:
             return self._failed(verdict, "store", exc)
 
+    def _guarded(self, verdict: Verdict, fp: Fingerprinted, doc: DocRecord, resemblance: float) -> bool:
+        """The title guard: a match under an unrelated title is not the same page when the text
+        is short (a promo or "related stories" block taken for the content) or not nearly the
+        same (two press releases sharing a long "About us" block)."""
+        if (fp.tokens < GUARD_TOKENS or resemblance < GUARD_RESEMBLANCE) and titles_disagree(verdict.title, doc.title):
+            verdict.guard = "title"
+            return True
+        return False
+
     def _decide(self, txn, verdict: Verdict, fp: Fingerprinted, stage: str) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction."""
         index, cfg = self.index, self.config
-        match, reason, distance, similarity = index.exact(txn, fp.digest), "exact", None, 1.0
+        match, reason, distance, similarity, measure = index.exact(txn, fp.digest), "exact", None, 1.0, "exact"
+        if match is not None and self._guarded(verdict, fp, match, 1.0):
+            match = None  # another page with these words may still match under its own title
         if match is not None:
             distance = (match.fingerprint ^ fp.fingerprint).bit_count()
         else:
+            short = fp.tokens < SHORT_TOKENS
+            threshold = max(cfg.threshold, SHORT_THRESHOLD) if short else cfg.threshold
+            contain, contain_min = cfg.containment, cfg.min_resemblance
+            if short and contain:
+                contain, contain_min = max(contain, SHORT_CONTAINMENT), max(contain_min, SHORT_MIN_RESEMBLANCE)
             best = None
             candidates = self._candidates(txn, fp)
             for doc in candidates:
                 j, c = self.verifier.score(fp, doc, cfg)
-                score = j if j >= cfg.threshold else (c if cfg.containment and c >= cfg.containment
-                                                      and j >= cfg.min_resemblance else 0.0)
+                if j >= threshold:
+                    score, how = j, self.verifier.name
+                elif contain and c >= contain and j >= contain_min:
+                    score, how = c, "containment"
+                else:
+                    continue
+                if self._guarded(verdict, fp, doc, j):
+                    continue
                 dist = (doc.fingerprint ^ fp.fingerprint).bit_count()
                 rank = (-score, dist, doc.doc_id)
-                if score > 0 and (best is None or rank < best[0]):
-                    best = (rank, doc, dist, score)
+                if best is None or rank < best[0]:
+                    best = (rank, doc, dist, score, how)
             if best is not None:
-                _, match, distance, similarity = best
+                _, match, distance, similarity, measure = best
                 reason = "near"
             elif "lsi" in fp.extras:
                 match, similarity = self._conceptual(fp, candidates)
                 if match is not None:
-                    reason, distance = "conceptual", (match.fingerprint ^ fp.fingerprint).bit_count()
-        if match is not None and fp.tokens < GUARD_TOKENS and titles_disagree(verdict.title, match.title):
-            # a short shared text under unrelated titles: a promo or "related stories" block
-            # that extraction took for the content, not the same page
-            verdict.guard, match = "title", None
+                    reason, measure = "conceptual", "lsi"
+                    distance = (match.fingerprint ^ fp.fingerprint).bit_count()
+        if match is not None:
+            verdict.guard = None
         if (match is not None and stage == "item" and match.stage == "response" and match.run == self.run
                 and verdict.url and match.url == verdict.url):
             # the middleware kept this very page earlier in this run; the item is that page
@@ -254,6 +280,7 @@ class Deduplicator:
             flag_only = cfg.dry_run or (reason == "conceptual" and cfg.conceptual == "flag")
             verdict.action = "flag" if flag_only else "drop"
             verdict.reason, verdict.distance, verdict.similarity = reason, distance, round(similarity, 4)
+            verdict.measure = measure
             verdict.duplicate_of, verdict.duplicate_of_title = match.url, match.title
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
             if not (reason == "conceptual" and cfg.conceptual == "flag" and not cfg.dry_run):

@@ -30,6 +30,8 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
         "stage": stage,
         "spider": spider,
     }
+    if verdict.measure:
+        record["measure"] = verdict.measure
     if verdict.title:
         record["title"] = verdict.title
     if verdict.duplicate_of_title:

@@ -15,6 +15,7 @@ NOTICE_WORDS = frozenset("""
 cookie cookies consent consenting consents privacy partners personalised personalized preferences
 advertising ads ad tracking identifiers geolocation device processing gdpr accept reject
 subscribe subscription subscriber subscribers paywall login log sign signed register registration
+limit unlimited
 account javascript browser enable enabled disable disabled blocker adblock unsupported
 newsletter premium trial
 """.split())
@@ -28,9 +29,27 @@ def notice_share(tokens: list[str]) -> float:
     return sum(t in NOTICE_WORDS for t in tokens) / len(tokens) if tokens else 0.0
 
 
+# phrases that only notices use; checked on the normalized words joined by single spaces
+NOTICE_PHRASES = re.compile(r"\b(?:" + "|".join([
+    r"(?:we|this (?:site|website)) uses? cookies", r"accept (?:all )?cookies", r"cookie (?:policy|settings|preferences)",
+    r"(?:store|access) (?:and access )?information on (?:a|your) device", r"personali[sz]ed (?:ads|advertising|content)",
+    r"(?:your|manage) (?:privacy )?(?:choices|preferences|settings)", r"(?:refuse|withdraw) (?:your )?consent",
+    r"(?:reached|hit|used) (?:your|the) (?:limit|maximum|monthly limit)", r"free articles?",
+    r"(?:already|become) a subscriber", r"subscribe (?:now |today )?to (?:continue|read|keep reading)",
+    r"unlimited (?:digital )?access", r"(?:sign|log) in to (?:continue|read|keep reading)",
+    r"(?:enable|turn on) javascript", r"javascript is (?:disabled|required|not enabled)",
+    r"(?:disable|turn off|pause) (?:your )?ad ?blocker", r"browser is (?:not supported|out of date)",
+]) + r")\b")
+
+
 def looks_like_notice(tokens: list[str], max_tokens: int = 400, share: float = 0.06) -> bool:
-    """A short text dense in consent/paywall/login words: a notice, not the page's content."""
-    return len(tokens) <= max_tokens and notice_share(tokens) >= share
+    """A short text that is a consent, paywall, login or "enable JavaScript" notice, not content:
+    two notice phrases, or one in a text dense in notice words. (Density alone would skip a real
+    article about cookie consent.)"""
+    if len(tokens) > max_tokens:
+        return False
+    phrases = len(set(m.group(0) for m in NOTICE_PHRASES.finditer(" ".join(tokens))))
+    return phrases >= 2 or (phrases >= 1 and notice_share(tokens) >= share)
 
 
 def _words(text: str) -> frozenset[str]:

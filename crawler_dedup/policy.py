@@ -41,6 +41,8 @@ def dedupe_batch(pages: Iterable[tuple[str, str]], keep: str = "longest", config
         return url
 
     for url, content in pages:
+        if url in parent:  # the same URL again is the same page
+            continue
         v = d.check(url, html=content) if html else d.check(url, text=content)
         order.append(url)
         parent[url] = url

@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Han, Hiragana/Katakana, Hangul syllables, CJK compatibility: no spaces between words,
-# so each character is a token; everything else splits on non-word characters.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+# Scripts written without spaces between words (Han, Hiragana/Katakana, Hangul syllables, Thai,
+# Lao, Myanmar, Khmer): each character is a token.
+_SPACELESS = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+              "\uac00-\ud7af\uf900-\ufaff")
+# Combining marks are not \w to `re`, but inside Indic and Tibetan words (vowel signs, viramas) and
+# after Latin letters they belong to the word: "दिल्ली" is one token, not d, l, l.
+_MARKS = "\u0300-\u036f\u0900-\u0dff\u0f00-\u0fff"
+_TOKEN = re.compile(rf"[{_SPACELESS}]|(?:[^\W_{_SPACELESS}]|[{_MARKS}])+")
 
 
 def tokenize(text: str) -> list[str]:

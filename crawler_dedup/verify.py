@@ -20,16 +20,17 @@ _QMULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0
 
 
 def sketch_scores(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> tuple[float, float]:
-    """(resemblance, containment) of two pages' shingle sets, estimated from their sketches.
+    """(resemblance, containment of A in B) of two pages' shingle sets, from their sketches.
 
-    Resemblance |A∩B|/|A∪B| (seed 003). Containment |A∩B|/min(|A|,|B|): high when one copy is
-    the other plus boilerplate, or a truncated copy of it. |A∩B| = J(|A|+|B|)/(1+J).
+    Resemblance |A∩B|/|A∪B| (seed 003). Containment |A∩B|/|A|: how much of the new page A the
+    kept page B already holds — high for a truncated copy or one that lost some boilerplate, low
+    for a page that quotes B and adds its own text. |A∩B| = J(|A|+|B|)/(1+J).
     """
     j = resemblance(a, b)
     if not a_count or not b_count:
         return j, j
     inter = j * (a_count + b_count) / (1 + j)
-    return j, min(1.0, inter / min(a_count, b_count))
+    return j, min(1.0, inter / a_count)
 
 
 # -- q-grams (seed 004) ------------------------------------------------------------------
@@ -91,12 +92,18 @@ def swlr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def swlr_prefilter(a: np.ndarray, b: np.ndarray, threshold: float, bits: int = 1024) -> bool:
-    """False when the two sequences cannot reach `threshold`: the LCS is at most the number of
-    distinct common elements, bounded by the pre-filter's common bits times the fill ratio."""
-    va, vb = bitvector(a, bits), bitvector(b, bits)
-    common = (va & vb).bit_count()
-    union = (va | vb).bit_count()
-    return union == 0 or common / union >= threshold / 2
+    """False only when the two sequences cannot reach `threshold`. Seed 002's bit vectors first:
+    no common bit, no common element, LCS 0. Then a valid bound: the LCS is at most the size of
+    the multiset intersection, sum over elements of min(count in a, count in b)."""
+    if not len(a) or not len(b):
+        return threshold <= 0
+    if not bitvector(a, bits) & bitvector(b, bits):
+        return threshold <= 0
+    ua, ca = np.unique(a, return_counts=True)
+    ub, cb = np.unique(b, return_counts=True)
+    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+    bound = int(np.minimum(ca[ia], cb[ib]).sum())
+    return bound / ((len(a) + len(b)) / 2) >= threshold
 
 
 # -- the verifiers ---------------------------------------------------------------------------

@@ -227,3 +227,69 @@ def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_ot
         verdicts.append(dedup.check(f"https://spa/{i}", page))
     assert all(v.action == "keep" for v in verdicts)
     assert sum(v.skipped == "notice" for v in verdicts) >= 2  # what the guard is for
+
+
+@pytest.mark.parametrize("text,is_notice", [
+    ("You've reached your limit of free articles this month. Subscribe now to continue reading and get "
+     "unlimited digital access to our journalism. Already a subscriber? Log in to continue.", True),
+    ("We use cookies to improve your experience. Accept all cookies or manage your preferences in the "
+     "cookie settings below; you can withdraw your consent at any time on this page.", True),
+    ("The city council voted on Tuesday to approve the new budget after a long debate about the cost "
+     "of repairing the old bridge and the schools, which the mayor said could not wait another year.", False),
+    ("Regulators fined the company after it placed tracking cookies on visitors' devices. The decision, "
+     "under the data protection rules, says sites must ask before they track readers, and the firm "
+     "said it would appeal against the fine in the coming weeks.", False),
+])
+def test_notice_detection(text, is_notice):
+    from crawler_dedup.guards import looks_like_notice
+    from crawler_dedup.tokens import tokenize
+
+    assert looks_like_notice(tokenize(text)) is is_notice
+
+
+def test_quoting_an_earlier_page_and_adding_more_is_not_a_duplicate(dedup, articles):
+    """Containment is of the new page in the kept one: a page that quotes a kept statement in
+    full and adds its own reporting is new; the statement arriving after such a page is not."""
+    statement, report = articles[4][1], articles[5][1]
+    statement_words = " ".join(statement.split()[:120])
+    assert dedup.check("https://agency/statement", text=statement_words).action == "keep"
+    v = dedup.check("https://news/report", text=statement_words + "\n" + report)
+    assert v.action == "keep", v
+    v = dedup.check("https://agency/statement-copy", text=statement_words[: len(statement_words) * 3 // 4])
+    assert (v.action, v.duplicate_of, v.measure) == ("drop", "https://agency/statement", "containment") or (
+        v.action == "drop" and v.measure == "resemblance")
+
+
+def test_two_releases_sharing_a_long_about_block_are_kept(dedup):
+    about = ("About Northwind Components. Northwind Components designs and manufactures precision parts "
+             "for industrial pumps, valves and compressors, serving customers in forty countries from "
+             "plants in Ohio, Bavaria and Penang. Forward-looking statements: this release contains "
+             "statements about future events that involve risks and uncertainties, including demand, "
+             "supply chains, currency movements and regulation; actual results may differ materially, "
+             "and the company undertakes no obligation to update them except as required by law. Investors "
+             "should read the annual report, which describes these risks in more detail, together with the "
+             "quarterly filings, the proxy statement and the sustainability report, all available on the "
+             "investor relations website along with webcasts of earnings calls and presentations given at "
+             "industry conferences during the year. Media contact: press office, Northwind Components.")
+    q3 = ("Northwind Components today reported third quarter revenue of 212 million dollars, up nine percent "
+          "from a year earlier, as orders for compressor parts recovered in Europe and Asia. Operating margin "
+          "rose to fourteen percent and the company raised its outlook for the full year. ")
+    cfo = ("Northwind Components today announced that Priya Natarajan will join the company as chief "
+           "financial officer on the first of March, succeeding Tom Becker, who retires after eleven years. "
+           "Natarajan was most recently treasurer of a large maker of industrial valves. ")
+    untitled = Deduplicator(store=MemoryStore()).open()
+    untitled.check("https://nw/q3", text=q3 + about)
+    assert untitled.check("https://nw/cfo", text=cfo + about).action == "drop"  # the block alone decides
+    assert dedup.check("https://nw/q3", text=q3 + about, title="Northwind Reports Third Quarter Results").action == "keep"
+    v = dedup.check("https://nw/cfo", text=cfo + about, title="Northwind Appoints Priya Natarajan as CFO")
+    assert v.action == "keep" and v.guard == "title", v
+
+
+def test_short_template_pages_with_other_names_are_kept(dedup):
+    template = ("{name}, {age}, of {town}, passed away peacefully on {date} surrounded by family. A memorial "
+                "service will be held at the community chapel. In lieu of flowers the family asks for "
+                "donations to the local library, which {first} loved and visited every week for many years.")
+    one = template.format(name="John A. Smith", first="John", age=84, town="Millbrook", date="March 3")
+    two = template.format(name="John R. Miller", first="John", age=77, town="Eastfield", date="March 5")
+    assert dedup.check("https://gazette/1", text=one, title="Obituary: John A. Smith | Gazette").action == "keep"
+    assert dedup.check("https://gazette/2", text=two, title="Obituary: John R. Miller | Gazette").action == "keep"

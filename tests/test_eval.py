@@ -45,16 +45,34 @@ def test_eval_cli_prints_a_sweep_and_rejects_bad_files(tmp_path, articles):
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "14 pairs, 7 labelled duplicate, 1 skipped" in proc.stdout
-    assert "resemblance: DEDUP_THRESHOLD" in proc.stdout and "<- best F1 at P >= 0.995" in proc.stdout
+    assert "14 pairs, 7 labelled duplicate; 13 decided, 1 skipped (1 too_short)" in proc.stdout
+    assert "these settings: P 1.000  R 1.000" in proc.stdout
+    assert "DEDUP_THRESHOLD swept" in proc.stdout and "<- best F1 at P >= 0.995" in proc.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": "x"}\n', encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "bad.jsonl:1" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path), "-s", "DEDUP_K=99"],
+    for bad_setting in ("DEDUP_K=99", "DEDUP_BOGUS=1", "threshold=0.5"):
+        proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path), "-s", bad_setting],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and bad_setting.split("=")[0] in proc.stderr
+    bad.write_text('{"a": "x", "b": "y", "duplicate": "false"}\n', encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(bad)],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "DEDUP_K" in proc.stderr
+    assert proc.returncode == 2 and "must be true or false" in proc.stderr
+
+
+def test_pair_decisions_follow_the_settings(tmp_path, articles):
+    from crawler_dedup.evaluation import decide_pairs, pair_texts, pr
+
+    pairs = read_pairs(str(_pairs(tmp_path, articles)))
+    texts = pair_texts(pairs)
+    labels = [p["duplicate"] for p in pairs]
+    default = [d for d, _ in decide_pairs(texts, {})]
+    assert pr(default, labels)[:2] == (1.0, 1.0)
+    strict = [d for d, _ in decide_pairs(texts, {"DEDUP_THRESHOLD": 0.999, "DEDUP_CONTAINMENT": 0})]
+    assert pr(strict, labels)[1] < 0.5  # one changed word is below 0.999: the settings are used
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED_DATA), reason="../shared/data is not beside the checkout")

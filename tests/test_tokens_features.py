@@ -50,3 +50,9 @@ def test_shingle_equality_iff_same_word_triples(words):
 def test_content_hash_ignores_markup_whitespace_and_case():
     assert content_hash(tokenize("Hello   world.\n")) == content_hash(tokenize("hello WORLD"))
     assert content_hash(tokenize("hello world")) != content_hash(tokenize("world hello"))
+
+
+def test_tokenize_keeps_indic_words_whole_and_splits_thai_per_character():
+    assert tokenize("नई दिल्ली में सोमवार") == ["नई", "दिल्ली", "में", "सोमवार"]
+    assert tokenize("कि की के का") == ["कि", "की", "के", "का"]  # vowel signs stay in their word
+    assert tokenize("ภาษา ok") == ["ภ", "า", "ษ", "า", "ok"]

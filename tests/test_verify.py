@@ -36,6 +36,14 @@ def test_swlr_is_lcs_over_mean_length():
     assert swlr(a, np.empty(0, np.uint64)) == 0.0
 
 
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=30), st.lists(st.integers(0, 5), min_size=1, max_size=30),
+       st.floats(0.05, 1.0))
+def test_swlr_prefilter_never_rejects_a_pair_that_reaches_the_threshold(a, b, t):
+    a, b = np.array(a, np.uint64), np.array(b, np.uint64)
+    if swlr(a, b) >= t:
+        assert swlr_prefilter(a, b, t)
+
+
 def test_swlr_prefilter_rejects_disjoint_and_keeps_equal():
     a = np.arange(100, dtype=np.uint64) * np.uint64(7919)
     assert swlr_prefilter(a, a, 0.5)
@@ -114,6 +122,7 @@ def test_batch_policy_keeps_the_longest_of_each_group(articles):
     assert longest.keep == ["u/other", "u/full", "u/third"] and longest.drop == {"u/short": "u/full"}
     first = dedupe_batch(pages, keep="first")
     assert first.keep == ["u/short", "u/other", "u/third"] and first.drop == {"u/full": "u/short"}
+    assert dedupe_batch(pages + [("u/full", gold[0])]).groups == longest.groups  # a repeated URL is one page
     with pytest.raises(ValueError, match="keep must be"):
         dedupe_batch(pages, keep="newest")
 
