@@ -195,7 +195,8 @@ class DedupRuntime:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
         worker process while the reactor goes on downloading; the lookup and insert stay here,
         one page at a time, so they remain one transaction."""
-        if self.pool is None or self.dedup is None or self.dedup.allowed(url):
+        if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
+                or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
             return self.check(url, html=html, stage="response")
         try:
             kind, value, title = await _in_worker(self.pool, extract_step, html, url, self.config.max_bytes)

@@ -77,6 +77,22 @@ def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site,
     assert len(list(read_droplog(str(drops)))) == 3 + 8
 
 
+def test_extraction_in_worker_processes_decides_the_same(tmp_path, site, serve):
+    base = serve(str(site)).base_url
+    pages = ["a0.html", "p.html", "copy.html", "a1.html", "p-edit.html", "a0.html?x=1"]
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{p}" for p in pages])
+    outcomes = []
+    for workers in ("0", "2"):
+        drops = tmp_path / f"drops-{workers}.jsonl"
+        proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / ('idx' + workers)}",
+                            "-s", f"DEDUP_DROPLOG={drops}", "-s", f"DEDUP_WORKERS={workers}",
+                            "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outcomes.append(sorted((r["url"], r["duplicate_of"], r["reason"]) for r in read_droplog(str(drops))))
+        assert dedup_stats(proc.stderr)["dedup/checked"] == 6
+    assert outcomes[0] == outcomes[1] and len(outcomes[0]) == 3
+
+
 def test_dropped_pages_links_are_not_followed(tmp_path, articles, serve):
     root = tmp_path / "site"
     root.mkdir()
