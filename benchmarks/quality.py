@@ -68,6 +68,8 @@ def main(argv=None):
     ap.add_argument("--data", default=DEFAULT_DATA, help="folder of the shared data sets")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", help="comma-separated method names to run")
+    ap.add_argument("--extract-mode", default="thorough", choices=("thorough", "fast"),
+                    help="trafilatura mode for every row (DEDUP_EXTRACT_MODE)")
     ap.add_argument("--seeds", type=int, metavar="N", help="instead: the default and MinHashLSH on N streams "
                     "(seeds 1..N), with the median and worst precision and recall")
     args = ap.parse_args(argv)
@@ -78,7 +80,7 @@ def main(argv=None):
     if args.seeds:
         return many_seeds(bases, args.seeds)
     stream = build_stream(bases, seed=args.seed)
-    texts = extract_all(stream)
+    texts = extract_all(stream, mode=args.extract_mode)
     dups = len(stream) - len({p.cluster for p in stream})
     print(f"stream: {len(bases)} real pages, {len(stream)} pages in all, {dups} true duplicates "
           f"({', '.join(f'{k}' for k in kinds_present(stream))}), {sum(p.kind == 'banner' for p in stream)} banner pages")

@@ -84,6 +84,7 @@ class DedupConfig:
     droplog_items: bool = defaults.DEDUP_DROPLOG_ITEMS
     dry_run: bool = defaults.DEDUP_DRY_RUN
     expected_pages: int = defaults.DEDUP_EXPECTED_PAGES
+    extract_mode: str = defaults.DEDUP_EXTRACT_MODE
     features: str = defaults.DEDUP_FEATURES
     item_html_field: str = defaults.DEDUP_ITEM_HTML_FIELD
     item_text_field: str = defaults.DEDUP_ITEM_TEXT_FIELD
@@ -158,6 +159,7 @@ class DedupConfig:
         if out["lsi_train"] < out["lsi_dims"]:
             raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
         for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),
+                             ("extract_mode", ("thorough", "fast")),
                              ("conceptual", ("off", "flag", "drop"))):
             if raw[key] not in allowed:
                 raise ConfigError(n(key), raw[key], f"one of {', '.join(allowed)}")

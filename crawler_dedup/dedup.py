@@ -33,7 +33,7 @@ SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) an
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 
-def extract_step(html, url: str, max_bytes: int) -> tuple[str, object, str | None]:
+def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[str, object, str | None]:
     """Step 1 as a plain function (it also runs in worker processes):
     ("text", text, title), ("skipped", reason, None) or ("error", exception, None)."""
     if not html:
@@ -43,7 +43,7 @@ def extract_step(html, url: str, max_bytes: int) -> tuple[str, object, str | Non
     if len(html) > max_bytes:
         return "skipped", "too_large", None
     try:
-        extracted = extract(html, url)
+        extracted = extract(html, url, mode)
     except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
         return "error", exc, None
     if extracted is None:
@@ -193,7 +193,7 @@ class Deduplicator:
             verdict.skipped = "allowed"
             return verdict
         if text is None:
-            kind, value, title = extract_step(html, url, self.config.max_bytes)
+            kind, value, title = extract_step(html, url, self.config.max_bytes, self.config.extract_mode)
             if kind == "error":
                 return self._failed(verdict, "extract", value)
             if kind == "skipped":

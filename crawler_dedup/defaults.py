@@ -12,6 +12,7 @@ DEDUP_DROPLOG = None  # JSONL drop log; None = <DEDUP_DIR>/droplog.jsonl
 DEDUP_DROPLOG_ITEMS = True  # write the whole dropped item into its drop-log line
 DEDUP_DRY_RUN = False  # flag duplicates in the drop log, never drop
 DEDUP_EXPECTED_PAGES = 1_000_000  # sizes the permuted tables when an index is created
+DEDUP_EXTRACT_MODE = "thorough"  # thorough | fast (no trafilatura fallback extractors)
 DEDUP_FEATURES = "shingles"  # shingles (word w-shingles) | docimage (seed 001: top TF-IDF words per part)
 DEDUP_ITEM_HTML_FIELD = "html"
 DEDUP_ITEM_TEXT_FIELD = "text"

@@ -249,19 +249,19 @@ def build_stream(bases: list[Base], seed: int = 7, variant_share: float = 0.6, b
 # -- running detectors on the stream -------------------------------------------------------
 
 def _extract(args):
-    url, html = args
-    got = extract(html, url)
+    url, html, mode = args
+    got = extract(html, url, mode)
     return url, (got.text, got.title) if got else (None, None)
 
 
-def extract_all(stream, workers=2, progress=None):
+def extract_all(stream, workers=2, progress=None, mode: str = "thorough"):
     """Extract every page once (cached on disk by content), so every method sees the same texts."""
     import trafilatura
 
     from . import extract as extract_module
 
     # keyed by the pages and by the extraction code, so a change to either re-extracts
-    key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read())
+    key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read() + mode.encode())
     for p in stream:
         key.update(hashlib.sha1(p.html).digest())
     digest = key.hexdigest()[:16]
@@ -272,7 +272,7 @@ def extract_all(stream, workers=2, progress=None):
     t0 = time.perf_counter()
     texts = {}
     with Pool(workers) as pool:
-        for i, (url, got) in enumerate(pool.imap(_extract, [(p.url, p.html) for p in stream], chunksize=8), 1):
+        for i, (url, got) in enumerate(pool.imap(_extract, [(p.url, p.html, mode) for p in stream], chunksize=8), 1):
             texts[url] = got
             if progress:
                 progress(i, len(stream))

@@ -27,16 +27,20 @@ def page_title(html: bytes | str, limit: int = 65536) -> str | None:
     return title[:300] or None
 
 
-def extract(html: bytes | str, url: str | None = None) -> Extracted | None:
+MODES = ("thorough", "fast")
+
+
+def extract(html: bytes | str, url: str | None = None, mode: str = "thorough") -> Extracted | None:
     """Main text of a page, or None when there is none.
 
     deduplicate=False: trafilatura's own LRU dedup would silently blank repeated
-    paragraphs across pages and so hide exactly the duplicates we report.
+    paragraphs across pages and so hide exactly the duplicates we report. mode "fast" skips
+    trafilatura's fallback extractors (readability, jusText).
     """
     if not html:
         return None
     doc = trafilatura.bare_extraction(
-        html, url=url, deduplicate=False, include_comments=False, include_tables=True
+        html, url=url, deduplicate=False, include_comments=False, include_tables=True, fast=(mode == "fast")
     )
     text = getattr(doc, "text", None) if doc is not None else None
     if not text or not text.strip():

@@ -199,7 +199,8 @@ class DedupRuntime:
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
             return self.check(url, html=html, stage="response")
         try:
-            kind, value, title = await _in_worker(self.pool, extract_step, html, url, self.config.max_bytes)
+            kind, value, title = await _in_worker(self.pool, extract_step, html, url, self.config.max_bytes,
+                                                   self.config.extract_mode)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = "error", exc, None
         if kind == "text":
