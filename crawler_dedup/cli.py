@@ -1,4 +1,4 @@
-"""`crawler-dedup`: the demo, and measuring detection quality (more tools will follow)."""
+"""`crawler-dedup`: the demo, measuring detection quality, and looking at an index."""
 
 from __future__ import annotations
 
@@ -127,6 +127,79 @@ def _eval(args) -> int:
     return 0
 
 
+def _index_stats(args) -> int:
+    import json
+    import os
+
+    from .stores.base import from_u64
+    from .stores.lmdb import LmdbStore
+    from .tables import Plan
+
+    if not os.path.isfile(os.path.join(args.dir, "data.mdb")):
+        print(f"crawler-dedup index: no LMDB index in {args.dir}", file=sys.stderr)
+        return 2
+    store = LmdbStore(args.dir, map_size=1 << 20, sync=False)
+    store.open()
+    try:
+        meta = store.read(lambda t: {n: t.meta_get(n) for n in ("format", "plan", "params", "runs", "next_id", "df", "lsi")})
+        if meta["plan"] is None:
+            print(f"crawler-dedup index: {args.dir} has no plan yet (never used)", file=sys.stderr)
+            return 2
+        plan = Plan.from_json(meta["plan"])
+        store.open_tables(len(plan.tables))
+        env = store.env
+        sizes = {}
+        with env.begin() as txn:
+            for name, db in [("docs", store.docs), ("fps", store.fps), ("exact", store.exact), ("mins", store.mins)] + [
+                    (f"t{t:03d}", db) for t, db in enumerate(store.tables)]:
+                st = txn.stat(db)
+                sizes[name] = (st["entries"], (st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
+        pages = sizes["docs"][0]
+        table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
+        disk = store.disk_bytes()
+        info = {
+            "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
+            "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
+            "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
+                     "prefix_bits": sorted({plan.prefix_bits(t) for t in range(len(plan.tables))}),
+                     "expected_entries_per_query": round(plan.expected_entries(max(pages, 1)), 3)},
+            "params": json.loads(meta["params"]) if meta["params"] else {},
+            "disk_bytes": disk,
+            "bytes_per_page": {"all": round(disk / pages) if pages else None,
+                               "tables": round(table_bytes / pages, 1) if pages else None,
+                               "records": round(sizes["docs"][1] / pages) if pages else None,
+                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if pages else None},
+            "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
+        }
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    bpp = info["bytes_per_page"]
+    print(f"index {info['dir']}: format {info['format']}, {pages} pages kept over {info['runs']} runs")
+    p = info["plan"]
+    print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "
+          f"bits; expected {p['expected_entries_per_query']} stored fingerprints read per lookup at this size")
+    print(f"settings fixed by the index: " + ", ".join(f"DEDUP_{k.upper()}={v}" for k, v in info["params"].items()))
+    print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: "
+          f"{bpp['all']} B in all, {bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
+    return 0
+
+
+def _index_plan(args) -> int:
+    from .tables import plan_rows
+
+    print(f"Manku plans for k={args.k} (f=64): computed by crawler_dedup.tables.choose_plan, which weighs one probe "
+          f"per table against reading {0.05:.2f} probe's worth per stored fingerprint returned")
+    print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22}")
+    for row in plan_rows(args.k):
+        lo, hi = row["prefix_bits"]
+        print(f"{row['pages']:>14,} {row['r']:>3} {row['tables']:>7} {f'{lo}-{hi}' if lo != hi else lo:>12} "
+              f"{row['entries_per_query']:>22.2f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawler-dedup", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -152,6 +225,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=7, help="stream order and variants (default: %(default)s)")
     ev.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help="a setting, as with scrapy -s")
     ev.set_defaults(func=_eval)
+    idx = sub.add_parser("index", help="look at an LMDB index", description="Look at an LMDB index.")
+    isub = idx.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
+    st = isub.add_parser("stats", help="pages, plan, settings fixed by the index, disk per page",
+                         description="Pages, plan, the settings fixed by the index, and disk per page.")
+    st.add_argument("dir", metavar="DEDUP_DIR")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    st.set_defaults(func=_index_stats)
+    pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
+                         description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
+    pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
+    pl.set_defaults(func=_index_plan)
     return parser
 
 

@@ -90,3 +90,14 @@ def choose_plan(k: int, expected_pages: int, f: int = F) -> Plan:
             best, best_cost = plan, cost
     assert best is not None
     return best
+
+
+def plan_rows(k: int, sizes=(10**5, 10**6, 10**7, 10**8, 10**9)) -> list[dict]:
+    """The plan choose_plan makes for each size, with its expected cost (computed, not measured)."""
+    rows = []
+    for n in sizes:
+        plan = choose_plan(k, n)
+        bits = [plan.prefix_bits(t) for t in range(len(plan.tables))]
+        rows.append({"pages": n, "r": plan.r, "tables": len(plan.tables), "prefix_bits": (min(bits), max(bits)),
+                     "entries_per_query": plan.expected_entries(n)})
+    return rows

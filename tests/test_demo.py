@@ -43,3 +43,31 @@ def test_demo_refuses_a_folder_with_other_files_and_a_bad_k(tmp_path):
     assert (tmp_path / "mine.txt").read_text() == "precious"
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--k", "9"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--k" in proc.stderr
+
+
+def test_index_stats_and_plan(tmp_path, articles):
+    import json
+
+    from crawler_dedup import Deduplicator
+
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+        for i, (_, gold) in enumerate(articles[:6]):
+            d.check(f"https://s/{i}", text=gold)
+        d.check("https://s/copy", text=articles[0][1])
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "stats", str(tmp_path / "idx"), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["pages"] == 6 and info["runs"] == 1 and info["plan"]["k"] == 3
+    assert info["params"] == {"features": "shingles", "shingle": 3, "weighting": "none"}
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "stats", str(tmp_path / "idx")],
+                          capture_output=True, text=True, timeout=60)
+    assert "6 pages kept over 1 runs" in proc.stdout and "DEDUP_SHINGLE=3" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "stats", str(tmp_path / "nothing")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "no LMDB index" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "plan", "--k", "3"],
+                          capture_output=True, text=True, timeout=60)
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["100,000", "1,000,000", "10,000,000", "100,000,000", "1,000,000,000"]
+    assert all(int(r[2]) >= 4 for r in rows)
