@@ -189,6 +189,35 @@ def index_table(sizes: list[int]) -> None:
           "whole LMDB file incl. the 1 KiB sketch records")
 
 
+def window_table(total: int = 60_000, window: int = 10_000, every: int = 10_000) -> None:
+    """A steady stream, one page a second, with DEDUP_WINDOW: the index size over time."""
+    from crawler_dedup.dedup import EXPIRE_BATCH
+
+    fps = synthetic(total, seed=5)
+    rng = np.random.default_rng(6)
+    sketches = np.sort(rng.integers(0, 2**63, size=(1024, SKETCH_SIZE), dtype=np.uint64), axis=1)
+    print(f"\n2b. a steady stream of {total} pages, one a second, DEDUP_WINDOW={window} s "
+          f"({EXPIRE_BATCH} expired pages removed per page kept)")
+    print(f"{'pages seen':>11} {'pages in index':>15} {'data.mdb MiB':>13}")
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = choose_plan(3, window)
+        store = LmdbStore(tmp, map_size=1 << 30, sync=False)
+        index = NearDupIndex.open(store, 3, lambda: plan)
+        for start in range(0, total, 1000):
+            def load(txn, start=start):
+                for i in range(start, start + 1000):
+                    rec = DocRecord(url=f"https://s/{i}", fingerprint=int(fps[i]), sketch=sketches[i % 1024],
+                                    tokens=800, time=float(1_000_000 + i), shingles=700)
+                    index.add(txn, rec, i.to_bytes(16, "big"), probes=8)
+                    index.expire(txn, 1_000_000 + i - window, EXPIRE_BATCH)
+            store.write(load)
+            seen = start + 1000
+            if seen % every == 0:
+                live = store.read(lambda t: t.doc_count())
+                print(f"{seen:>11} {live:>15} {os.path.getsize(os.path.join(tmp, 'data.mdb')) / 2**20:>13.1f}", flush=True)
+        store.close()
+
+
 # -- 3. whole crawls ---------------------------------------------------------------------------
 
 class ExtractOnly:
@@ -279,6 +308,7 @@ def main(argv=None):
     steps_table(real_pages(args.steps_pages) * 2)
     if not args.skip_index:
         index_table([int(float(s)) for s in args.sizes.split(",")])
+        window_table()
     if not args.skip_crawl:
         crawl_table(args.crawl_pages, args.runs)
     return 0

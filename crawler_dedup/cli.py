@@ -187,6 +187,75 @@ def _index_stats(args) -> int:
     return 0
 
 
+def _open_index(path: str):
+    """The LMDB index at `path` with its own plan, or (None, message)."""
+    import os
+
+    from .index import NearDupIndex
+    from .stores.lmdb import LmdbStore
+    from .tables import Plan
+
+    if not os.path.isfile(os.path.join(path, "data.mdb")):
+        return None, f"no LMDB index in {path}"
+    store = LmdbStore(path, map_size=1 << 20, sync=True)
+    store.open()
+    plan_json = store.read(lambda t: t.meta_get("plan"))
+    store.close()
+    if plan_json is None:
+        return None, f"{path} has no plan yet (never used)"
+    plan = Plan.from_json(plan_json)
+    return NearDupIndex.open(LmdbStore(path, map_size=1 << 20, sync=True), plan.k, lambda: plan), None
+
+
+def _index_expire(args) -> int:
+    import time
+
+    index, problem = _open_index(args.dir)
+    if index is None:
+        print(f"crawler-dedup index: {problem}", file=sys.stderr)
+        return 2
+    cutoff = time.time() - args.window
+    removed, progress = 0, Progress("expiring")
+    try:
+        total = len(index.store.read(lambda t: t.time_oldest(int(cutoff), 10**9)))
+        while True:
+            n = index.store.write(lambda txn: index.expire(txn, cutoff, args.batch))
+            removed += n
+            progress(removed, max(total, 1))
+            if n < args.batch:
+                break
+        left = index.store.read(lambda t: t.doc_count())
+    finally:
+        index.store.close()
+    print(f"removed {removed} pages kept more than {args.window} s ago; {left} pages left "
+          f"(run `crawler-dedup index compact` to give the space back to the file system)")
+    return 0
+
+
+def _index_compact(args) -> int:
+    import os
+    import shutil
+    import tempfile
+
+    import lmdb
+
+    if not os.path.isfile(os.path.join(args.dir, "data.mdb")):
+        print(f"crawler-dedup index: no LMDB index in {args.dir}", file=sys.stderr)
+        return 2
+    before = os.path.getsize(os.path.join(args.dir, "data.mdb"))
+    env = lmdb.open(args.dir, max_dbs=1100, readonly=False)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(args.dir)), prefix=".compact-")
+    try:
+        env.copy(tmp, compact=True)  # a consistent snapshot without the free pages
+        env.close()
+        os.replace(os.path.join(tmp, "data.mdb"), os.path.join(args.dir, "data.mdb"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    after = os.path.getsize(os.path.join(args.dir, "data.mdb"))
+    print(f"{args.dir}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
+    return 0
+
+
 def _index_plan(args) -> int:
     from .tables import plan_rows
 
@@ -232,6 +301,18 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("dir", metavar="DEDUP_DIR")
     st.add_argument("--json", action="store_true", help="machine-readable output")
     st.set_defaults(func=_index_stats)
+    ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago",
+                         description="Remove pages kept more than --window seconds ago, in batches. A crawl "
+                         "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
+    ex.add_argument("dir", metavar="DEDUP_DIR")
+    ex.add_argument("--window", type=int, required=True, metavar="SECONDS")
+    ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
+    ex.set_defaults(func=_index_expire)
+    co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",
+                         description="Rewrite data.mdb without its free pages. LMDB reuses freed pages but "
+                         "never shrinks the file; run this when no crawl has the index open.")
+    co.add_argument("dir", metavar="DEDUP_DIR")
+    co.set_defaults(func=_index_compact)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")

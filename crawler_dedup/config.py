@@ -102,6 +102,7 @@ class DedupConfig:
     threshold: float = defaults.DEDUP_THRESHOLD
     verifier: str = defaults.DEDUP_VERIFIER
     weighting: str = defaults.DEDUP_WEIGHTING
+    window: int = defaults.DEDUP_WINDOW
     workers: int = defaults.DEDUP_WORKERS
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -156,6 +157,7 @@ class DedupConfig:
         out["lsi_dims"] = _int(n("lsi_dims"), raw["lsi_dims"], 2, 512)
         out["lsi_train"] = _int(n("lsi_train"), raw["lsi_train"], 10)
         out["workers"] = _int(n("workers"), raw["workers"], 0, 64)
+        out["window"] = _int(n("window"), raw["window"], 0)
         if out["lsi_train"] < out["lsi_dims"]:
             raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
         for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),

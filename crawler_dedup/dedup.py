@@ -30,6 +30,7 @@ GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
+EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 
@@ -110,6 +111,7 @@ class Deduplicator:
         self._lsi_pending: list = []
         self.index: NearDupIndex | None = None
         self.run = 0
+        self._now = 0.0
         self._logged: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -175,10 +177,12 @@ class Deduplicator:
 
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
-              stage: str = "response", title: str | None = None) -> Verdict:
+              stage: str = "response", title: str | None = None, now: float | None = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
-        `Verdict.error` says where it failed (fail open)."""
+        `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
+        clock), for DEDUP_WINDOW and the record."""
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title)
+        self._now = time.time() if now is None else float(now)
         try:
             return self._check(verdict, html, text, stage)
         except Exception as exc:  # a bug or hostile input must never drop or crash: keep
@@ -233,7 +237,10 @@ class Deduplicator:
     def _decide(self, txn, verdict: Verdict, fp: Fingerprinted, stage: str) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction."""
         index, cfg = self.index, self.config
+        cutoff = self._now - cfg.window if cfg.window else None
         match, reason, distance, similarity, measure = index.exact(txn, fp.digest), "exact", None, 1.0, "exact"
+        if match is not None and cutoff is not None and match.time < cutoff:
+            match = None  # out of the window: no longer matches, removal may lag
         if match is not None and self._guarded(verdict, fp, match, 1.0):
             match = None  # another page with these words may still match under its own title
         if match is not None:
@@ -246,6 +253,8 @@ class Deduplicator:
                 contain, contain_min = max(contain, SHORT_CONTAINMENT), max(contain_min, SHORT_MIN_RESEMBLANCE)
             best = None
             candidates = self._candidates(txn, fp)
+            if cutoff is not None:
+                candidates = [doc for doc in candidates if doc.time >= cutoff]
             for doc in candidates:
                 j, c = self.verifier.score(fp, doc, cfg)
                 if j >= threshold:
@@ -287,11 +296,13 @@ class Deduplicator:
                 return verdict
             # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
-                           time=time.time(), shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
+                           time=self._now, shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
                            extras=fp.extras)
         doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
         if verdict.action == "keep":
             verdict.doc_id = doc_id
+        if cutoff is not None:  # a few expired pages out per page in: the index stays flat
+            index.expire(txn, cutoff, EXPIRE_BATCH)
         if fp.df_keys is not None:
             self.df.add(fp.df_keys)
             self.df.maybe_save(txn)

@@ -30,4 +30,5 @@ DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates be
 DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
 DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
 DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)
+DEDUP_WINDOW = 0  # seconds a kept page matches (0 = forever); older pages are removed as new ones come
 DEDUP_WORKERS = 0  # worker processes for extraction; 0 = in the crawler's thread

@@ -177,7 +177,12 @@ class NearDupIndex:
         txn.meta_put("next_id", u64(doc_id + 1))
         record.doc_id = doc_id
         record.time = record.time or time.time()
+        # what remove() needs to undo every entry below
+        record.extras = {**record.extras, "pr": bytes([min(probes, 255)])}
+        if digest is not None:
+            record.extras["dg"] = bytes(digest)
         txn.doc_put(doc_id, record.encode())
+        txn.time_add(int(record.time), doc_id)
         txn.fp_add(record.fingerprint, doc_id)
         if digest is not None:
             txn.exact_put(digest, doc_id)
@@ -186,3 +191,30 @@ class NearDupIndex:
         for value in record.sketch[:probes].tolist():
             txn.posting_add(u64(value), doc_id, POSTING_LIMIT)
         return doc_id
+
+    def remove(self, txn, doc_id: int) -> bool:
+        """Take a page out of every database; its fingerprint leaves the tables with its last page."""
+        doc = self.doc(txn, doc_id)
+        if doc is None:
+            return False
+        txn.doc_delete(doc_id)
+        txn.time_remove(int(doc.time), doc_id)
+        txn.fp_remove(doc.fingerprint, doc_id)
+        if not txn.fp_docs(doc.fingerprint):
+            for table, key in enumerate(self.plan.keys(doc.fingerprint)):
+                txn.bucket_remove(table, key, doc.fingerprint)
+        digest = doc.extras.get("dg")
+        if digest is not None and txn.exact_get(digest) == doc_id:
+            txn.exact_delete(digest)
+        probes = doc.extras.get("pr", b"\x00")[0]
+        for value in doc.sketch[:probes].tolist():
+            txn.posting_remove(u64(value), doc_id)
+        return True
+
+    def expire(self, txn, before: float, limit: int) -> int:
+        """Remove up to `limit` pages kept before time `before`, oldest first; how many were."""
+        old = txn.time_oldest(int(before), limit)
+        for _, doc_id in old:
+            if not self.remove(txn, doc_id):
+                txn.time_remove(_, doc_id)  # a stale time entry
+        return len(old)

@@ -293,3 +293,26 @@ def test_short_template_pages_with_other_names_are_kept(dedup):
     two = template.format(name="John R. Miller", first="John", age=77, town="Eastfield", date="March 5")
     assert dedup.check("https://gazette/1", text=one, title="Obituary: John A. Smith | Gazette").action == "keep"
     assert dedup.check("https://gazette/2", text=two, title="Obituary: John R. Miller | Gazette").action == "keep"
+
+
+def test_window_pages_stop_matching_and_leave_the_index(tmp_path, articles):
+    golds = [a[1] for a in articles]
+    with Deduplicator(dir=str(tmp_path / "idx"), window=3600) as d:
+        assert d.check("https://a/0", text=golds[0], now=1000).action == "keep"
+        assert d.check("https://b/0", text=golds[0], now=1000 + 3599).action == "drop"  # inside the window
+        v = d.check("https://c/0", text=golds[0], now=1000 + 3601)  # outside: a page again
+        assert v.action == "keep"
+        assert d.check("https://d/0", text=golds[0], now=1000 + 3602).duplicate_of == "https://c/0"
+        assert d.index.store.read(lambda t: t.doc_count()) == 1  # a/0 went when c/0 came
+
+
+def test_a_steady_stream_keeps_the_index_flat(tmp_path, articles):
+    vocab = sorted({w for _, gold in articles for w in gold.split()})
+    rnd = random.Random(3)
+    counts = []
+    with Deduplicator(dir=str(tmp_path / "idx"), window=100, lmdb_sync=False) as d:
+        for i in range(600):  # a page a second, a 100-second window
+            d.check(f"https://s/{i}", text=" ".join(rnd.choices(vocab, k=60)), now=10_000 + i)
+            if i % 100 == 99:
+                counts.append(d.index.store.read(lambda t: t.doc_count()))
+    assert counts[0] == 100 and all(c <= 101 for c in counts), counts

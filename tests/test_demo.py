@@ -71,3 +71,24 @@ def test_index_stats_and_plan(tmp_path, articles):
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [r[0] for r in rows] == ["100,000", "1,000,000", "10,000,000", "100,000,000", "1,000,000,000"]
     assert all(int(r[2]) >= 4 for r in rows)
+
+
+def test_index_expire_and_compact(tmp_path, articles):
+    import time
+
+    from crawler_dedup import Deduplicator
+
+    golds = [a[1] for a in articles]
+    now = time.time()
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False) as d:
+        for i, gold in enumerate(golds[:10]):
+            d.check(f"https://s/{i}", text=gold, now=now - (10_000 if i < 6 else 10))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "crawler_dedup", "index", *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=60)
+    proc = run("expire", str(tmp_path / "idx"), "--window", "3600")
+    assert proc.returncode == 0 and "removed 6 pages" in proc.stdout and "4 pages left" in proc.stdout
+    proc = run("compact", str(tmp_path / "idx"))
+    assert proc.returncode == 0 and "MiB ->" in proc.stdout
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:  # still a working index after both
+        assert d.check("https://again/7", text=golds[7]).action == "drop"
+        assert d.check("https://again/1", text=golds[1]).action == "keep"

@@ -85,3 +85,27 @@ def test_records_round_trip_and_docs_per_fingerprint(tmp_path):
         rec.url, rec.fingerprint, [1, 2**63], 99, 12.5, 7, "Tïtle")
     assert index.store.read(lambda txn: index.exact(txn, b"d" * 16)).url == rec.url
     index.store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), size=st.integers(2, 50))
+def test_candidates_equal_brute_force_after_removals(kind, seed, size):
+    stored = _cluster(seed, size, 5)
+    rnd = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        index = _index(kind, 3, 4, tmp)
+        try:
+            ids = index.store.write(lambda txn: [index.add(txn, _record(fp, i), bytes([i % 256]) * 16, probes=1)
+                                                 for i, fp in enumerate(stored)])
+            gone = set(rnd.sample(range(size), size // 2))
+            index.store.write(lambda txn: [index.remove(txn, ids[i]) for i in gone])
+            live = [fp for i, fp in enumerate(stored) if i not in gone]
+            for q in stored:
+                got = index.store.read(lambda txn: index.candidates(txn, q))
+                assert sorted(fp for fp, _ in got) == sorted({fp for fp in live if (fp ^ q).bit_count() <= 3})
+            assert index.store.read(lambda t: t.doc_count()) == size - len(gone)
+            assert index.store.read(lambda t: t.time_oldest(2**40, 10**6)) == sorted(
+                (1, ids[i]) for i in range(size) if i not in gone)
+        finally:
+            index.store.close()

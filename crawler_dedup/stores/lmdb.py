@@ -2,7 +2,8 @@
 
 Layout (DESIGN.md): `meta`; `docs` (doc id -> record); `fps` (fingerprint -> doc ids);
 `exact` (content digest -> doc id); `mins` (each page's few smallest shingle hashes -> doc
-ids, a second way to candidates for copies whose simhash moved too far); `t000`.. one table per Manku permutation, key = the
+ids, a second way to candidates for copies whose simhash moved too far); `times` (seconds ->
+doc ids, for the time window); `t000`.. one table per Manku permutation, key = the
 permuted prefix, values = the 8-byte fingerprints in that bucket (dupsort+dupfixed, so a
 bucket comes back in one getmulti straight into numpy).
 """
@@ -88,6 +89,39 @@ class _LmdbTxn:
     def doc_count(self):
         return self.txn.stat(self.s.docs)["entries"]
 
+    def doc_delete(self, doc_id):
+        self.txn.delete(u64(doc_id), db=self.s.docs)
+
+    def fp_remove(self, fp, doc_id):
+        self.txn.delete(u64(fp), u64(doc_id), db=self.s.fps)
+
+    def bucket_remove(self, table, key, fp):
+        self.txn.delete(key, u64(fp), db=self.s.tables[table])
+
+    def exact_delete(self, digest):
+        self.txn.delete(bytes(digest), db=self.s.exact)
+
+    def posting_remove(self, key, doc_id):
+        self.txn.delete(key, u64(doc_id), db=self.s.mins)
+
+    def time_add(self, seconds, doc_id):
+        self.txn.put(u64(seconds), u64(doc_id), db=self.s.times, dupdata=True)
+
+    def time_oldest(self, before, limit):
+        out = []
+        cur = self.txn.cursor(db=self.s.times)
+        if not cur.first():
+            return out
+        for key, value in cur:
+            seconds = from_u64(key)
+            if seconds >= before or len(out) >= limit:
+                break
+            out.append((seconds, from_u64(value)))
+        return out
+
+    def time_remove(self, seconds, doc_id):
+        self.txn.delete(u64(seconds), u64(doc_id), db=self.s.times)
+
 
 class LmdbStore:
     """Open in the process that uses it (after any fork), once per process and directory."""
@@ -118,6 +152,7 @@ class LmdbStore:
             self.exact = self.env.open_db(b"exact")
             self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
             self.mins = self.env.open_db(b"mins", dupsort=True, dupfixed=True)
+            self.times = self.env.open_db(b"times", dupsort=True, dupfixed=True)
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc

@@ -74,17 +74,56 @@ class _MemoryTxn:
     def doc_count(self):
         return len(self.s.docs)
 
+    def _discard(self, container, member):
+        if member in container:
+            self.undo.append((container, member, _REMOVED_MEMBER))
+            container.discard(member)
+
+    def _pop(self, mapping, key):
+        if key in mapping:
+            self.undo.append((mapping, key, mapping[key]))
+            del mapping[key]
+
+    def doc_delete(self, doc_id):
+        self._pop(self.s.docs, doc_id)
+
+    def fp_remove(self, fp, doc_id):
+        self._discard(self.s.fps.get(fp, set()), doc_id)
+
+    def bucket_remove(self, table, key, fp):
+        self._discard(self.s.tables[table].get(key, set()), fp)
+
+    def exact_delete(self, digest):
+        self._pop(self.s.exact, bytes(digest))
+
+    def posting_remove(self, key, doc_id):
+        self._discard(self.s.postings.get(bytes(key), set()), doc_id)
+
+    def time_add(self, seconds, doc_id):
+        entries = self.s.times
+        if (seconds, doc_id) not in entries:
+            self.undo.append((entries, (seconds, doc_id), _SET_MEMBER))
+            entries.add((seconds, doc_id))
+
+    def time_oldest(self, before, limit):
+        return sorted(e for e in self.s.times if e[0] < before)[:limit]
+
+    def time_remove(self, seconds, doc_id):
+        self._discard(self.s.times, (seconds, doc_id))
+
     def rollback(self):
         for container, key, old in reversed(self.undo):
             if old is _SET_MEMBER:
                 container.discard(key)
+            elif old is _REMOVED_MEMBER:
+                container.add(key)
             elif old is _MISSING:
                 container.pop(key, None)
             else:
                 container[key] = old
 
 
-_MISSING, _SET_MEMBER = object(), object()
+_MISSING, _SET_MEMBER, _REMOVED_MEMBER = object(), object(), object()
 
 
 class MemoryStore:
@@ -98,6 +137,7 @@ class MemoryStore:
         self.fps: dict[int, set[int]] = {}
         self.exact: dict[bytes, int] = {}
         self.postings: dict[bytes, set[int]] = {}
+        self.times: set[tuple[int, int]] = set()
         self.tables: dict[int, dict[bytes, set[int]]] = defaultdict(dict)
 
     @classmethod
