@@ -111,8 +111,9 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def index_table(sizes: list[int]) -> None:
-    print("\n2. the index at N pages (k=3, 8 sketch probes, 128-value sketch per page; LMDB, fsync off while loading)")
+def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE) -> None:
+    print(f"\n2. the index at N pages (k=3, 8 sketch probes, {sketch_size}-value sketch per page; LMDB, fsync off "
+          f"while loading)")
     head = (f"{'N':>10} {'plan':>12} {'insert/s':>9} {'simhash p50/p99 us':>19} {'+postings p50/p99 us':>21} "
             f"{'lookups/s':>10} {'brute us':>9} {'sorted us':>10} {'table B/page':>13} {'all B/page':>11} {'RSS MB':>7}")
     print(head)
@@ -121,9 +122,9 @@ def index_table(sizes: list[int]) -> None:
         rng = np.random.default_rng(2)
         with tempfile.TemporaryDirectory() as tmp:
             plan = choose_plan(3, n)
-            store = LmdbStore(tmp, map_size=1 << 30, sync=False)
+            store = LmdbStore(tmp, map_size=1 << 32, sync=False)
             index = NearDupIndex.open(store, 3, lambda: plan)
-            sketches = rng.integers(0, 2**63, size=(min(n, 4096), SKETCH_SIZE), dtype=np.uint64)
+            sketches = rng.integers(0, 2**63, size=(min(n, 4096), sketch_size), dtype=np.uint64)
             sketches.sort(axis=1)
             t0 = time.perf_counter()
             batch = 10_000
@@ -299,15 +300,18 @@ def main(argv=None):
     ap.add_argument("--crawl-pages", type=int, default=300)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-crawl", action="store_true")
+    ap.add_argument("--sketch-size", type=int, default=SKETCH_SIZE,
+                    help="values per synthetic page record (smaller for a 10^7 run that fits the disk)")
     ap.add_argument("--skip-index", action="store_true")
     ap.add_argument("--crawl-one", nargs=4, metavar=("MODE", "SITE", "URLS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.crawl_one:
         crawl_once(*args.crawl_one)
         return 0
-    steps_table(real_pages(args.steps_pages) * 2)
+    if args.steps_pages:
+        steps_table(real_pages(args.steps_pages) * 2)
     if not args.skip_index:
-        index_table([int(float(s)) for s in args.sizes.split(",")])
+        index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size)
         window_table()
     if not args.skip_crawl:
         crawl_table(args.crawl_pages, args.runs)

@@ -16,9 +16,23 @@ _POSITION_MULT = np.array(
 )
 
 
+_CACHE: dict[str, int] = {}  # word -> hash: most words of a page were seen on earlier pages
+_CACHE_MAX = 500_000
+
+
+def _hash(token: str) -> int:
+    value = xxhash.xxh3_64_intdigest(token.encode("utf-8"))
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[token] = value
+    return value
+
+
 def token_hashes(tokens: list[str]) -> np.ndarray:
-    h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(t.encode("utf-8")) for t in tokens), dtype=np.uint64, count=len(tokens))
+    values = list(map(_CACHE.get, tokens))  # C-speed lookups; a miss is None
+    if None in values:
+        values = [v if v is not None else _hash(t) for v, t in zip(values, tokens)]
+    return np.array(values, dtype=np.uint64)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

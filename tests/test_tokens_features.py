@@ -56,3 +56,19 @@ def test_tokenize_keeps_indic_words_whole_and_splits_thai_per_character():
     assert tokenize("नई दिल्ली में सोमवार") == ["नई", "दिल्ली", "में", "सोमवार"]
     assert tokenize("कि की के का") == ["कि", "की", "के", "का"]  # vowel signs stay in their word
     assert tokenize("ภาษา ok") == ["ภ", "า", "ษ", "า", "ok"]
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab_ 1é\u0301\u093f\u0915東タ\u0e01\uac00-.,\u00a0ﬁＡ")), max_size=60))
+def test_fast_tokenizer_equals_the_reference_pattern(text):
+    import unicodedata
+
+    from crawler_dedup.tokens import _TOKEN
+
+    assert tokenize(text) == _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def test_token_hash_cache_gives_the_same_hashes():
+    words = ["alpha", "beta", "alpha", "gamma"]
+    first = token_hashes(words)
+    assert token_hashes(words).tolist() == first.tolist()
+    assert first.tolist() == [xxhash.xxh3_64_intdigest(w.encode()) for w in words]
