@@ -187,7 +187,7 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE) -> None:
         del stat
     print("brute: numpy Hamming over all N; sorted: the same tables as sorted numpy arrays in memory "
           "(built for N <= 200,000 only); table B/page: the permuted tables' pages in LMDB; all B/page: the "
-          "whole LMDB file incl. the 1 KiB sketch records")
+          "whole LMDB file, page records included")
 
 
 def window_table(total: int = 60_000, window: int = 10_000, every: int = 10_000) -> None:
