@@ -182,8 +182,11 @@ def _index_stats(args) -> int:
     print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "
           f"bits; expected {p['expected_entries_per_query']} stored fingerprints read per lookup at this size")
     print(f"settings fixed by the index: " + ", ".join(f"DEDUP_{k.upper()}={v}" for k, v in info["params"].items()))
-    print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: "
-          f"{bpp['all']} B in all, {bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
+    if pages:
+        print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: {bpp['all']} B in all, "
+              f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
+    else:
+        print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; no pages")
     return 0
 
 

@@ -70,6 +70,16 @@ def _regexes(name: str, value: Any) -> list[re.Pattern]:
     return out
 
 
+def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    if not close:
+        return "a known setting (see the README's settings table)"
+    suggestion = close[0][len("DEDUP_"):].lower() if lower else close[0]
+    return f"a known setting: did you mean {suggestion}?"
+
+
 @dataclass(frozen=True)
 class DedupConfig:
     enabled: bool = defaults.DEDUP_ENABLED
@@ -110,6 +120,13 @@ class DedupConfig:
     def from_settings(cls, settings: Mapping[str, Any] | None = None, **overrides: Any) -> "DedupConfig":
         """Read DEDUP_* names from `settings` (Scrapy Settings or a dict); overrides use field names."""
         settings = settings or {}
+        known = {"DEDUP_" + f.name.upper() for f in fields(cls) if f.name != "extra"}
+        for name in list(settings.keys()) if hasattr(settings, "keys") else []:
+            if isinstance(name, str) and name.startswith("DEDUP_") and name not in known:
+                raise ConfigError(name, settings.get(name), _did_you_mean(name, known))
+        for name, value in overrides.items():
+            if "DEDUP_" + name.upper() not in known:
+                raise ConfigError(name, value, _did_you_mean("DEDUP_" + name.upper(), known, lower=True))
         raw = {}
         for f in fields(cls):
             if f.name == "extra":

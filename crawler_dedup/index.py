@@ -101,7 +101,7 @@ class NearDupIndex:
                     setting = "DEDUP_" + name.upper()
                     raise StoreFormat(
                         f"the index at {store.location} was built with {setting}={value}, not {params[name]}: "
-                        f"run with -s {setting}={value}, or use a new DEDUP_DIR"
+                        f"use {setting}={value} ({name}={value!r} from Python), or a new DEDUP_DIR"
                     )
         if plan_json is not None:
             plan = Plan.from_json(plan_json)
@@ -109,7 +109,7 @@ class NearDupIndex:
                 store.close()
                 raise StoreFormat(
                     f"the index at {store.location} was built with DEDUP_K={plan.k}, not {k}: "
-                    f"run with -s DEDUP_K={plan.k}, or use a new DEDUP_DIR for k={k}"
+                    f"use DEDUP_K={plan.k} (k={plan.k} from Python), or a new DEDUP_DIR for k={k}"
                 )
         else:
             plan = make_plan()

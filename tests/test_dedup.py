@@ -316,3 +316,11 @@ def test_a_steady_stream_keeps_the_index_flat(tmp_path, articles):
             if i % 100 == 99:
                 counts.append(d.index.store.read(lambda t: t.doc_count()))
     assert counts[0] == 100 and all(c <= 101 for c in counts), counts
+
+
+def test_misspelled_settings_and_keywords_are_errors():
+    with pytest.raises(ConfigError, match="DEDUP_TRESHOLD.*did you mean DEDUP_THRESHOLD"):
+        DedupConfig.from_settings({"DEDUP_TRESHOLD": 0.9})
+    with pytest.raises(ConfigError, match="treshold.*did you mean threshold"):
+        Deduplicator(backend="memory", treshold=0.9)
+    assert DedupConfig.from_settings({"DEDUP_THRESHOLD": 0.9, "OTHER_SETTING": 1}).threshold == 0.9
