@@ -16,7 +16,7 @@ from .features import content_hash, document_image, shingles, token_hashes
 from .guards import looks_like_notice, titles_disagree
 from .index import DocRecord, NearDupIndex
 from .simhash import simhash
-from .sketch import sketch
+from .sketch import SKETCH_SIZE
 from .stores import make_store
 from .tables import choose_plan
 from .tokens import tokenize
@@ -101,9 +101,10 @@ class Deduplicator:
     """Owns the index; one per process. Use as a context manager or call open()/close()."""
 
     def __init__(self, config: DedupConfig | None = None, store=None, **overrides):
+        if config is not None and overrides:  # a config plus a few changes, checked like settings
+            base = {k: v for k, v in config.__dict__.items() if k != "extra"}
+            config = DedupConfig.from_settings({}, **{**base, **overrides})
         self.config = config or DedupConfig.from_settings({}, **overrides)
-        if overrides and config is not None:
-            self.config = DedupConfig._checked({**self.config.__dict__, **overrides})
         self._store = store
         self.verifier = VERIFIERS[self.config.verifier]
         self.df = DocFrequencies()
@@ -155,7 +156,7 @@ class Deduplicator:
         if looks_like_notice(tokens):
             return "notice"
         cfg, df_keys, weights = self.config, None, None
-        features = shingles(tokens, cfg.shingle)
+        features = word_shingles = shingles(tokens, cfg.shingle)
         if cfg.features == "docimage":  # seed 001: top TF-IDF words of each 100-word part
             df_keys = np.unique(token_hashes(tokens))
             features = document_image(tokens, self.df.idf)
@@ -165,8 +166,8 @@ class Deduplicator:
         distinct = np.unique(features)
         fp = Fingerprinted(
             text=text, title=None, tokens=len(tokens), fingerprint=simhash(features, weights),
-            sketch=sketch(distinct), digest=content_hash(tokens), shingles=int(distinct.size),
-            extras=self.verifier.keep(tokens, shingles(tokens, cfg.shingle) if cfg.features == "docimage" else features),
+            sketch=distinct[:SKETCH_SIZE].copy(), digest=content_hash(tokens), shingles=int(distinct.size),
+            extras=self.verifier.keep(tokens, word_shingles),
             df_keys=df_keys,
         )
         if cfg.conceptual != "off":
