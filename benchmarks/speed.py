@@ -37,7 +37,7 @@ from crawler_dedup.extract import extract  # noqa: E402
 from crawler_dedup.index import DocRecord, NearDupIndex  # noqa: E402
 from crawler_dedup.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
-from crawler_dedup.tables import choose_plan  # noqa: E402
+from crawler_dedup.tables import choose_plan, plan_for  # noqa: E402
 
 DATA = os.path.join(ROOT, "..", "shared", "data")
 
@@ -111,7 +111,7 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE) -> None:
+def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | None = None) -> None:
     print(f"\n2. the index at N pages (k=3, 8 sketch probes, {sketch_size}-value sketch per page; LMDB, fsync off "
           f"while loading)")
     head = (f"{'N':>10} {'plan':>12} {'insert/s':>9} {'simhash p50/p99 us':>19} {'+postings p50/p99 us':>21} "
@@ -121,7 +121,7 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE) -> None:
         fps = synthetic(n)
         rng = np.random.default_rng(2)
         with tempfile.TemporaryDirectory() as tmp:
-            plan = choose_plan(3, n)
+            plan = plan_for(3, blocks) if blocks else choose_plan(3, n)
             store = LmdbStore(tmp, map_size=1 << 32, sync=False)
             index = NearDupIndex.open(store, 3, lambda: plan)
             sketches = rng.integers(0, 2**63, size=(min(n, 4096), sketch_size), dtype=np.uint64)
@@ -300,6 +300,7 @@ def main(argv=None):
     ap.add_argument("--crawl-pages", type=int, default=300)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-crawl", action="store_true")
+    ap.add_argument("--blocks", type=int, metavar="R", help="force a plan of R blocks (C(R,3) tables) instead of the chosen one")
     ap.add_argument("--sketch-size", type=int, default=SKETCH_SIZE,
                     help="values per synthetic page record (smaller for a 10^7 run that fits the disk)")
     ap.add_argument("--skip-index", action="store_true")
@@ -311,8 +312,9 @@ def main(argv=None):
     if args.steps_pages:
         steps_table(real_pages(args.steps_pages) * 2)
     if not args.skip_index:
-        index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size)
-        window_table()
+        index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size, args.blocks)
+        if not args.blocks:
+            window_table()
     if not args.skip_crawl:
         crawl_table(args.crawl_pages, args.runs)
     return 0
