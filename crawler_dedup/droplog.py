@@ -68,17 +68,22 @@ class DropLog:
         self.close()
 
 
-def read_droplog(path: str, errors: list | None = None) -> Iterator[dict[str, Any]]:
-    """Records in file order; a line that is not a JSON object is skipped (and noted in `errors`)."""
+def jsonl_lines(path: str) -> Iterator[tuple[int, Any, str]]:
+    """(line number, parsed value or the JSONDecodeError, line) of each non-blank line."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                yield number, json.loads(line), line
             except json.JSONDecodeError as exc:
-                record = exc
-            if isinstance(record, dict):
-                yield record
-            elif errors is not None:
-                errors.append((number, line[:200]))
+                yield number, exc, line
+
+
+def read_droplog(path: str, errors: list | None = None) -> Iterator[dict[str, Any]]:
+    """Records in file order; a line that is not a JSON object is skipped (and noted in `errors`)."""
+    for number, record, line in jsonl_lines(path):
+        if isinstance(record, dict):
+            yield record
+        elif errors is not None:
+            errors.append((number, line[:200]))

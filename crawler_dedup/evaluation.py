@@ -465,21 +465,18 @@ class PairScores:
 def read_pairs(path: str) -> list[dict]:
     """JSONL, one pair a line: {"a": text, "b": text, "duplicate": true|false}; "a_html"/"b_html"
     instead of "a"/"b" for pages to extract first."""
+    from .droplog import jsonl_lines
+
     pairs = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                pair = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not JSON ({exc})") from None
-            if not isinstance(pair, dict) or "duplicate" not in pair or not (
-                    ("a" in pair or "a_html" in pair) and ("b" in pair or "b_html" in pair)):
-                raise ValueError(f'{path}:{number}: needs "a" (or "a_html"), "b" (or "b_html") and "duplicate"')
-            if not isinstance(pair["duplicate"], bool):
-                raise ValueError(f'{path}:{number}: "duplicate" must be true or false, not {pair["duplicate"]!r}')
-            pairs.append(pair)
+    for number, pair, _ in jsonl_lines(path):
+        if isinstance(pair, json.JSONDecodeError):
+            raise ValueError(f"{path}:{number}: not JSON ({pair})")
+        if not isinstance(pair, dict) or "duplicate" not in pair or not (
+                ("a" in pair or "a_html" in pair) and ("b" in pair or "b_html" in pair)):
+            raise ValueError(f'{path}:{number}: needs "a" (or "a_html"), "b" (or "b_html") and "duplicate"')
+        if not isinstance(pair["duplicate"], bool):
+            raise ValueError(f'{path}:{number}: "duplicate" must be true or false, not {pair["duplicate"]!r}')
+        pairs.append(pair)
     return pairs
 
 
