@@ -100,6 +100,7 @@ class DedupConfig:
     item_text_field: str = defaults.DEDUP_ITEM_TEXT_FIELD
     item_url_field: str = defaults.DEDUP_ITEM_URL_FIELD
     k: int = defaults.DEDUP_K
+    logstats_interval: float = defaults.DEDUP_LOGSTATS_INTERVAL
     lmdb_map_size: int = defaults.DEDUP_LMDB_MAP_SIZE
     lsi_dims: int = defaults.DEDUP_LSI_DIMS
     lsi_train: int = defaults.DEDUP_LSI_TRAIN
@@ -109,6 +110,7 @@ class DedupConfig:
     min_tokens: int = defaults.DEDUP_MIN_TOKENS
     shingle: int = defaults.DEDUP_SHINGLE
     sketch_probes: int = defaults.DEDUP_SKETCH_PROBES
+    store_text: bool = defaults.DEDUP_STORE_TEXT
     threshold: float = defaults.DEDUP_THRESHOLD
     verifier: str = defaults.DEDUP_VERIFIER
     weighting: str = defaults.DEDUP_WEIGHTING
@@ -141,7 +143,7 @@ class DedupConfig:
     def _checked(cls, raw: dict[str, Any]) -> "DedupConfig":
         n = lambda key: "DEDUP_" + key.upper()  # noqa: E731
         out: dict[str, Any] = {}
-        for key in ("enabled", "debug", "droplog_items", "dry_run", "lmdb_sync"):
+        for key in ("enabled", "debug", "droplog_items", "dry_run", "lmdb_sync", "store_text"):
             out[key] = _bool(n(key), raw[key])
         backend = str(raw["backend"]).strip()
         if backend not in BACKENDS and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
@@ -175,6 +177,7 @@ class DedupConfig:
         out["lsi_train"] = _int(n("lsi_train"), raw["lsi_train"], 10)
         out["workers"] = _int(n("workers"), raw["workers"], 0, 64)
         out["window"] = _int(n("window"), raw["window"], 0)
+        out["logstats_interval"] = _float(n("logstats_interval"), raw["logstats_interval"], 0.0, 86400.0)
         if out["lsi_train"] < out["lsi_dims"]:
             raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
         for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),

@@ -77,6 +77,7 @@ class Verdict:
     excerpt: str | None = None
     tokens: int = 0
     doc_id: int | None = None
+    text: str | None = None  # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT)
 
     @property
     def is_duplicate(self) -> bool:
@@ -293,12 +294,16 @@ class Deduplicator:
             verdict.measure = measure
             verdict.duplicate_of, verdict.duplicate_of_title = match.url, match.title
             verdict.duplicate_of_fingerprint, verdict.doc_id = match.fingerprint, match.doc_id
+            if cfg.store_text:
+                verdict.text = fp.text
             if not (reason == "conceptual" and cfg.conceptual == "flag" and not cfg.dry_run):
                 return verdict
             # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
                            time=self._now, shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
                            extras=fp.extras)
+        if cfg.store_text:
+            record.set_text(fp.text)
         doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
         if verdict.action == "keep":
             verdict.doc_id = doc_id

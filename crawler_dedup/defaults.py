@@ -20,6 +20,7 @@ DEDUP_ITEM_URL_FIELD = "url"
 DEDUP_K = 3  # Hamming distance (bits) within which two simhashes are candidates
 DEDUP_LMDB_MAP_SIZE = 256 * 1024**2  # initial LMDB map; doubles on MapFullError
 DEDUP_LMDB_SYNC = True  # fsync each commit (a kill never loses a kept page)
+DEDUP_LOGSTATS_INTERVAL = 60  # seconds between "Dedup: checked N pages ..." crawl-log lines (0 = off)
 DEDUP_LSI_DIMS = 64  # concepts of the LSI model
 DEDUP_LSI_TRAIN = 300  # kept pages the LSI model is fitted on, once
 DEDUP_MAX_BYTES = 5 * 1024**2  # larger bodies are skipped (counted), not extracted
@@ -27,6 +28,7 @@ DEDUP_MIN_RESEMBLANCE = 0.2  # a containment match needs at least this resemblan
 DEDUP_MIN_TOKENS = 15  # shorter texts are kept without a near-duplicate check
 DEDUP_SHINGLE = 3  # words per shingle
 DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates beyond k bits
+DEDUP_STORE_TEXT = True  # kept pages' text (zlib) in the index, dropped text in the drop log: for `show`
 DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
 DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
 DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)

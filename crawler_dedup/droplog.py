@@ -38,6 +38,8 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
         record["duplicate_of_title"] = verdict.duplicate_of_title
     if verdict.excerpt:
         record["excerpt"] = verdict.excerpt
+    if verdict.text is not None:
+        record["text"] = verdict.text
     if item is not None:
         record["item"] = item
     return record

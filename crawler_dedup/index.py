@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import struct
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +40,22 @@ class DocRecord:
     doc_id: int | None = None
     stage: str = "response"
     extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
+
+    TEXT = "tx"  # extras key of the zlib-compressed extracted text (DEDUP_STORE_TEXT)
+
+    def set_text(self, text: str) -> None:
+        self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+    @property
+    def text(self) -> str | None:
+        """The stored extracted text; None when the page was kept without it (setting off, older index)."""
+        data = self.extras.get(self.TEXT)
+        if data is None:
+            return None
+        try:
+            return zlib.decompress(data).decode("utf-8", "replace")
+        except zlib.error:
+            return None
 
     def encode(self) -> bytes:
         # cut on a character boundary; surrogatepass: a URL with a lone surrogate still round-trips

@@ -141,6 +141,13 @@ class DedupRuntime:
             # spawn: a fresh interpreter, never a fork of the crawler and its open LMDB environment
             self.pool = ProcessPoolExecutor(self.config.workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_warm_worker)
+        if self.config.logstats_interval:
+            from scrapy.utils.asyncio import create_looping_call
+
+            # like Scrapy's LogStats: a looping call on the reactor (or asyncio loop)
+            self._prev_checked = 0
+            self._logstats = create_looping_call(self.log_stats)
+            self._logstats.start(self.config.logstats_interval, now=False)
         plan = self.dedup.index.plan
         logger.info(
             "Dedup on: %s index at %s (k=%d, %d tables), drop log %s%s",
@@ -148,7 +155,26 @@ class DedupRuntime:
             self.config.droplog, " [DRY RUN: duplicates are flagged, not dropped]" if self.config.dry_run else "",
         )
 
+    def log_stats(self) -> None:
+        """One periodic line from the stats: pages checked (and per minute since the last line),
+        dropped, the drop rate."""
+        stats = self.crawler.stats
+        checked = stats.get_value("dedup/checked", 0)
+        dropped = stats.get_value("dedup/dropped", 0)
+        flagged = stats.get_value("dedup/flagged", 0)
+        skipped = sum(v for k, v in stats.get_stats().items() if k.startswith("dedup/skipped/"))
+        errors = sum(v for k, v in stats.get_stats().items() if k.startswith("dedup/errors/"))
+        rate = (checked - self._prev_checked) * 60.0 / self.config.logstats_interval
+        self._prev_checked = checked
+        logger.info(
+            "Dedup: checked %d pages (%d/min), dropped %d (%.1f%%), flagged %d, skipped %d, errors %d",
+            checked, rate, dropped, 100.0 * dropped / checked if checked else 0.0, flagged, skipped, errors,
+        )
+
     def spider_closed(self, spider, reason):
+        task = getattr(self, "_logstats", None)
+        if task is not None and task.running:
+            task.stop()
         stats = self.crawler.stats
         checked = stats.get_value("dedup/checked", 0)
         dropped = stats.get_value("dedup/dropped", 0) + stats.get_value("dedup/flagged", 0)

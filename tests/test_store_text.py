@@ -1,0 +1,54 @@
+"""DEDUP_STORE_TEXT: kept pages' text in the index, dropped pages' text in the drop log."""
+
+import json
+
+import pytest
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.config import DedupConfig
+from crawler_dedup.droplog import DropLog, make_record
+from crawler_dedup.exceptions import ConfigError
+
+
+def _doc(d, doc_id):
+    return d.index.store.read(lambda txn: d.index.doc(txn, doc_id))
+
+
+def test_kept_text_is_stored_compressed_and_the_drop_carries_its_text(tmp_path, articles):
+    gold = articles[0][1]
+    edited = gold.replace(" the ", " a ", 3)
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+        kept = d.check("https://s/a", text=gold)
+        dropped = d.check("https://s/b", text=edited)
+        assert kept.action == "keep" and dropped.action == "drop"
+        doc = _doc(d, kept.doc_id)
+        assert doc.text == gold
+        assert len(doc.extras["tx"]) < len(gold.encode())  # zlib, not the raw text
+        assert dropped.text == edited
+    with DropLog(str(tmp_path / "drops.jsonl")) as log:
+        log.write(make_record(dropped, "response", "s"))
+    line = json.loads((tmp_path / "drops.jsonl").read_text())
+    assert line["text"] == edited and line["duplicate_of"] == "https://s/a"
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:  # still there after a reopen (LMDB)
+        assert _doc(d, kept.doc_id).text == gold
+
+
+def test_store_text_off_keeps_no_text(tmp_path, articles):
+    gold = articles[1][1]
+    with Deduplicator(dir=str(tmp_path / "idx"), store_text=False) as d:
+        kept = d.check("https://s/a", text=gold)
+        dropped = d.check("https://s/b", text=gold)
+        assert dropped.action == "drop" and dropped.text is None
+        doc = _doc(d, kept.doc_id)
+        assert doc.text is None and "tx" not in doc.extras
+    assert "text" not in make_record(dropped, "response", "s")
+
+
+def test_new_settings_are_validated():
+    assert DedupConfig.from_settings({"DEDUP_STORE_TEXT": "0"}).store_text is False
+    assert DedupConfig.from_settings({}).store_text is True
+    assert DedupConfig.from_settings({"DEDUP_LOGSTATS_INTERVAL": "0.5"}).logstats_interval == 0.5
+    with pytest.raises(ConfigError, match="DEDUP_STORE_TEXT"):
+        DedupConfig.from_settings({"DEDUP_STORE_TEXT": "maybe"})
+    with pytest.raises(ConfigError, match="DEDUP_LOGSTATS_INTERVAL"):
+        DedupConfig.from_settings({"DEDUP_LOGSTATS_INTERVAL": "-1"})
