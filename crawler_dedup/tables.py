@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 from math import comb
 
+import numpy as np
+
 F = 64
-# relative cost of one table probe (and one insert) vs one candidate read and compared;
-# measured: an LMDB probe ~2-5 us, a candidate in a vectorized Hamming pass ~0.1 us
-_PROBE_COST, _CANDIDATE_COST = 1.0, 0.05
+# Cost weights, measured by benchmarks/speed.py on LMDB at 10^5..10^7 pages: one table probe
+# (a getmulti) ~2 us, one more candidate in the bucket read and Hamming-compared ~0.01 us.
+_PROBE_COST, _CANDIDATE_COST = 1.0, 0.005
+# table disk per entry: 8 value bytes plus a key node shared by the bucket's entries, over the
+# B-tree's fill factor (fitted to measured table bytes: ~35 B an entry at 0.3 per bucket, ~12 at 150)
+_VALUE_BYTES, _KEY_BYTES, _FILL = 8.0, 19.0, 0.7
+# what one table byte per page is worth in probes: 20 B a page ~ one probe (a 10-table plan at
+# 10^7 pages costs 350 B a page for ~6 us less per lookup than a 4-table one; not worth it)
+_DISK_COST = 0.05
 _MAX_TABLES = 1000
 
 
@@ -46,12 +55,62 @@ class Plan:
     def key(self, table: int, fp: int) -> bytes:
         return self.prefix(table, fp).to_bytes(self.key_bytes(table), "big")
 
+    @cached_property
+    def _spec(self) -> tuple:
+        """Per table: (key bytes, ((shift, mask, left shift), ...)) with adjacent blocks merged,
+        so a key is two or three integer operations (keys() is on every lookup's path)."""
+        spec = []
+        for t, chosen in enumerate(self.tables):
+            parts: list[list[int]] = []
+            left = self.prefix_bits(t)
+            last = None
+            for b in chosen:
+                shift, width = self.blocks[b]
+                left -= width
+                if last is not None and b == last + 1:  # the block right below the previous one
+                    parts[-1][0] = shift
+                    parts[-1][1] = (parts[-1][1] << width) | ((1 << width) - 1)
+                    parts[-1][2] = left
+                else:
+                    parts.append([shift, (1 << width) - 1, left])
+                last = b
+            spec.append((self.key_bytes(t), tuple(tuple(p) for p in parts)))
+        return tuple(spec)
+
     def keys(self, fp: int) -> list[bytes]:
-        return [self.key(t, fp) for t in range(len(self.tables))]
+        out = []
+        for size, parts in self._spec:
+            value = 0
+            for shift, mask, left in parts:
+                value |= ((fp >> shift) & mask) << left
+            out.append(value.to_bytes(size, "big"))
+        return out
+
+    def prefixes(self, fps: np.ndarray) -> np.ndarray:
+        """(tables, n) array of every table's prefix for each of `fps` (uint64), for batch lookups."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        out = np.zeros((len(self.tables), fps.size), dtype=np.uint64)
+        for t, (_, parts) in enumerate(self._spec):
+            for shift, mask, left in parts:
+                out[t] |= ((fps >> np.uint64(shift)) & np.uint64(mask)) << np.uint64(left)
+        return out
 
     def expected_entries(self, n: int) -> float:
         """Expected stored fingerprints read per query over all tables, for n random fingerprints."""
         return sum(n / 2 ** self.prefix_bits(t) for t in range(len(self.tables)))
+
+    def table_bytes(self, n: int) -> float:
+        """Estimated table disk per page at n pages (see _KEY_BYTES)."""
+        total = 0.0
+        for t in range(len(self.tables)):
+            load = n / 2 ** self.prefix_bits(t)
+            per_key = load / -np.expm1(-load) if load > 1e-9 else 1.0  # entries of a non-empty bucket
+            total += (_VALUE_BYTES + _KEY_BYTES / per_key) / _FILL
+        return total
+
+    def cost(self, n: int) -> float:
+        return (len(self.tables) * _PROBE_COST + self.expected_entries(n) * _CANDIDATE_COST
+                + self.table_bytes(n) * _DISK_COST)
 
     def to_json(self) -> str:
         return json.dumps({"f": self.f, "k": self.k, "blocks": self.blocks, "tables": self.tables}, sort_keys=True)
@@ -79,17 +138,36 @@ def plan_for(k: int, r: int, f: int = F) -> Plan:
 
 
 def choose_plan(k: int, expected_pages: int, f: int = F) -> Plan:
-    """The single-level plan with the least probe+candidate cost for `expected_pages` fingerprints."""
-    best, best_cost = None, None
+    """The plan with the least probe + candidate + disk cost for `expected_pages` fingerprints."""
+    plans = []
     for r in range(k + 1, f + 1):
         if comb(r, k) > _MAX_TABLES:
             break
-        plan = plan_for(k, r, f)
-        cost = len(plan.tables) * _PROBE_COST + plan.expected_entries(expected_pages) * _CANDIDATE_COST
-        if best_cost is None or cost < best_cost:
-            best, best_cost = plan, cost
-    assert best is not None
-    return best
+        plans.append(plan_for(k, r, f))
+    return min(plans, key=lambda p: p.cost(expected_pages))
+
+
+def two_level_best(k: int, n: int, f: int = F) -> tuple[int, float]:
+    """(tables, cost) of the cheapest two-level design (Manku section 3.1.1: r1 blocks, then the
+    other bits in r2 blocks; C(r1,k)*C(r2,k) tables), by the same cost model; computed only, to
+    show where it would beat a single level (under the measured weights it never does for k <= 8)."""
+    best = None
+    for r1 in range(k + 1, f + 1):
+        if comb(r1, k) > _MAX_TABLES:
+            break
+        first = (r1 - k) * f / r1
+        for r2 in range(k + 1, f + 1):
+            tables = comb(r1, k) * comb(r2, k)
+            if tables > _MAX_TABLES:
+                break
+            bits = first + (r2 - k) * (f - first) / r2
+            load = n / 2**bits
+            per_key = load / -np.expm1(-load) if load > 1e-9 else 1.0
+            cost = (tables * _PROBE_COST + tables * load * _CANDIDATE_COST
+                    + tables * (_VALUE_BYTES + _KEY_BYTES / per_key) / _FILL * _DISK_COST)
+            if best is None or cost < best[1]:
+                best = (tables, cost)
+    return best if best is not None else (0, float("inf"))
 
 
 def plan_rows(k: int, sizes=(10**5, 10**6, 10**7, 10**8, 10**9)) -> list[dict]:
@@ -99,5 +177,6 @@ def plan_rows(k: int, sizes=(10**5, 10**6, 10**7, 10**8, 10**9)) -> list[dict]:
         plan = choose_plan(k, n)
         bits = [plan.prefix_bits(t) for t in range(len(plan.tables))]
         rows.append({"pages": n, "r": plan.r, "tables": len(plan.tables), "prefix_bits": (min(bits), max(bits)),
-                     "entries_per_query": plan.expected_entries(n)})
+                     "entries_per_query": plan.expected_entries(n), "table_bytes_per_page": plan.table_bytes(n),
+                     "cost": plan.cost(n), "two_level": two_level_best(k, n)})
     return rows

@@ -1,6 +1,7 @@
 from itertools import combinations
 from math import comb
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,3 +64,30 @@ def test_choose_plan_grows_prefixes_with_n():
 def test_every_choice_of_blocks_is_a_table():
     plan = plan_for(2, 5)
     assert set(plan.tables) == set(combinations(range(5), 3))
+
+
+@pytest.mark.parametrize("k,r", [(0, 1), (1, 2), (2, 5), (3, 4), (3, 5), (3, 7), (6, 8), (8, 12)])
+@given(fps=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=20))
+def test_fast_keys_and_batch_prefixes_equal_the_definition(k, r, fps):
+    plan = plan_for(k, r)
+    prefixes = plan.prefixes(np.array(fps, dtype=np.uint64))
+    for i, fp in enumerate(fps):
+        assert plan.keys(fp) == [plan.key(t, fp) for t in range(len(plan.tables))]
+        assert [int(p) for p in prefixes[:, i]] == [plan.prefix(t, fp) for t in range(len(plan.tables))]
+
+
+def test_chooser_trades_tables_against_candidates_and_disk():
+    # k=3: four 16-bit tables while buckets stay small; ten 26-bit ones once 4 tables would read
+    # thousands of entries a lookup
+    assert len(choose_plan(3, 10**6).tables) == 4
+    assert len(choose_plan(3, 10**7).tables) == 4
+    big = choose_plan(3, 10**9)
+    assert len(big.tables) == 10 and big.expected_entries(10**9) < 1000
+    for k in range(1, 9):
+        for n in (10**5, 10**7, 10**9):
+            plan = choose_plan(k, n)
+            others = [plan_for(k, r) for r in range(k + 1, k + 6)]
+            assert plan.cost(n) <= min(o.cost(n) for o in others)
+    # estimated table bytes fall as buckets fill (the key is shared by more entries)
+    plan = plan_for(3, 4)
+    assert plan.table_bytes(10**7) < plan.table_bytes(10**5) < 4 * 40
