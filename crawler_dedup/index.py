@@ -91,6 +91,11 @@ class DocRecord:
                    extras=extras)
 
 
+def _keys8(values: np.ndarray) -> list[bytes]:
+    raw = values.astype(">u8").tobytes()
+    return [raw[i:i + 8] for i in range(0, len(raw), 8)]
+
+
 class NearDupIndex:
     """The plan is chosen when the index is created and stored in its meta record."""
 
@@ -150,13 +155,50 @@ class NearDupIndex:
     def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
         """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""
         buckets = txn.buckets(self.plan.keys(fp))
-        found = np.unique(np.concatenate(buckets)) if buckets else np.empty(0, np.uint64)
+        found = np.concatenate(buckets) if buckets else np.empty(0, np.uint64)
         if not found.size:
             return []
         dist = hamming_many(found, fp)
         near = dist <= self.plan.k
-        pairs = sorted(zip(dist[near].tolist(), found[near].tolist()))
-        return [(f, d) for d, f in pairs]
+        # a fingerprint sits in every table, so it may come back once per table
+        pairs = sorted(set(zip(dist[near].tolist(), found[near].tolist())))
+        return [(int(f), d) for d, f in pairs]
+
+    def candidates_many(self, txn, fps) -> list[list[tuple[int, int]]]:
+        """candidates() for a batch: one read per table for the whole batch, not one per page."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if not hasattr(txn, "buckets_many"):  # a store without batch reads
+            return [self.candidates(txn, int(fp)) for fp in fps.tolist()]
+        prefixes = self.plan.prefixes(fps)
+        hits_q, hits_fp, hits_d = [], [], []
+        for table in range(len(self.plan.tables)):
+            wanted, inverse = np.unique(prefixes[table], return_inverse=True)
+            size = self.plan.key_bytes(table)
+            raw = wanted.astype(">u8").tobytes()
+            keys = [raw[i * 8 + 8 - size:(i + 1) * 8] for i in range(wanted.size)]
+            which, found_counts, stored = txn.buckets_many(table, keys)
+            if not stored.size:
+                continue
+            # pair each query with the entries under its key (entries come grouped by key)
+            counts = np.zeros(wanted.size, dtype=np.intp)
+            counts[which] = found_counts
+            starts = np.zeros(wanted.size, dtype=np.intp)
+            starts[which] = np.cumsum(found_counts) - found_counts
+            per_query = counts[inverse]
+            base = starts[inverse] - (np.cumsum(per_query) - per_query)
+            entry = np.repeat(base, per_query) + np.arange(per_query.sum())
+            cand = stored[entry]
+            dist = np.bitwise_count(cand ^ np.repeat(fps, per_query))
+            near = np.flatnonzero(dist <= self.plan.k)
+            q = np.searchsorted(np.cumsum(per_query), near, side="right")  # the query of each hit
+            hits_q.append(q), hits_fp.append(cand[near]), hits_d.append(dist[near])
+        out: list[list[tuple[int, int]]] = [[] for _ in range(fps.size)]
+        if hits_q:
+            seen = set(zip(np.concatenate(hits_q).tolist(), np.concatenate(hits_d).tolist(),
+                           np.concatenate(hits_fp).tolist()))
+            for q, d, f in sorted(seen):
+                out[q].append((f, d))
+        return out
 
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
@@ -164,14 +206,16 @@ class NearDupIndex:
         Two pages with resemblance J share their single smallest hash with probability J, so a
         few probes find copies whose simhash moved more than k bits (edits, truncation).
         """
-        found: dict[int, int] = {}
-        for value in sketch[:probes].tolist():
-            docs = txn.postings(u64(value), POSTING_LIMIT)
-            if docs is None:
-                continue
-            for doc_id in docs.tolist():
-                found[doc_id] = found.get(doc_id, 0) + 1
-        return [d for d, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lists = []
+        for key in _keys8(sketch[:probes]):
+            docs = txn.postings(key, POSTING_LIMIT)
+            if docs is not None and docs.size:
+                lists.append(docs)
+        if not lists:
+            return []
+        ids, shared = np.unique(np.concatenate(lists), return_counts=True)
+        order = np.lexsort((ids, -shared))  # most shared first, then oldest
+        return ids[order].tolist()
 
     def docs(self, txn, fp: int) -> list[DocRecord]:
         out = []

@@ -26,6 +26,7 @@ _BUCKET_DTYPE = np.dtype(">u8")
 class _LmdbTxn:
     def __init__(self, store: "LmdbStore", txn: lmdb.Transaction):
         self.s, self.txn = store, txn
+        self._cursors = self._mins = None
 
     def meta_get(self, name):
         value = self.txn.get(name.encode(), db=self.s.meta)
@@ -34,31 +35,58 @@ class _LmdbTxn:
     def meta_put(self, name, value):
         self.txn.put(name.encode(), bytes(value), db=self.s.meta)
 
+    def _table_cursors(self):
+        if self._cursors is None:  # one cursor per table for the transaction's lookups
+            self._cursors = [self.txn.cursor(db=db) for db in self.s.tables]
+        return self._cursors
+
     def buckets(self, keys):
         out = []
-        for table, key in enumerate(keys):
-            cur = self.txn.cursor(db=self.s.tables[table])
+        for cur, key in zip(self._table_cursors(), keys):
             raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
-            # records are key bytes + 8 value bytes, packed
-            rec = np.dtype([("k", f"V{len(key)}"), ("v", _BUCKET_DTYPE)])
-            out.append(np.frombuffer(raw, dtype=rec)["v"].astype(np.uint64) if len(raw) else np.empty(0, np.uint64))
+            out.append(_values(raw, len(key)).astype(np.uint64))
         return out
+
+    def buckets_many(self, table, keys):
+        """The entries under `keys` (sorted, distinct) in one table, in one read: (index in keys of
+        each key found, entries per such key, all entries as uint64 grouped by key in key order)."""
+        raw = self._table_cursors()[table].getmulti(keys, dupdata=True, dupfixed_bytes=8, keyfixed=True)
+        if not keys or not len(raw):
+            return np.empty(0, np.intp), np.empty(0, np.intp), np.empty(0, np.uint64)
+        size = len(keys[0])
+        rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, size + 8)
+        # a key's entries are contiguous: find where the key bytes change, decode only those keys
+        key_cols = rows[:, :size]
+        change = np.flatnonzero((key_cols[1:] != key_cols[:-1]).any(axis=1)) + 1
+        starts = np.concatenate(([0], change))
+        counts = np.diff(np.concatenate((starts, [rows.shape[0]])))
+        padded = np.zeros((starts.size, 8), dtype=np.uint8)
+        padded[:, 8 - size:] = key_cols[starts]
+        wanted = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, size)
+        wanted_padded = np.zeros((wanted.shape[0], 8), dtype=np.uint8)
+        wanted_padded[:, 8 - size:] = wanted
+        which = np.searchsorted(wanted_padded.view(">u8").ravel(), padded.view(">u8").ravel())
+        return which, counts, _values(raw, size).astype(np.uint64)
 
     def bucket_add(self, table, key, fp):
         self.txn.put(key, u64(fp), db=self.s.tables[table], dupdata=True)
 
+    def _mins_cursor(self):
+        if self._mins is None:
+            self._mins = self.txn.cursor(db=self.s.mins)
+        return self._mins
+
     def postings(self, key, limit):
-        cur = self.txn.cursor(db=self.s.mins)
+        cur = self._mins_cursor()
         if not cur.set_key(key):
             return np.empty(0, np.uint64)
         if cur.count() > limit:
             return None
         raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
-        rec = np.dtype([("k", f"V{len(key)}"), ("v", _BUCKET_DTYPE)])
-        return np.frombuffer(raw, dtype=rec)["v"].astype(np.uint64)
+        return _values(raw, len(key)).astype(np.uint64)
 
     def posting_add(self, key, doc_id, limit):
-        cur = self.txn.cursor(db=self.s.mins)
+        cur = self._mins_cursor()
         if cur.set_key(key) and cur.count() > limit:
             return  # a boilerplate shingle: its list stops growing
         self.txn.put(key, u64(doc_id), db=self.s.mins, dupdata=True)
@@ -123,6 +151,14 @@ class _LmdbTxn:
         self.txn.delete(u64(seconds), u64(doc_id), db=self.s.times)
 
 
+def _values(raw, key_size: int) -> np.ndarray:
+    """The 8-byte big-endian values of getmulti's packed (key, value) records, without a copy."""
+    step = key_size + 8
+    if not len(raw):
+        return np.empty(0, np.uint64)
+    return np.ndarray((len(raw) // step,), dtype=_BUCKET_DTYPE, buffer=raw, offset=key_size, strides=(step,))
+
+
 class LmdbStore:
     """Open in the process that uses it (after any fork), once per process and directory."""
 
@@ -143,7 +179,9 @@ class LmdbStore:
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 8, sync=self.sync,
-                metasync=self.sync, readahead=False, max_spare_txns=4,
+                # one fsync a commit, not two: the meta page follows with the next commit; a power
+                # cut may undo the last commit, never corrupt (a killed process loses nothing)
+                metasync=False, readahead=False, max_spare_txns=4,
             )
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
