@@ -52,6 +52,30 @@ def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tupl
     return "text", extracted.text, extracted.title
 
 
+_WORKER_DEDUPS: dict = {}
+
+
+def extract_and_fingerprint(html, url: str, config) -> tuple[str, object, str | None]:
+    """Steps 1-4 in a worker process: like extract_step, but ("fingerprint", Fingerprinted or
+    the reason it was not checked, title) when the fingerprint depends on the text alone. With
+    TF-IDF weighting, document images or LSI it depends on the index too: text comes back."""
+    kind, value, title = extract_step(html, url, config.max_bytes, config.extract_mode)
+    if kind != "text" or not fingerprint_is_pure(config):
+        return kind, value, title
+    key = (config.shingle, config.min_tokens, config.verifier)
+    dedup = _WORKER_DEDUPS.get(key)
+    if dedup is None:  # never opened: fingerprinting needs no index
+        dedup = _WORKER_DEDUPS[key] = Deduplicator(config)
+    try:
+        return "fingerprint", dedup.fingerprint(value), title
+    except Exception:  # decided in the crawler process instead, where a failure is counted
+        return kind, value, title
+
+
+def fingerprint_is_pure(config) -> bool:
+    return config.weighting == "none" and config.features == "shingles" and config.conceptual == "off"
+
+
 def fp_hex(fp: int | None) -> str | None:
     return None if fp is None else f"{fp:016x}"
 
@@ -179,13 +203,17 @@ class Deduplicator:
 
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
-              stage: str = "response", title: str | None = None, now: float | None = None) -> Verdict:
+              stage: str = "response", title: str | None = None, now: float | None = None,
+              fingerprinted: "Fingerprinted | str | None" = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
         `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
-        clock), for DEDUP_WINDOW and the record."""
+        clock), for DEDUP_WINDOW and the record. `fingerprinted`: steps 1-4 already done by
+        extract_and_fingerprint (in a worker), with the same settings."""
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title)
         self._now = time.time() if now is None else float(now)
         try:
+            if fingerprinted is not None:
+                return self._checked_fingerprint(verdict, fingerprinted, stage)
             return self._check(verdict, html, text, stage)
         except Exception as exc:  # a bug or hostile input must never drop or crash: keep
             return self._failed(verdict, "internal", exc)
@@ -215,11 +243,17 @@ class Deduplicator:
             fp = self.fingerprint(text)
         except Exception as exc:
             return self._failed(verdict, "fingerprint", exc)
+        return self._checked_fingerprint(verdict, fp, stage)
+
+    def _checked_fingerprint(self, verdict: Verdict, fp: "Fingerprinted | str", stage: str) -> Verdict:
+        if self.allowed(verdict.url):
+            verdict.skipped = "allowed"
+            return verdict
         if isinstance(fp, str):
             verdict.skipped = fp
             return verdict
         verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
-        verdict.excerpt = " ".join(text.split())[:200]
+        verdict.excerpt = " ".join(fp.text.split())[:200]
         try:
             if self.index is None:
                 self.open()

@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.utils.project import data_path
 
 from .config import DedupConfig
-from .dedup import Deduplicator, Verdict, extract_step
+from .dedup import Deduplicator, Verdict, extract_and_fingerprint
 from .droplog import DropLog, make_record
 from .exceptions import ConfigError, DedupError
 
@@ -207,11 +207,13 @@ class DedupRuntime:
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
 
-    def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None) -> Verdict:
+    def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None,
+              fingerprinted=None) -> Verdict:
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
-            verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage)
+            verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage,
+                                       fingerprinted=fingerprinted)
         self.record(verdict, stage, item)
         if stage == "response" and verdict.fingerprint is not None and verdict.action != "drop":
             self.remember(url, "flagged" if verdict.action == "flag" else "kept")
@@ -225,12 +227,13 @@ class DedupRuntime:
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
             return self.check(url, html=html, stage="response")
         try:
-            kind, value, title = await _in_worker(self.pool, extract_step, html, url, self.config.max_bytes,
-                                                   self.config.extract_mode)
+            kind, value, title = await _in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = "error", exc, None
         if kind == "text":
             return self.check(url, text=value, title=title, stage="response")
+        if kind == "fingerprint":
+            return self.check(url, title=title, stage="response", fingerprinted=value)
         verdict = Verdict(url=url)
         if kind == "skipped":
             verdict.skipped = value

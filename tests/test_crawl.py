@@ -88,7 +88,8 @@ def test_extraction_in_worker_processes_decides_the_same(tmp_path, site, serve):
                             "-s", f"DEDUP_DROPLOG={drops}", "-s", f"DEDUP_WORKERS={workers}",
                             "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1")
         assert proc.returncode == 0, proc.stderr[-3000:]
-        outcomes.append(sorted((r["url"], r["duplicate_of"], r["reason"]) for r in read_droplog(str(drops))))
+        outcomes.append(sorted((r["url"], r["duplicate_of"], r["reason"], r["distance"], r["similarity"],
+                                r["fingerprint"]) for r in read_droplog(str(drops))))
         assert dedup_stats(proc.stderr)["dedup/checked"] == 6
     assert outcomes[0] == outcomes[1] and len(outcomes[0]) == 3
 

@@ -324,3 +324,26 @@ def test_misspelled_settings_and_keywords_are_errors():
     with pytest.raises(ConfigError, match="treshold.*did you mean threshold"):
         Deduplicator(backend="memory", treshold=0.9)
     assert DedupConfig.from_settings({"DEDUP_THRESHOLD": 0.9, "OTHER_SETTING": 1}).threshold == 0.9
+
+
+def test_worker_fingerprint_equals_the_in_process_one(articles):
+    from crawler_dedup.dedup import extract_and_fingerprint
+
+    html = articles[3][0]
+    config = DedupConfig.from_settings({})
+    kind, fp, title = extract_and_fingerprint(html, "https://a.example/x", config)
+    assert kind == "fingerprint" and title
+    with Deduplicator(config, store=MemoryStore()) as d:
+        local = d.fingerprint(fp.text)
+        assert (fp.fingerprint, fp.digest, fp.tokens, fp.sketch.tolist()) == (
+            local.fingerprint, local.digest, local.tokens, local.sketch.tolist())
+        first = d.check("https://a.example/x", fingerprinted=fp, title=title)
+        again = d.check("https://b.example/y", html=html)
+        assert first.action == "keep" and again.action == "drop" and again.reason == "exact"
+        assert again.duplicate_of == "https://a.example/x"
+        # a too-short text comes back as the reason, and is skipped, not dropped
+        assert d.check("https://c.example/z", fingerprinted="too_short").skipped == "too_short"
+    # TF-IDF weights live with the index: the worker hands back the text instead
+    kind, value, _ = extract_and_fingerprint(html, "u", DedupConfig.from_settings({"DEDUP_WEIGHTING": "tfidf"}))
+    assert kind == "text" and isinstance(value, str)
+    assert extract_and_fingerprint(b"", "u", config) == ("skipped", "empty", None)
