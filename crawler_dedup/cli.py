@@ -1,4 +1,4 @@
-"""`crawler-dedup`: the demo, measuring detection quality, and looking at an index."""
+"""`crawler-dedup`: the demo, measuring detection quality, looking at an index and at what was dropped."""
 
 from __future__ import annotations
 
@@ -154,6 +154,7 @@ def _index_stats(args) -> int:
                     (f"t{t:03d}", db) for t, db in enumerate(store.tables)]:
                 st = txn.stat(db)
                 sizes[name] = (st["entries"], (st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
+            text = _text_cost(txn, store.docs)
         pages = sizes["docs"][0]
         table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
         disk = store.disk_bytes()
@@ -170,6 +171,7 @@ def _index_stats(args) -> int:
                                "records": round(sizes["docs"][1] / pages) if pages else None,
                                "sketch_postings": round(sizes["mins"][1] / pages, 1) if pages else None},
             "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
+            "stored_text": text,
         }
     finally:
         store.close()
@@ -187,7 +189,42 @@ def _index_stats(args) -> int:
               f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
     else:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; no pages")
+    if text["pages"]:
+        sampled = f" (a sample of the first {text['pages']} records)" if text["pages"] < pages else ""
+        if text["with_text"]:
+            print(f"stored text (DEDUP_STORE_TEXT): {text['with_text']} of {text['pages']} pages, "
+                  f"{text['bytes_per_page']} B a page compressed from {text['raw_bytes_per_page']} B "
+                  f"({text['share_of_record']:.0%} of a record){sampled}")
+        else:
+            print(f"stored text (DEDUP_STORE_TEXT): none{sampled}")
     return 0
+
+
+def _text_cost(txn, docs, sample: int = 20_000) -> dict:
+    """Bytes of stored text (DEDUP_STORE_TEXT) a page, from the first `sample` records."""
+    import zlib
+
+    from .index import DocRecord
+
+    pages = with_text = stored = raw = record = 0
+    for _, value in txn.cursor(db=docs):
+        doc = DocRecord.decode(bytes(value))
+        pages += 1
+        record += len(value)
+        data = doc.extras.get(DocRecord.TEXT)
+        if data is not None:
+            with_text += 1
+            stored += len(data)
+            try:
+                raw += len(zlib.decompress(data))
+            except zlib.error:
+                pass
+        if pages >= sample:
+            break
+    return {"pages": pages, "with_text": with_text,
+            "bytes_per_page": round(stored / with_text) if with_text else 0,
+            "raw_bytes_per_page": round(raw / with_text) if with_text else 0,
+            "share_of_record": round(stored / record, 3) if record else 0.0}
 
 
 def _open_index(path: str):
@@ -272,6 +309,338 @@ def _index_plan(args) -> int:
     return 0
 
 
+# -- looking at what was dropped (issue 5) ---------------------------------------------------
+
+def _add_filters(p, url_help: str = "URL substring, or a glob with * ? [ (repeatable: any of them)") -> None:
+    g = p.add_argument_group("filters (a drop must pass all of them)")
+    g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
+    g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual"), help="repeatable")
+    g.add_argument("--since", metavar="ISO_TIME", help="drops at or after this time, e.g. 2026-11-22T04:00Z or 2026-11-22")
+    g.add_argument("--url", action="append", metavar="PATTERN", help=url_help)
+    g.add_argument("--min-similarity", type=float, metavar="S", help="similarity at least S (0..1)")
+
+
+def _filters(args):
+    from .inspection import Filters, parse_time
+
+    since = None
+    if args.since:
+        try:
+            since = parse_time(args.since)
+        except ValueError:
+            raise UsageError(f"--since takes an ISO 8601 time such as 2026-11-22T04:00:00Z, not {args.since!r}") from None
+    if args.min_similarity is not None and not 0 <= args.min_similarity <= 1:
+        raise UsageError(f"--min-similarity takes a number from 0 to 1, not {args.min_similarity}")
+    return Filters(domains=tuple(d.lower().strip(".") for d in args.domain or ()), reasons=tuple(args.reason or ()),
+                   since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity)
+
+
+def _fail(command: str, message: str, code: int = 2) -> int:
+    print(f"crawler-dedup {command}: {message}", file=sys.stderr)
+    return code
+
+
+def _inspect(args) -> int:
+    import json
+    import shutil
+
+    from .inspection import LogError, format_summary, summarize
+
+    try:
+        filters = _filters(args)
+        if args.limit < 0 or args.top < 1:
+            raise UsageError("--limit takes 0 or more, --top 1 or more")
+        summary = summarize(args.log, filters, limit=args.limit, top=args.top, progress="reading")
+    except (UsageError, LogError) as exc:
+        return _fail("inspect", str(exc))
+    if args.json:
+        print(json.dumps(summary.to_json(args.log, filters), ensure_ascii=False, indent=1))
+    else:
+        print(format_summary(summary, args.log, filters, width=shutil.get_terminal_size((120, 24)).columns))
+    return 0
+
+
+def _default_dir() -> str:
+    from scrapy.utils.project import data_path
+
+    return data_path("dedup", createdir=False)
+
+
+def _resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
+    """Where a crawl put them: DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl, DEDUP_DIR to
+    <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and D/index."""
+    import os
+
+    if dir_ is None and log is not None:
+        here = os.path.dirname(os.path.abspath(log))
+        for guess in (here, os.path.join(here, "index")):
+            if os.path.isfile(os.path.join(guess, "data.mdb")):
+                dir_ = guess
+                break
+    if dir_ is None:
+        dir_ = _default_dir()
+    if log is None:
+        log = os.path.join(dir_, "droplog.jsonl")
+        if not os.path.exists(log) and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")):
+            log = os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")  # the demo's layout
+    return log, dir_
+
+
+def _show(args) -> int:
+    import shutil
+
+    from .config import DedupConfig
+    from .exceptions import ConfigError
+    from .inspection import LogError, Malformed, stream
+    from .show import ReadOnlyIndex, ShowError, side_by_side, unified, why, xor_line
+    from .tokens import tokenize
+
+    try:
+        config = DedupConfig.from_settings(_settings(args.set))
+    except (ConfigError, UsageError) as exc:
+        return _fail("show", str(exc))
+    log, dir_ = _resolve_log_dir(args.log, args.dir)
+    width = args.width or shutil.get_terminal_size((120, 24)).columns
+    if width < 40:
+        return _fail("show", f"--width takes 40 or more, not {width}")
+    rec, malformed = None, Malformed()
+    try:
+        for r in stream(log, malformed, progress="searching"):
+            if r["url"] == args.url:
+                rec = r  # the latest decision about this URL
+    except LogError as exc:
+        return _fail("show", f"{exc} (give --log, or --dir where the crawl kept its index)")
+    if rec is None:
+        return _fail("show", f"{args.url} is not in the drop log {log}", 1)
+    kept, note = None, None
+    try:
+        with ReadOnlyIndex(dir_) as index:
+            kept = index.kept(rec.get("duplicate_of_fingerprint"), rec.get("duplicate_of"))
+        if kept is None:
+            note = f"the kept page is no longer in the index {dir_} (expired or removed)"
+    except ShowError as exc:
+        note = str(exc)
+    dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
+    kept_text = kept.text if kept is not None else None
+    p = lambda label, value: print(f"{label:<13} {value}")  # noqa: E731
+    p("dropped", rec["url"])
+    if rec.get("title"):
+        p("", f"title: {rec['title']}")
+    p("kept", rec.get("duplicate_of"))
+    title = rec.get("duplicate_of_title") or (kept.title if kept else None)
+    if title:
+        p("", f"title: {title}")
+    p("fingerprints", f"{rec.get('fingerprint')} dropped, {rec.get('duplicate_of_fingerprint')} kept")
+    p("xor", xor_line(rec.get("fingerprint"), rec.get("duplicate_of_fingerprint")))
+    p("distance", f"{rec.get('distance')} bits")
+    sim = rec.get("similarity")
+    p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
+    p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
+    p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
+    if args.set:
+        p("", "(thresholds as given by -s; the rest are defaults)")
+    else:
+        p("", "(thresholds are today's defaults; give the crawl's with -s DEDUP_X=V)")
+    if malformed.count:
+        p("drop log", f"{malformed.count} malformed lines skipped")
+    if note:
+        p("index", note)
+    print()
+    if dropped_text is None or kept_text is None:
+        missing = []
+        if dropped_text is None:
+            missing.append("the drop-log line has no `text`")
+        if kept is not None and kept_text is None:
+            missing.append("the index holds no text for the kept page")
+        if missing:
+            print("no diff: " + " and ".join(missing) + " (crawled with DEDUP_STORE_TEXT off, or by an older "
+                  "crawler-dedup); turn DEDUP_STORE_TEXT on to keep texts for later crawls")
+        else:
+            print("no diff: " + (note or "the kept page's text is not available"))
+        if rec.get("excerpt"):
+            print(f"excerpt of the dropped page: {rec['excerpt']}")
+        return 0
+    name_k, name_d = rec.get("duplicate_of"), rec["url"]
+    lines = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
+             else unified(kept_text, dropped_text, name_k, name_d, width))
+    print("\n".join(lines))
+    return 0
+
+
+def _compare(args) -> int:
+    from .config import DedupConfig
+    from .dedup import Deduplicator
+    from .evaluation import score_pairs
+    from .exceptions import ConfigError
+    from .show import ShowError, load_source, xor_line
+    from .tokens import tokenize
+
+    try:
+        settings = _settings(args.set)
+        config = DedupConfig.from_settings({**settings, "DEDUP_BACKEND": "memory"})
+    except (ConfigError, UsageError) as exc:
+        return _fail("compare", str(exc))
+    try:
+        a, b = (load_source(x, config.max_bytes, config.extract_mode) for x in (args.a, args.b))
+    except ShowError as exc:
+        return _fail("compare", str(exc), exc.exit_code)
+    dedup = Deduplicator(config).open()
+    fps = {}
+    for label, src in (("A", a), ("B", b)):
+        print(f"{label}: {src.name}")
+        if src.title:
+            print(f"   title: {src.title}")
+        if src.text is None:
+            print(f"   {src.problem}")
+            continue
+        words = len(tokenize(src.text))
+        lines = [line.strip() for line in src.text.splitlines() if line.strip()]
+        print(f"   text: {len(src.text)} characters, {words} words, {len(lines)} lines")
+        for line in lines[: args.lines]:
+            print(f"   | {line[:110]}{'…' if len(line) > 110 else ''}")
+        fp = dedup.fingerprint(src.text)
+        if isinstance(fp, str):
+            print(f"   not fingerprinted: {fp} (DEDUP_MIN_TOKENS={config.min_tokens})")
+        else:
+            fps[label] = fp
+            print(f"   fingerprint {fp.fingerprint:016x}, {fp.shingles} distinct shingles")
+    print()
+    if len(fps) == 2:
+        fa, fb = f"{fps['A'].fingerprint:016x}", f"{fps['B'].fingerprint:016x}"
+        dist = (fps["A"].fingerprint ^ fps["B"].fingerprint).bit_count()
+        print(f"xor {xor_line(fa, fb)}")
+        print(f"distance {dist} bits: {'within' if dist <= config.k else 'beyond'} DEDUP_K={config.k}"
+              f"{'' if dist <= config.k else ' (a candidate only through the sketch postings)'}")
+        print(f"same words (exact): {'yes' if fps['A'].digest == fps['B'].digest else 'no'}")
+        # B scored against A, the way a crawl that kept A first checks B
+        scores = score_pairs([{"a": b.text, "b": a.text, "duplicate": False}], config)[0]
+        if scores is not None:
+            print("scores of B against A (every verifier):")
+            print(f"   resemblance {scores.resemblance:.3f}   containment (of B in A) {scores.containment:.3f}   "
+                  f"qgram {scores.qgram:.3f}   swlr {scores.swlr:.3f}")
+    va = dedup.check("A", text=a.text, title=a.title) if a.text is not None else None
+    vb = dedup.check("B", text=b.text, title=b.title) if b.text is not None else None
+    dedup.close()
+    print(f"\nverdict with these settings (DEDUP_VERIFIER={config.verifier}, DEDUP_THRESHOLD={config.threshold}, "
+          f"DEDUP_CONTAINMENT={config.containment}), A crawled first, then B:")
+    if va is None or vb is None:
+        print("   none: a side has no text")
+        return 0
+    if va.skipped:
+        print(f"   A is kept unchecked ({va.skipped}), so B cannot match it")
+    if vb.skipped or vb.error:
+        print(f"   B kept unchecked: {vb.skipped or vb.error}")
+    elif vb.action == "keep":
+        guard = f" (the title guard kept it: the titles disagree)" if vb.guard else ""
+        print(f"   B kept: not a duplicate of A{guard}")
+    else:
+        print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "
+              f"{vb.measure} {vb.similarity}, distance {vb.distance} bits")
+    return 0
+
+
+def _restore(args) -> int:
+    import contextlib
+
+    from .inspection import LogError
+    from .restore import allow_pattern, restore
+
+    try:
+        filters = _filters(args)
+        if not (args.all or filters.active):
+            raise UsageError("say what to restore: --url U, a filter (--domain, --reason, --since, "
+                             "--min-similarity) or --all")
+        if args.all and filters.active:
+            raise UsageError("--all restores every drop: give it without filters")
+        if args.allow_file and not args.allow:
+            args.allow = True
+    except UsageError as exc:
+        return _fail("restore", str(exc))
+    try:
+        with contextlib.ExitStack() as stack:
+            out = sys.stdout if args.output in (None, "-") else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            result = restore(args.log, filters, out, select_all=args.all, progress="reading")
+    except LogError as exc:
+        return _fail("restore", str(exc))
+    except OSError as exc:
+        return _fail("restore", f"cannot write {args.output}: {exc.strerror or exc}", 1)
+    report = sys.stderr if args.output in (None, "-") else sys.stdout
+    print(f"restored {result.written} of {result.selected} selected drops ({result.from_items} items, "
+          f"{result.from_text} from the extracted text) to {args.output or 'stdout'}", file=report)
+    if result.nothing:
+        print(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
+              f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}",
+              file=report)
+    if result.malformed.count:
+        print(f"{result.malformed.count} malformed lines skipped", file=report)
+    if args.allow:
+        patterns = [allow_pattern(u) for u in result.urls]
+        if args.allow_file:
+            try:
+                with open(args.allow_file, "a", encoding="utf-8") as fh:
+                    fh.writelines(p + "\n" for p in patterns)
+            except OSError as exc:
+                return _fail("restore", f"cannot append to {args.allow_file}: {exc.strerror or exc}", 1)
+            print(f"appended {len(patterns)} DEDUP_ALLOW patterns to {args.allow_file}", file=report)
+        else:
+            print("DEDUP_ALLOW entries (these URLs will never be dropped again):", file=report)
+            for pattern in patterns:
+                print(f"  {pattern}", file=report)
+    return 0
+
+
+def _index_remove(args) -> int:
+    from .show import ReadOnlyIndex, ShowError
+
+    try:
+        with ReadOnlyIndex(args.dir) as ro:
+            ids = [doc.doc_id for doc in ro.by_url(args.url)]
+    except ShowError as exc:
+        return _fail("index", str(exc))
+    if not ids:
+        return _fail("index", f"no kept page at {args.url} in {args.dir}", 1)
+    index, problem = _open_index(args.dir)
+    if index is None:
+        return _fail("index", problem)
+    try:
+        # all of the URL's records in one write transaction, like `index expire`
+        removed = index.store.write(lambda txn: sum(index.remove(txn, doc_id) for doc_id in ids))
+    finally:
+        index.store.close()
+    print(f"removed {removed} kept page{'s' if removed != 1 else ''} at {args.url} from {args.dir}: "
+          f"its copies will be kept from now on")
+    return 0
+
+
+def _report(args) -> int:
+    from .inspection import LogError
+    from .report import write_report
+
+    try:
+        filters = _filters(args)
+        if args.rows < 0:
+            raise UsageError("--rows takes 0 or more")
+    except UsageError as exc:
+        return _fail("report", str(exc))
+    import os
+
+    log, dir_ = _resolve_log_dir(args.log, args.dir)
+    if not os.path.isfile(os.path.join(dir_, "data.mdb")):
+        if args.dir:
+            return _fail("report", f"no LMDB index in {args.dir}")
+        dir_ = None  # no index: the diff view has the dropped texts only
+    try:
+        info = write_report(log, args.output, filters=filters, dir_=dir_, max_rows=args.rows, progress="reading")
+    except LogError as exc:
+        return _fail("report", str(exc))
+    except OSError as exc:
+        return _fail("report", f"cannot write {args.output}: {exc.strerror or exc}", 1)
+    print(f"{args.output}: {info['rows']} of {info['matched']} drops in the table"
+          f"{' (the latest; plots use all)' if info['rows'] < info['matched'] else ''}, "
+          f"{info['texts']} with texts for the diff view; {info['malformed']} malformed lines skipped")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawler-dedup", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -297,6 +666,66 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=7, help="stream order and variants (default: %(default)s)")
     ev.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help="a setting, as with scrapy -s")
     ev.set_defaults(func=_eval)
+    ins = sub.add_parser(
+        "inspect", help="summarize a drop log: counts, top kept pages, histograms, latest drops",
+        description="Summarize a drop log in one streaming pass: drops by reason, action, stage and domain, "
+        "the kept pages with the most duplicates, similarity and distance histograms, and the latest drops. "
+        "Malformed lines are counted and skipped.")
+    ins.add_argument("log", metavar="LOG", help="the JSONL drop log (DEDUP_DROPLOG)")
+    _add_filters(ins)
+    ins.add_argument("--limit", type=int, default=20, metavar="N", help="latest matching drops listed (default 20)")
+    ins.add_argument("--top", type=int, default=10, metavar="N", help="rows of the domain and kept-page tables (default 10)")
+    ins.add_argument("--json", action="store_true", help="machine-readable output")
+    ins.set_defaults(func=_inspect)
+    sh = sub.add_parser(
+        "show", help="one drop explained: the page it matched, fingerprints, scores, why, a diff of the texts",
+        description="Find URL's line in the drop log and the kept page it matched in the index, and print both "
+        "URLs and titles, the fingerprints and their XOR, the similarity, the rule that decided and a diff of "
+        "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --dir the crawl's default DEDUP_DIR "
+        "(or the index beside --log), --log <DIR>/droplog.jsonl.")
+    sh.add_argument("url", metavar="URL", help="the dropped page's URL, as in the drop log")
+    sh.add_argument("--log", metavar="LOG", help="the drop log")
+    sh.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (opened read-only)")
+    how = sh.add_mutually_exclusive_group()
+    how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
+    how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
+    sh.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
+    sh.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help="the crawl's settings, for the 'why' line")
+    sh.set_defaults(func=_show)
+    cmp_ = sub.add_parser(
+        "compare", help="two URLs or files: texts, fingerprints, every verifier's score, the verdict",
+        description="Fetch (plain HTTP GET) or read two pages (.html or .txt files, or http(s) URLs), and print "
+        "their extracted texts, fingerprints and distance, every verifier's score of B against A, and what "
+        "these settings would decide for B after keeping A.")
+    cmp_.add_argument("a", metavar="A", help="URL or file kept first")
+    cmp_.add_argument("b", metavar="B", help="URL or file checked against A")
+    cmp_.add_argument("--lines", type=int, default=3, metavar="N", help="first lines of each text shown (default 3)")
+    cmp_.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help="a setting, as with scrapy -s")
+    cmp_.set_defaults(func=_compare)
+    rep = sub.add_parser(
+        "report", help="one self-contained HTML file: plots, a sortable and filterable table, a diff per drop",
+        description="Write one static HTML file (no network needed to view it) with similarity and distance "
+        "histograms, drops over time and per domain, a sortable, filterable table of drops and a diff view "
+        "for each. Plots use every line; the table holds at most --rows drops (the latest).")
+    rep.add_argument("log", metavar="LOG", nargs="?", help="the drop log (default: <DIR>/droplog.jsonl)")
+    rep.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    rep.add_argument("--dir", metavar="DEDUP_DIR", help="the index, for the kept pages' texts in the diff view")
+    rep.add_argument("--rows", type=int, default=20_000, metavar="N", help="drops in the table at most (default 20000)")
+    _add_filters(rep)
+    rep.set_defaults(func=_report)
+    rs = sub.add_parser(
+        "restore", help="write dropped items back as JSONL for re-ingestion; allow-list them",
+        description="Write the selected drops' items (the drop log's `item`, kept with DEDUP_DROPLOG_ITEMS; "
+        "else {url, text} from its `text`) as JSONL. Select with --url, the filters, or --all; without any, "
+        "nothing is restored. --allow prints a DEDUP_ALLOW regex per restored URL so it is never dropped "
+        "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
+    rs.add_argument("log", metavar="LOG", help="the drop log")
+    rs.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")
+    _add_filters(rs, url_help="URL to restore: exact, a substring, or a glob with * ? [ (repeatable)")
+    rs.add_argument("--all", action="store_true", help="restore every drop in the log")
+    rs.add_argument("--allow", action="store_true", help="print a DEDUP_ALLOW regex per restored URL")
+    rs.add_argument("--allow-file", metavar="FILE", help="append those regexes to FILE instead (implies --allow)")
+    rs.set_defaults(func=_restore)
     idx = sub.add_parser("index", help="look at an LMDB index", description="Look at an LMDB index.")
     isub = idx.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
     st = isub.add_parser("stats", help="pages, plan, settings fixed by the index, disk per page",
@@ -316,6 +745,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "never shrinks the file; run this when no crawl has the index open.")
     co.add_argument("dir", metavar="DEDUP_DIR")
     co.set_defaults(func=_index_compact)
+    rm = isub.add_parser("remove", help="take the kept page at URL out of the index (no wrong match recurs)",
+                         description="Remove the kept page(s) at URL from the index in one write transaction, so "
+                         "its copies are kept from now on (finds the URL by scanning the records).")
+    rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
+    rm.add_argument("--dir", required=True, metavar="DEDUP_DIR")
+    rm.set_defaults(func=_index_remove)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")

@@ -79,3 +79,19 @@ def dedup_stats(log: str) -> dict[str, int]:
 def write_urls(path, urls):
     path.write_text("".join(u + "\n" for u in urls), encoding="utf-8")
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def demo_out(tmp_path_factory):
+    """`crawler-dedup demo --out DIR` run once: DIR holds droplog.jsonl, index/ and site/."""
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "demo", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def cli(*args, timeout=120, **kw):
+    """`crawler-dedup ARGS` in a subprocess, output piped (so no progress bar)."""
+    return subprocess.run([sys.executable, "-m", "crawler_dedup", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, **kw)

@@ -52,3 +52,16 @@ def test_new_settings_are_validated():
         DedupConfig.from_settings({"DEDUP_STORE_TEXT": "maybe"})
     with pytest.raises(ConfigError, match="DEDUP_LOGSTATS_INTERVAL"):
         DedupConfig.from_settings({"DEDUP_LOGSTATS_INTERVAL": "-1"})
+
+
+def test_index_stats_reports_the_stored_text_cost(demo_out):
+    from .conftest import cli
+
+    proc = cli("index", "stats", demo_out / "index", "--json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    text = info["stored_text"]
+    assert text["pages"] == text["with_text"] == info["pages"] > 0
+    assert 0 < text["bytes_per_page"] < text["raw_bytes_per_page"]
+    proc = cli("index", "stats", demo_out / "index")
+    assert f"stored text (DEDUP_STORE_TEXT): {info['pages']} of {info['pages']} pages, {text['bytes_per_page']} B" in proc.stdout

@@ -1,0 +1,365 @@
+"""Reading a drop log in one streaming pass: filters, a bounded summary, malformed lines counted.
+
+Memory stays bounded whatever the log's size: counters over small key sets (reason, action,
+stage, histogram bins), pruned top-N counters for domains and kept pages, and a bounded list of
+the latest matching drops. Used by `inspect`, `restore` and `report`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import heapq
+import json
+import math
+import os
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+from .droplog import REQUIRED_KEYS
+
+SIM_BINS = 20  # similarity histogram: 0.05 wide
+MAX_DISTANCE = 64
+MALFORMED_EXAMPLES = 5
+
+
+class LogError(Exception):
+    """A drop log that cannot be read at all (missing, a folder, unreadable): exit 2."""
+
+
+def parse_time(value: str) -> datetime:
+    """ISO 8601 (a trailing Z, a date alone); naive times are UTC. ValueError when not a time."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def domain_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+@dataclass
+class Filters:
+    domains: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    since: datetime | None = None
+    urls: tuple[str, ...] = ()  # substrings, or globs when they hold * ? [
+    min_similarity: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.domains or self.reasons or self.since or self.urls or self.min_similarity is not None)
+
+    def describe(self) -> str:
+        parts = [f"domain {d}" for d in self.domains] + [f"reason {r}" for r in self.reasons]
+        parts += [f"url {u}" for u in self.urls]
+        if self.since:
+            parts.append(f"since {self.since.isoformat()}")
+        if self.min_similarity is not None:
+            parts.append(f"similarity >= {self.min_similarity}")
+        return ", ".join(parts)
+
+    def match(self, rec: dict) -> bool:
+        if self.reasons and rec.get("reason") not in self.reasons:
+            return False
+        url = rec["url"]
+        if self.domains:
+            host = domain_of(url)
+            if not any(host == d or host.endswith("." + d) for d in self.domains):
+                return False
+        if self.urls and not any(_url_match(url, u) for u in self.urls):
+            return False
+        if self.min_similarity is not None:
+            sim = rec.get("similarity")
+            if not isinstance(sim, (int, float)) or sim < self.min_similarity:
+                return False
+        if self.since is not None:
+            try:
+                if parse_time(str(rec.get("time", ""))) < self.since:
+                    return False
+            except ValueError:
+                return False
+        return True
+
+
+def _url_match(url: str, pattern: str) -> bool:
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(url, pattern)
+    return pattern in url
+
+
+def valid(rec: Any) -> bool:
+    """A drop-log record this tool can use: an object with the required keys, a text URL."""
+    return isinstance(rec, dict) and isinstance(rec.get("url"), str) and all(k in rec for k in REQUIRED_KEYS)
+
+
+class ByteProgress:
+    """A progress bar by bytes read on a terminal's stderr, at most ten redraws a second;
+    silent when stderr is not a terminal (piped, in a test)."""
+
+    def __init__(self, label: str, total: int, stream=None):
+        self.label, self.total, self.stream = label, max(total, 1), stream or sys.stderr
+        try:
+            self.on = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.on = False
+        self._last = 0.0
+
+    def __call__(self, done: int, final: bool = False) -> None:
+        if not self.on:
+            return
+        now = time.monotonic()
+        if not final and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = min(width, width * done // self.total)
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{done / 2**20:.0f}/{self.total / 2**20:.0f} MiB")
+        if final:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+@dataclass
+class Malformed:
+    count: int = 0
+    examples: list = field(default_factory=list)  # (line number, why)
+
+    def add(self, number: int, why: str) -> None:
+        self.count += 1
+        if len(self.examples) < MALFORMED_EXAMPLES:
+            self.examples.append((number, why))
+
+
+def stream(path: str, malformed: Malformed, progress: str | None = None) -> Iterator[dict]:
+    """The valid records of the drop log at `path`, in file order, read once. Lines that are not
+    JSON objects with the required keys are counted in `malformed`, never raised."""
+    if not os.path.exists(path):
+        raise LogError(f"no drop log at {path}")
+    if os.path.isdir(path):
+        raise LogError(f"{path} is a folder, not a drop log (give the .jsonl file)")
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+    bar = ByteProgress(progress or "reading", os.fstat(fh.fileno()).st_size) if progress else None
+    done = 0
+    loads = json.loads
+    with fh:
+        for number, line in enumerate(fh, 1):
+            done += len(line)
+            if bar is not None and not number % 4096:
+                bar(done)
+            if not line.strip():
+                continue
+            try:
+                rec = loads(line)
+            except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
+                malformed.add(number, f"not JSON ({str(exc)[:60]})")
+                continue
+            if not valid(rec):
+                malformed.add(number, "not a drop-log record (missing keys)" if isinstance(rec, dict) else "not an object")
+                continue
+            yield rec
+    if bar is not None:
+        bar(done, final=True)
+
+
+class TopCounter:
+    """Counts of an unbounded key set in bounded memory: past 2*capacity keys the smallest are
+    pruned, so the top counts stay exact unless a pruned key was among them (`approximate`)."""
+
+    def __init__(self, capacity: int = 5000):
+        self.capacity, self.counts, self.pruned = capacity, {}, 0
+
+    def add(self, key, n: int = 1) -> None:
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + n
+        if len(counts) > 2 * self.capacity:
+            keep = heapq.nlargest(self.capacity, counts.items(), key=lambda kv: kv[1])
+            self.pruned = max(self.pruned, keep[-1][1])  # no pruned key had more than this
+            self.counts = dict(keep)
+
+    @property
+    def approximate(self) -> bool:
+        return self.pruned > 0
+
+    def top(self, n: int) -> list:
+        return heapq.nlargest(n, self.counts.items(), key=lambda kv: (kv[1], kv[0]))
+
+
+class Summary:
+    """Everything `inspect` prints, gathered in one pass over matching records."""
+
+    def __init__(self, limit: int = 20, top: int = 10):
+        self.total = 0  # valid records read
+        self.matched = 0
+        self.by_reason, self.by_action, self.by_stage, self.by_measure = Counter(), Counter(), Counter(), Counter()
+        self.domains = TopCounter()
+        self.kept = TopCounter()  # duplicate_of -> drops
+        self.kept_titles: dict[str, str] = {}
+        self.sim_bins = [0] * SIM_BINS
+        self.dist_bins = [0] * (MAX_DISTANCE + 1)
+        self.seconds, self.minutes, self.hours = Counter(), Counter(), Counter()
+        self.first = self.last = None  # times as written
+        self.drops = deque(maxlen=max(limit, 0))
+        self.top_n = top
+        self.malformed = Malformed()
+
+    def add(self, rec: dict) -> None:
+        self.matched += 1
+        self.by_reason[str(rec.get("reason"))] += 1
+        self.by_action[str(rec.get("action"))] += 1
+        self.by_stage[str(rec.get("stage"))] += 1
+        if rec.get("measure"):
+            self.by_measure[str(rec["measure"])] += 1
+        self.domains.add(domain_of(rec["url"]))
+        kept = rec.get("duplicate_of")
+        if isinstance(kept, str):
+            self.kept.add(kept)
+            if kept not in self.kept_titles and isinstance(rec.get("duplicate_of_title"), str) \
+                    and len(self.kept_titles) < 2 * self.kept.capacity:
+                self.kept_titles[kept] = rec["duplicate_of_title"][:200]
+        sim = rec.get("similarity")
+        if isinstance(sim, (int, float)) and not isinstance(sim, bool) and math.isfinite(sim):
+            self.sim_bins[min(SIM_BINS - 1, max(0, int(sim * SIM_BINS)))] += 1
+        dist = rec.get("distance")
+        if isinstance(dist, int) and not isinstance(dist, bool) and 0 <= dist <= MAX_DISTANCE:
+            self.dist_bins[dist] += 1
+        when = rec.get("time")
+        if isinstance(when, str) and len(when) >= 16:
+            for name, size in (("seconds", 19), ("minutes", 16)):
+                counter = getattr(self, name)
+                if counter is not None:
+                    counter[when[:size]] += 1
+                    if len(counter) > 20_000:  # a long log: coarser bins are enough
+                        setattr(self, name, None)
+            self.hours[when[:13]] += 1
+            if self.first is None or when < self.first:
+                self.first = when
+            if self.last is None or when > self.last:
+                self.last = when
+        if self.drops.maxlen:
+            self.drops.append(_brief(rec))
+
+    def top_kept(self) -> list[dict]:
+        return [{"url": url, "title": self.kept_titles.get(url), "duplicates": n}
+                for url, n in self.kept.top(self.top_n)]
+
+    def to_json(self, path: str, filters: Filters) -> dict:
+        return {
+            "log": os.path.abspath(path),
+            "filters": filters.describe() or None,
+            "records": self.total, "matched": self.matched,
+            "malformed": {"lines": self.malformed.count,
+                          "examples": [{"line": n, "why": why} for n, why in self.malformed.examples]},
+            "first": self.first, "last": self.last,
+            "by_reason": dict(self.by_reason.most_common()), "by_action": dict(self.by_action.most_common()),
+            "by_stage": dict(self.by_stage.most_common()), "by_measure": dict(self.by_measure.most_common()),
+            "by_domain": [{"domain": d, "drops": n} for d, n in self.domains.top(self.top_n)],
+            "top_kept": self.top_kept(),
+            "approximate_top": self.domains.approximate or self.kept.approximate,
+            "similarity_histogram": [{"from": round(i / SIM_BINS, 2), "to": round((i + 1) / SIM_BINS, 2), "count": c}
+                                     for i, c in enumerate(self.sim_bins)],
+            "distance_histogram": {str(d): c for d, c in enumerate(self.dist_bins) if c},
+            "drops": list(self.drops),
+        }
+
+
+def _brief(rec: dict) -> dict:
+    keys = ("time", "url", "duplicate_of", "action", "reason", "distance", "similarity", "measure", "stage", "title")
+    return {k: rec.get(k) for k in keys if rec.get(k) is not None}
+
+
+def summarize(path: str, filters: Filters, limit: int = 20, top: int = 10, progress: str | None = None) -> Summary:
+    summary = Summary(limit, top)
+    for rec in stream(path, summary.malformed, progress):
+        summary.total += 1
+        if filters.match(rec):
+            summary.add(rec)
+    return summary
+
+
+# -- terminal output -------------------------------------------------------------------------
+
+def _clip(text, width: int) -> str:
+    text = " ".join(str(text if text is not None else "").split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _bar(count: int, most: int, width: int = 40) -> str:
+    if not count:
+        return ""
+    return "#" * max(1, round(width * count / most)) if most else ""
+
+
+def histogram_lines(labels: list[str], counts: list[int], width: int = 40) -> list[str]:
+    most = max(counts, default=0)
+    w = max((len(label) for label in labels), default=0)
+    n = max((len(str(c)) for c in counts), default=1)
+    return [f"  {label:>{w}} {c:>{n}} {_bar(c, most, width)}" for label, c in zip(labels, counts)]
+
+
+def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) -> str:
+    out = []
+    head = f"{path}: {s.total} drop-log lines"
+    if filters.active:
+        head += f", {s.matched} matching ({filters.describe()})"
+    if s.malformed.count:
+        head += f"; {s.malformed.count} malformed lines skipped"
+    out.append(head)
+    for number, why in s.malformed.examples:
+        out.append(f"  line {number}: {why}")
+    if s.first:
+        out.append(f"from {s.first} to {s.last}")
+    if not s.matched:
+        out.append("no drops match" if filters.active or s.total else "no drops")
+        return "\n".join(out)
+    for title, counter in (("reason", s.by_reason), ("action", s.by_action), ("stage", s.by_stage),
+                           ("measure", s.by_measure)):
+        if counter:
+            out.append(f"by {title}: " + ", ".join(f"{k} {v}" for k, v in counter.most_common()))
+    approx = " (approximate: many distinct values)" if s.domains.approximate else ""
+    out.append(f"\ndrops by domain{approx}:")
+    out += [f"  {n:>7}  {d or '(none)'}" for d, n in s.domains.top(s.top_n)]
+    approx = " (approximate: many distinct values)" if s.kept.approximate else ""
+    out.append(f"\nkept pages with the most duplicates{approx}:")
+    for row in s.top_kept():
+        title = f"  {_clip(row['title'], 40)}" if row["title"] else ""
+        out.append(f"  {row['duplicates']:>7}  {_clip(row['url'], width - 52)}{title}")
+    out.append("\nsimilarity:")
+    first = next((i for i, c in enumerate(s.sim_bins) if c), 0)
+    labels = [f"{i / SIM_BINS:.2f}-{(i + 1) / SIM_BINS:.2f}" for i in range(first, SIM_BINS)]
+    out += histogram_lines(labels, s.sim_bins[first:])
+    out.append("\ndistance (bits):")
+    used = [d for d, c in enumerate(s.dist_bins) if c]
+    if used:
+        top = max(used)
+        if top <= 16:
+            out += histogram_lines([str(d) for d in range(top + 1)], s.dist_bins[: top + 1])
+        else:  # wide range: 4-bit bins
+            edges = range(0, top + 1, 4)
+            out += histogram_lines([f"{e}-{e + 3}" for e in edges], [sum(s.dist_bins[e:e + 4]) for e in edges])
+    else:
+        out.append("  (no distances)")
+    if s.drops:
+        out.append(f"\nlatest {len(s.drops)} of {s.matched} matching drops:")
+        url_w = max(20, (width - 40) // 2)
+        out.append(f"  {'time':<19} {'reason':<10} {'sim':>5} {'dist':>4}  {'url':<{url_w}}  duplicate of")
+        for d in s.drops:
+            sim = d.get("similarity")
+            sim = f"{sim:.2f}" if isinstance(sim, (int, float)) else "-"
+            out.append(f"  {str(d.get('time', ''))[:19]:<19} {_clip(d.get('reason'), 10):<10} {sim:>5} "
+                       f"{_clip(d.get('distance', '-'), 4):>4}  {_clip(d['url'], url_w):<{url_w}}  "
+                       f"{_clip(d.get('duplicate_of'), url_w)}")
+    return "\n".join(out)

@@ -1,0 +1,395 @@
+"""`crawler-dedup report`: one self-contained HTML file about a drop log.
+
+Plots are inline SVG drawn here from every matching line (one streaming pass); the table holds
+the latest `max_rows` drops, embedded as JSON in a `<script type="application/json">` block and
+built in the browser with textContent only, so crawled content never becomes markup. A
+Content-Security-Policy allows only the page's own script and styles: no network at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+from collections import Counter, deque
+from datetime import datetime, timedelta
+
+from .inspection import SIM_BINS, Filters, Summary, stream
+
+TEXT_ROWS = 2000  # the latest rows that carry full texts for the diff view
+TEXT_CHARS = 20_000  # per text
+COLUMNS = ["time", "url", "duplicate_of", "reason", "action", "similarity", "distance", "measure", "stage",
+           "title", "duplicate_of_title", "excerpt"]
+
+
+def _esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def script_json(data) -> str:
+    """JSON safe inside a <script> element: no `</script>`, no `<!--`, no line separators."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                       ("\u2029", "\\u2029")):
+        text = text.replace(char, code)
+    return text
+
+
+# -- SVG plots -------------------------------------------------------------------------------
+
+def bar_chart(plot_id: str, title: str, labels: list[str], counts: list[int], xlabel: str,
+              width: int = 560, height: int = 220) -> str:
+    """Vertical bars with a count axis; every label escaped."""
+    left, bottom, top = 44, 40, 26
+    inner_w, inner_h = width - left - 10, height - bottom - top
+    most = max(counts, default=0) or 1
+    n = max(len(counts), 1)
+    bw = inner_w / n
+    parts = [f'<svg class="plot" id="{plot_id}" role="img" aria-label="{_esc(title)}" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{left}" y="16" class="ptitle">{_esc(title)}</text>',
+             f'<line x1="{left}" y1="{top + inner_h}" x2="{left + inner_w}" y2="{top + inner_h}" class="axis"/>']
+    for frac in (0.0, 0.5, 1.0):
+        y = top + inner_h * (1 - frac)
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" class="tick" text-anchor="end">{round(most * frac)}</text>')
+    step = max(1, n // 8)
+    for i, (label, c) in enumerate(zip(labels, counts)):
+        h = inner_h * c / most
+        x = left + i * bw
+        parts.append(f'<rect class="bar" x="{x + 0.5:.1f}" y="{top + inner_h - h:.1f}" width="{max(bw - 1, 0.5):.1f}" '
+                     f'height="{h:.1f}"><title>{_esc(label)}: {c}</title></rect>')
+        if i % step == 0:
+            parts.append(f'<text x="{x + bw / 2:.1f}" y="{top + inner_h + 14}" class="tick" '
+                         f'text-anchor="middle">{_esc(label)}</text>')
+    parts.append(f'<text x="{left + inner_w / 2:.1f}" y="{height - 6}" class="tick" text-anchor="middle">{_esc(xlabel)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def hbar_chart(plot_id: str, title: str, labels: list[str], counts: list[int], width: int = 560) -> str:
+    row, left, top = 18, 200, 26
+    height = top + row * max(len(counts), 1) + 10
+    most = max(counts, default=0) or 1
+    parts = [f'<svg class="plot" id="{plot_id}" role="img" aria-label="{_esc(title)}" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="4" y="16" class="ptitle">{_esc(title)}</text>']
+    for i, (label, c) in enumerate(zip(labels, counts)):
+        y = top + i * row
+        w = (width - left - 60) * c / most
+        short = label if len(label) <= 30 else label[:29] + "…"
+        parts.append(f'<text x="{left - 6}" y="{y + 13}" class="tick" text-anchor="end">{_esc(short)}</text>')
+        parts.append(f'<rect class="bar" x="{left}" y="{y + 2}" width="{max(w, 0.5):.1f}" height="{row - 4}">'
+                     f'<title>{_esc(label)}: {c}</title></rect>')
+        parts.append(f'<text x="{left + w + 4:.1f}" y="{y + 13}" class="tick">{c}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+_STEPS = [(timedelta(seconds=x), f"{x} s") for x in (1, 5, 15, 30)] + \
+         [(timedelta(minutes=m), f"{m} min") for m in (1, 5, 15, 30)] + \
+         [(timedelta(hours=h), f"{h} h") for h in (1, 3, 6, 12)] + [(timedelta(days=d), f"{d} d") for d in (1, 7, 30)]
+
+
+def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[int], str]:
+    """Drops per time bucket, the bucket chosen so that the plot has at most `max_bars` bars."""
+    if summary.seconds is not None:
+        source, fmt, base = summary.seconds, "%Y-%m-%dT%H:%M:%S", timedelta(seconds=1)
+    elif summary.minutes is not None:
+        source, fmt, base = summary.minutes, "%Y-%m-%dT%H:%M", timedelta(minutes=1)
+    else:
+        source, fmt, base = summary.hours, "%Y-%m-%dT%H", timedelta(hours=1)
+    points = []
+    for key, count in source.items():
+        try:
+            points.append((datetime.strptime(key, fmt), count))
+        except ValueError:
+            continue
+    if not points:
+        return [], [], ""
+    start, end = min(p[0] for p in points), max(p[0] for p in points)
+    span = end - start
+    step, name = next(((s, n) for s, n in _STEPS if s >= base and span / s < max_bars), _STEPS[-1])
+    buckets = Counter()
+    for moment, count in points:
+        buckets[int((moment - start) / step)] += count
+    n = max(buckets) + 1
+    shape = "%H:%M:%S" if step < timedelta(minutes=1) else "%m-%d %H:%M"
+    labels = [(start + i * step).strftime(shape) for i in range(n)]
+    return labels, [buckets.get(i, 0) for i in range(n)], name
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+def write_report(log: str, output: str, filters: Filters | None = None, dir_: str | None = None,
+                 max_rows: int = 20_000, progress: str | None = None) -> dict:
+    filters = filters or Filters()
+    summary = Summary(limit=0, top=15)
+    rows: deque = deque(maxlen=max_rows)
+    texts: deque = deque(maxlen=min(TEXT_ROWS, max_rows))
+    for rec in stream(log, summary.malformed, progress):
+        summary.total += 1
+        if not filters.match(rec):
+            continue
+        summary.add(rec)
+        seq = summary.matched
+        if max_rows:
+            rows.append([seq] + [_cell(rec.get(c)) for c in COLUMNS] + [rec.get("duplicate_of_fingerprint")])
+            if isinstance(rec.get("text"), str):
+                texts.append((seq, rec["text"][:TEXT_CHARS]))
+    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts}) if dir_ else {}
+    data = {
+        "columns": ["n"] + COLUMNS,
+        "rows": [row[:-1] for row in rows],
+        "texts": {str(seq): text for seq, text in texts},
+        "kept": kept_texts,
+        "matched": summary.matched,
+        "truncated": len(rows) < summary.matched,
+    }
+    page = render(log, summary, filters, data, dir_)
+    tmp = output + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    os.replace(tmp, output)
+    return {"rows": len(rows), "matched": summary.matched, "texts": len(texts), "malformed": summary.malformed.count,
+            "bytes": len(page.encode("utf-8"))}
+
+
+def _cell(value):
+    if value is None or isinstance(value, (int, float, str, bool)):
+        return value
+    return str(value)
+
+
+def _kept_texts(dir_: str, rows, with_text: set) -> dict:
+    """The kept pages' stored texts for the rows that carry a dropped text, by kept URL."""
+    from .show import ReadOnlyIndex, ShowError
+
+    out: dict[str, str] = {}
+    try:
+        index = ReadOnlyIndex(dir_)
+    except ShowError:
+        return out
+    with index:
+        idx_url, idx_fp = 1 + COLUMNS.index("duplicate_of"), -1
+        for row in rows:
+            url = row[idx_url]
+            if row[0] not in with_text or not isinstance(url, str) or url in out:
+                continue
+            doc = index.kept(row[idx_fp], url)
+            if doc is not None and doc.text is not None:
+                out[url] = doc.text[:TEXT_CHARS]
+    return out
+
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222}
+h1{font-size:20px;margin:0 0 4px} .meta{color:#555;margin:0 0 12px}
+.plots{display:flex;flex-wrap:wrap;gap:12px} .plot{border:1px solid #ddd;background:#fcfcfc}
+.bar{fill:#4a7ab5} .bar:hover{fill:#e07b39} .axis{stroke:#888} .tick{font-size:10px;fill:#444} .ptitle{font-size:13px;font-weight:600}
+.controls{margin:16px 0 8px;display:flex;gap:8px;align-items:center} #filter{width:320px;padding:4px}
+table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #e4e4e4;padding:3px 6px;text-align:left;vertical-align:top}
+th{cursor:pointer;background:#f2f2f2;position:sticky;top:0;user-select:none} td.url{max-width:340px;overflow-wrap:anywhere}
+td.t{white-space:nowrap} td.num{text-align:right;font-variant-numeric:tabular-nums} tr.sel{background:#fff4d6}
+#detail{border:1px solid #ccc;padding:10px;margin:12px 0;background:#fafafa} #detail h2{font-size:16px;margin:0 0 6px}
+.diff{width:100%;table-layout:fixed;font-size:13px} .diff th{position:static} #detail{max-height:70vh;overflow:auto} .diff td{border:none;padding:2px 6px}
+.diff .del{background:#fde2e1} .diff .ins{background:#dff5e1} .diff .chg{background:#fff2c6} .diff .mark{width:16px;color:#888}
+.note{color:#8a5a00} .fold{color:#777;text-align:center;font-style:italic}
+"""
+
+_JS = r"""
+(function(){
+"use strict";
+var data = JSON.parse(document.getElementById("data").textContent);
+var cols = data.columns, rows = data.rows, ci = {};
+cols.forEach(function(c, i){ ci[c] = i; });
+var numeric = {n: 1, similarity: 1, distance: 1};
+var shown = ["n", "time", "url", "duplicate_of", "reason", "similarity", "distance", "title"];
+var sortCol = "n", sortDir = 1, MAXSHOW = 1000;
+var tbody = document.getElementById("rows"), head = document.getElementById("head");
+var filterBox = document.getElementById("filter"), reasonSel = document.getElementById("reason");
+var countEl = document.getElementById("count"), detail = document.getElementById("detail");
+
+function el(tag, text, cls){ var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
+function link(url){
+  // only http(s) URLs become links; anything else (javascript:, data:) stays text
+  if (typeof url === "string" && /^https?:\/\//i.test(url)) {
+    var a = el("a", url); a.href = url; a.rel = "noopener noreferrer nofollow"; a.target = "_blank"; return a;
+  }
+  return el("span", url);
+}
+var reasons = {};
+rows.forEach(function(r){ reasons[r[ci.reason]] = 1; });
+Object.keys(reasons).sort().forEach(function(r){ var o = el("option", r); o.value = r; reasonSel.appendChild(o); });
+
+shown.forEach(function(c){
+  var th = el("th", c); th.dataset.col = c;
+  th.addEventListener("click", function(){ sortDir = (sortCol === c) ? -sortDir : 1; sortCol = c; render(); });
+  head.appendChild(th);
+});
+
+function cmp(a, b){
+  var i = ci[sortCol], x = a[i], y = b[i];
+  if (x === y) return a[0] - b[0];
+  if (x === null || x === undefined) return 1;
+  if (y === null || y === undefined) return -1;
+  if (numeric[sortCol]) return (x - y) * sortDir;
+  return String(x).localeCompare(String(y)) * sortDir;
+}
+function render(){
+  var q = filterBox.value.trim().toLowerCase(), reason = reasonSel.value;
+  var list = rows.filter(function(r){
+    if (reason && r[ci.reason] !== reason) return false;
+    if (!q) return true;
+    return [r[ci.url], r[ci.duplicate_of], r[ci.title], r[ci.duplicate_of_title]].some(function(v){
+      return typeof v === "string" && v.toLowerCase().indexOf(q) >= 0; });
+  });
+  list.sort(cmp);
+  Array.prototype.forEach.call(head.children, function(th){
+    th.textContent = th.dataset.col + (th.dataset.col === sortCol ? (sortDir > 0 ? " \u25b2" : " \u25bc") : "");
+  });
+  tbody.textContent = "";
+  list.slice(0, MAXSHOW).forEach(function(r){
+    var tr = document.createElement("tr");
+    shown.forEach(function(c){
+      var v = r[ci[c]], td;
+      if (c === "url" || c === "duplicate_of") { td = el("td", null, "url"); td.appendChild(link(v)); }
+      else if (c === "time") td = el("td", v, "t");
+      else if (c === "similarity") td = el("td", typeof v === "number" ? v.toFixed(3) : v, "num");
+      else if (numeric[c]) td = el("td", v, "num");
+      else td = el("td", v);
+      tr.appendChild(td);
+    });
+    tr.addEventListener("click", function(){ select(r, tr); });
+    tbody.appendChild(tr);
+  });
+  countEl.textContent = list.length + " of " + rows.length + " rows" + (list.length > MAXSHOW ? " (first " + MAXSHOW + " shown: refine the filter)" : "");
+}
+
+function sentences(text){
+  var out = [];
+  String(text).split(/\n+/).forEach(function(p){
+    p = p.replace(/\s+/g, " ").trim();
+    if (p) p.split(/(?<=[.!?])\s+(?=\S)/).forEach(function(s){ out.push(s); });
+  });
+  return out;
+}
+function diffRows(a, b){
+  var n = a.length, m = b.length, out = [];
+  if (n * m > 4000000) { return [["chg", a.join(" "), b.join(" ")]]; }
+  var L = []; for (var i = 0; i <= n; i++) { L.push(new Uint32Array(m + 1)); }
+  for (i = n - 1; i >= 0; i--) for (var j = m - 1; j >= 0; j--)
+    L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  i = 0; j = 0; var dels = [], ins = [];
+  function flush(){
+    var k; for (k = 0; k < Math.max(dels.length, ins.length); k++) {
+      var l = k < dels.length ? dels[k] : null, r = k < ins.length ? ins[k] : null;
+      out.push([l !== null && r !== null ? "chg" : (l !== null ? "del" : "ins"), l, r]);
+    }
+    dels = []; ins = [];
+  }
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { flush(); out.push(["eq", a[i], b[j]]); i++; j++; }
+    else if (j >= m || (i < n && L[i + 1][j] >= L[i][j + 1])) { dels.push(a[i]); i++; }
+    else { ins.push(b[j]); j++; }
+  }
+  flush();
+  return out;
+}
+function select(r, tr){
+  Array.prototype.forEach.call(tbody.querySelectorAll("tr.sel"), function(x){ x.classList.remove("sel"); });
+  tr.classList.add("sel");
+  detail.textContent = "";
+  detail.hidden = false;
+  detail.appendChild(el("h2", "Drop #" + r[ci.n] + ": " + r[ci.reason] + " duplicate, " + (r[ci.measure] || "") + " " + (typeof r[ci.similarity] === "number" ? r[ci.similarity].toFixed(3) : r[ci.similarity]) + ", distance " + r[ci.distance] + " bits"));
+  [["dropped", ci.url, ci.title], ["kept", ci.duplicate_of, ci.duplicate_of_title]].forEach(function(s){
+    var p = el("p"); p.appendChild(el("b", s[0] + ": ")); p.appendChild(link(r[s[1]]));
+    if (r[s[2]]) { p.appendChild(el("span", " \u2014 " + r[s[2]])); }
+    detail.appendChild(p);
+  });
+  var dropped = data.texts[String(r[ci.n])], kept = data.kept[r[ci.duplicate_of]];
+  if (typeof dropped !== "string" || typeof kept !== "string") {
+    detail.appendChild(el("p", (typeof dropped !== "string" ? "The dropped page's text is not in this report" : "The kept page's text is not in this report") +
+      " (DEDUP_STORE_TEXT off, no --dir index, or beyond the latest " + Object.keys(data.texts).length + " drops with texts); titles and excerpt instead.", "note"));
+    detail.appendChild(el("p", "excerpt of the dropped page: " + (r[ci.excerpt] || "(none)")));
+    return;
+  }
+  var t = el("table", null, "diff"), hd = document.createElement("tr");
+  hd.appendChild(el("th", "kept page")); hd.appendChild(el("th", "", "mark")); hd.appendChild(el("th", "dropped page"));
+  t.appendChild(hd);
+  var marks = {eq: "", chg: "|", del: "<", ins: ">"}, drows = diffRows(sentences(kept), sentences(dropped));
+  function addRow(d){
+    var tr2 = document.createElement("tr"); tr2.className = d[0];
+    tr2.appendChild(el("td", d[1])); tr2.appendChild(el("td", marks[d[0]], "mark")); tr2.appendChild(el("td", d[2]));
+    t.appendChild(tr2);
+  }
+  // long runs of equal sentences folded to two on each side
+  for (var k = 0; k < drows.length;) {
+    var e = k; while (e < drows.length && drows[e][0] === "eq") e++;
+    if (e - k > 5) {
+      drows.slice(k, k + 2).forEach(addRow);
+      var fold = document.createElement("tr"), td = el("td", "\u2026 " + (e - k - 4) + " equal sentences \u2026", "fold");
+      td.colSpan = 3; fold.appendChild(td); t.appendChild(fold);
+      drows.slice(e - 2, e).forEach(addRow);
+      k = e;
+    } else if (e > k) { drows.slice(k, e).forEach(addRow); k = e; }
+    else { addRow(drows[k]); k++; }
+  }
+  if (!drows.some(function(d){ return d[0] !== "eq"; })) detail.appendChild(el("p", "The two extracted texts are the same.", "note"));
+  detail.appendChild(t);
+}
+filterBox.addEventListener("input", render);
+reasonSel.addEventListener("change", render);
+render();
+window.reportReady = true;
+})();
+"""
+
+
+def render(log: str, s: Summary, filters: Filters, data: dict, dir_: str | None) -> str:
+    sim_labels = [f"{i / SIM_BINS:.2f}" for i in range(SIM_BINS)]
+    top_dist = max([d for d, c in enumerate(s.dist_bins) if c] or [8])
+    top_dist = max(top_dist, 8)
+    t_labels, t_counts, t_step = time_series(s)
+    domains = s.domains.top(15)
+    plots = [
+        bar_chart("plot-similarity", "similarity (verifier score)", sim_labels, s.sim_bins, "similarity, 0.05 bins"),
+        bar_chart("plot-distance", "simhash distance", [str(d) for d in range(top_dist + 1)],
+                  s.dist_bins[: top_dist + 1], "bits"),
+        bar_chart("plot-time", "drops over time", t_labels, t_counts, f"time (UTC), {t_step} bins" if t_step else "no times"),
+        hbar_chart("plot-domains", f"drops per domain (top {len(domains)})", [d or "(none)" for d, _ in domains],
+                   [n for _, n in domains]),
+    ]
+    counts = "; ".join(", ".join(f"{k} {v}" for k, v in c.most_common()) for c in (s.by_reason, s.by_action) if c)
+    notes = []
+    if data["truncated"]:
+        notes.append(f"The table holds the latest {len(data['rows'])} of {s.matched} matching drops; the plots use all of them.")
+    if s.malformed.count:
+        notes.append(f"{s.malformed.count} malformed lines were skipped.")
+    if filters.active:
+        notes.append(f"Filters: {filters.describe()}.")
+    if not dir_:
+        notes.append("No index given (--dir): the diff view shows the dropped text only where the kept text is known.")
+    js_hash = base64.b64encode(hashlib.sha256(_JS.encode("utf-8")).digest()).decode()
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{js_hash}'; img-src data:"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>crawler-dedup report: {_esc(os.path.basename(log))}</title>
+<style>{_CSS}</style></head>
+<body>
+<h1>What was dropped: {_esc(log)}</h1>
+<p class="meta" id="summary">{s.matched} drops{f' of {s.total} lines' if s.matched != s.total else ''}, from {_esc(s.first or '-')} to {_esc(s.last or '-')}. {_esc(counts)}</p>
+{''.join(f'<p class="note">{_esc(n)}</p>' for n in notes)}
+<div class="plots">{''.join(plots)}</div>
+<div class="controls"><input id="filter" type="search" placeholder="filter by URL or title" aria-label="filter">
+<select id="reason" aria-label="reason"><option value="">all reasons</option></select> <span id="count"></span></div>
+<div id="detail" hidden></div>
+<table id="drops"><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>
+<p class="meta">Click a column header to sort, a row for its diff. Made by crawler-dedup report.</p>
+<script type="application/json" id="data">{script_json(data)}</script>
+<script>{_JS}</script>
+</body></html>
+"""

@@ -1,0 +1,57 @@
+"""`restore`: the dropped items of a drop log back as JSONL, and allow-list entries for them."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from .inspection import Filters, Malformed, stream
+
+
+@dataclass
+class Restored:
+    records: int = 0  # valid drop-log lines read
+    selected: int = 0
+    written: int = 0
+    from_items: int = 0
+    from_text: int = 0
+    nothing: int = 0  # selected lines with neither `item` nor `text`
+    nothing_examples: list = field(default_factory=list)
+    urls: list = field(default_factory=list)  # restored URLs, in order, once each
+    malformed: Malformed = field(default_factory=Malformed)
+
+
+def allow_pattern(url: str) -> str:
+    """A DEDUP_ALLOW regex that matches this URL and nothing else."""
+    return "^" + re.escape(url) + "$"
+
+
+def restore(path: str, filters: Filters, out, select_all: bool = False, progress: str | None = None) -> Restored:
+    """Write one JSON line per selected drop: the dropped item when the log kept it, else
+    {"url", "text"[, "title"]} from the extracted text; count lines with neither."""
+    result, seen = Restored(), set()
+    for rec in stream(path, result.malformed, progress):
+        result.records += 1
+        if not (select_all or filters.match(rec)):
+            continue
+        result.selected += 1
+        item = rec.get("item")
+        if isinstance(item, dict):
+            result.from_items += 1
+        elif isinstance(rec.get("text"), str):
+            item = {"url": rec["url"], "text": rec["text"]}
+            if isinstance(rec.get("title"), str):
+                item["title"] = rec["title"]
+            result.from_text += 1
+        else:
+            result.nothing += 1
+            if len(result.nothing_examples) < 5:
+                result.nothing_examples.append(rec["url"])
+            continue
+        out.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+        result.written += 1
+        if rec["url"] not in seen and len(seen) < 1_000_000:
+            seen.add(rec["url"])
+            result.urls.append(rec["url"])
+    return result

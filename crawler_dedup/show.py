@@ -1,0 +1,210 @@
+"""`show` and `compare`: one decision explained, and two pages scored against each other.
+
+The index is opened read-only (nothing is created; a crawl may be writing to it meanwhile).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import textwrap
+from dataclasses import dataclass
+
+from .index import DocRecord
+from .stores.base import u64
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+class ShowError(Exception):
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class ReadOnlyIndex:
+    """The `docs` and `fps` databases of an LMDB index, read-only."""
+
+    def __init__(self, path: str):
+        import lmdb
+
+        if not os.path.isfile(os.path.join(path, "data.mdb")):
+            raise ShowError(f"no LMDB index in {path} (give --dir DEDUP_DIR)")
+        try:
+            try:
+                self.env = lmdb.open(path, readonly=True, create=False, max_dbs=1100, readahead=False)
+            except lmdb.Error:  # lock.mdb not writable here: read without the lock
+                self.env = lmdb.open(path, readonly=True, create=False, max_dbs=1100, readahead=False, lock=False)
+            self.docs = self.env.open_db(b"docs", create=False)
+            self.fps = self.env.open_db(b"fps", create=False, dupsort=True, dupfixed=True)
+        except lmdb.Error as exc:
+            raise ShowError(f"cannot read the LMDB index in {path}: {exc}") from None
+        self.path = path
+
+    def close(self) -> None:
+        self.env.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def kept(self, fingerprint: str | None, url: str | None) -> DocRecord | None:
+        """The kept page with this fingerprint (16 hex digits), preferring the one at `url`."""
+        try:
+            fp = int(fingerprint or "", 16)
+        except ValueError:
+            return None
+        found = []
+        with self.env.begin() as txn:
+            cur = txn.cursor(db=self.fps)
+            if cur.set_key(u64(fp)):
+                for value in cur.iternext_dup():
+                    raw = txn.get(bytes(value), db=self.docs)
+                    if raw is not None:
+                        found.append(DocRecord.decode(bytes(raw), int.from_bytes(value, "big")))
+        for doc in found:
+            if doc.url == url:
+                return doc
+        return found[0] if found and url is None else None
+
+    def by_url(self, url: str) -> list[DocRecord]:
+        """Every kept page at `url` (a scan of the records: the index has no URL key)."""
+        out = []
+        with self.env.begin() as txn:
+            for key, raw in txn.cursor(db=self.docs):
+                doc = DocRecord.decode(bytes(raw), int.from_bytes(key, "big"))
+                if doc.url == url:
+                    out.append(doc)
+        return out
+
+
+def sentences(text: str) -> list[str]:
+    """Lines to diff: sentences of the paragraphs, so one edited word marks one sentence."""
+    out = []
+    for para in text.splitlines():
+        para = " ".join(para.split())
+        if para:
+            out += _SENTENCE.split(para)
+    return out
+
+
+def unified(kept: str, dropped: str, kept_name: str, dropped_name: str, width: int) -> list[str]:
+    lines = list(difflib.unified_diff(sentences(kept), sentences(dropped), f"kept    {kept_name}",
+                                      f"dropped {dropped_name}", lineterm="", n=2))
+    if not lines:
+        return ["(the two extracted texts are the same)"]
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++", "@@")):
+            out.append(line)
+        else:
+            out += [line[0] + " " + w for w in textwrap.wrap(line[1:], max(width - 2, 20)) or [""]]
+    return out
+
+
+def side_by_side(kept: str, dropped: str, width: int, context: int = 2) -> list[str]:
+    """Two columns, kept page left, dropped page right; a middle mark says how a row differs
+    (| changed, < only in the kept page, > only in the dropped page); long equal runs folded."""
+    a, b = sentences(kept), sentences(dropped)
+    col = max((width - 3) // 2, 20)
+    out = [f"{'kept page':<{col}}   dropped page", f"{'-' * col}   {'-' * col}"]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+
+    def rows(left: str | None, right: str | None, mark: str):
+        lw = textwrap.wrap(left, col) if left else []
+        rw = textwrap.wrap(right, col) if right else []
+        for i in range(max(len(lw), len(rw), 1)):
+            out.append(f"{(lw[i] if i < len(lw) else ''):<{col}} {mark if i == 0 else ' '} "
+                       f"{rw[i] if i < len(rw) else ''}".rstrip())
+
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            n = i2 - i1
+            if n > 2 * context + 1:
+                for k in range(i1, i1 + context):
+                    rows(a[k], b[j1 + k - i1], " ")
+                out.append(f"{'':<{col // 2 - 10}}... {n - 2 * context} equal sentences ...")
+                for k in range(i2 - context, i2):
+                    rows(a[k], b[j1 + k - i1], " ")
+            else:
+                for k in range(i1, i2):
+                    rows(a[k], b[j1 + k - i1], " ")
+        else:
+            for k in range(max(i2 - i1, j2 - j1)):
+                left = a[i1 + k] if i1 + k < i2 else None
+                right = b[j1 + k] if j1 + k < j2 else None
+                rows(left, right, "|" if left is not None and right is not None else ("<" if right is None else ">"))
+    return out
+
+
+def why(rec: dict, config, tokens: int | None = None) -> str:
+    """The rule that decided, with the settings given (the crawl's may have differed)."""
+    from .dedup import SHORT_THRESHOLD, SHORT_TOKENS
+
+    reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
+    sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
+    if reason == "exact" or measure == "exact":
+        return "exact: the same words after normalization (equal content hash)"
+    if reason == "conceptual" or measure == "lsi":
+        return f"conceptual: LSI cosine {sim_s} >= DEDUP_CONCEPTUAL_THRESHOLD {config.conceptual_threshold}"
+    if measure == "containment":
+        return (f"near: containment {sim_s} >= DEDUP_CONTAINMENT {config.containment} "
+                f"(and resemblance >= DEDUP_MIN_RESEMBLANCE {config.min_resemblance})")
+    threshold, note = config.threshold, ""
+    if tokens is not None and tokens < SHORT_TOKENS:
+        threshold, note = max(threshold, SHORT_THRESHOLD), f" (a short text, {tokens} words: at least {SHORT_THRESHOLD})"
+    return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {threshold}{note}"
+
+
+def xor_line(a: str | None, b: str | None) -> str:
+    try:
+        x = int(a or "", 16) ^ int(b or "", 16)
+    except ValueError:
+        return "(a fingerprint is missing)"
+    return f"{x:016x}  ({x.bit_count()} bits differ at {', '.join(str(63 - i) for i, c in enumerate(f'{x:064b}') if c == '1') or 'none'})"
+
+
+@dataclass
+class Source:
+    name: str
+    url: str
+    text: str | None
+    title: str | None
+    problem: str | None = None  # why there is no text
+
+
+def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
+    """A URL (plain HTTP GET), a .txt file (the text itself) or an HTML file, as extracted text."""
+    from .dedup import extract_step
+
+    if re.match(r"(?i)https?://", arg):
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(arg, headers={"User-Agent": "crawler-dedup compare"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
+                body = resp.read(max_bytes + 1)
+                url = resp.geturl()
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ShowError(f"cannot fetch {arg}: {getattr(exc, 'reason', None) or exc}", exit_code=1) from None
+        html = body
+    elif os.path.isfile(arg):
+        url = "file://" + os.path.abspath(arg)
+        try:
+            with open(arg, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise ShowError(f"cannot read {arg}: {exc.strerror or exc}") from None
+        if arg.lower().endswith(".txt"):
+            return Source(arg, url, raw.decode("utf-8", "replace"), None)
+        html = raw
+    else:
+        raise ShowError(f"{arg} is neither an http(s) URL nor a file")
+    kind, value, title = extract_step(html, url, max_bytes, mode)
+    if kind == "text":
+        return Source(arg, url, value, title)
+    return Source(arg, url, None, None, problem=f"no text extracted ({value})")

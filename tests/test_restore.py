@@ -1,0 +1,105 @@
+"""`crawler-dedup restore` and `index remove`: undo a drop and stop it recurring."""
+
+import json
+import re
+import shutil
+
+from crawler_dedup import Deduplicator
+
+from .conftest import cli, dedup_stats, scrapy_runspider
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def test_restore_items_from_a_real_item_crawl_and_reingest_with_allow(tmp_path, articles):
+    """Items dropped by the pipeline come back whole; fed again with the printed DEDUP_ALLOW
+    entries, they are kept."""
+    texts = tmp_path / "texts.jsonl"
+    records = [{"url": "https://a/1", "text": articles[0][1], "tag": "first"},
+               {"url": "https://b/1", "text": articles[0][1], "tag": "copy", "n": 7},
+               {"url": "https://c/1", "text": articles[1][1]}]
+    texts.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    drops = tmp_path / "drops.jsonl"
+    proc = scrapy_runspider("-a", f"texts={texts}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+                            "-s", "CONCURRENT_REQUESTS=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [r["url"] for r in _lines(drops)] == ["https://b/1"]
+
+    out, allow = tmp_path / "restored.jsonl", tmp_path / "allow.txt"
+    proc = cli("restore", drops, "--url", "https://b/1", "-o", out, "--allow-file", allow)
+    assert proc.returncode == 0, proc.stderr
+    assert _lines(out) == [records[1]]  # the whole item, as the spider made it
+    assert "restored 1 of 1 selected drops (1 items" in proc.stdout
+    patterns = allow.read_text().split()
+    assert patterns == ["^" + re.escape("https://b/1") + "$"]
+
+    # re-ingest the restored items with the allow-list: kept this time
+    proc = scrapy_runspider("-a", f"texts={out}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+                            "-s", f"DEDUP_ALLOW={json.dumps(patterns)}", "-o", str(tmp_path / "again.jsonl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [i["url"] for i in _lines(tmp_path / "again.jsonl")] == ["https://b/1"]
+    assert dedup_stats(proc.stderr).get("dedup/skipped/allowed") == 1
+
+
+def test_restore_response_drops_from_their_text(demo_out, tmp_path):
+    log = demo_out / "droplog.jsonl"
+    recs = _lines(log)
+    near = [r for r in recs if r["reason"] == "near"]
+    proc = cli("restore", log, "--reason", "near", "-o", tmp_path / "near.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    got = _lines(tmp_path / "near.jsonl")
+    assert [g["url"] for g in got] == [r["url"] for r in near]
+    assert all(g["text"] == r["text"] and g.get("title") == r.get("title") for g, r in zip(got, near))
+    proc = cli("restore", log, "--all")  # to stdout, the summary to stderr
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == len(recs)
+    assert f"restored {len(recs)} of {len(recs)} selected drops" in proc.stderr
+    proc = cli("restore", log, "--url", "*/print/*", "--allow")
+    printed = [line.strip() for line in proc.stderr.splitlines() if line.startswith("  ^")]
+    prints = [r["url"] for r in recs if "/print/" in r["url"]]
+    assert len(printed) == len(prints) > 0
+    assert all(re.fullmatch(p, u) for p, u in zip(printed, prints))
+    assert not re.fullmatch(printed[0], prints[0] + "x")  # anchored: that URL only
+
+
+def test_restore_counts_lines_with_nothing_to_restore(tmp_path, demo_out):
+    recs = _lines(demo_out / "droplog.jsonl")[:3]
+    recs[1].pop("text")
+    log = tmp_path / "d.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs) + "garbage\n", encoding="utf-8")
+    proc = cli("restore", log, "--all", "-o", tmp_path / "out.jsonl")
+    assert proc.returncode == 0
+    assert "restored 2 of 3 selected drops" in proc.stdout
+    assert "1 selected drops had nothing to restore" in proc.stdout and recs[1]["url"] in proc.stdout
+    assert "1 malformed lines skipped" in proc.stdout
+
+
+def test_restore_refuses_without_a_selector(demo_out, tmp_path):
+    proc = cli("restore", demo_out / "droplog.jsonl", "-o", tmp_path / "x.jsonl")
+    assert proc.returncode == 2 and "say what to restore" in proc.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+    proc = cli("restore", demo_out / "droplog.jsonl", "--all", "--reason", "near")
+    assert proc.returncode == 2
+    proc = cli("restore", tmp_path / "missing.jsonl", "--all")
+    assert proc.returncode == 2 and "no drop log" in proc.stderr
+
+
+def test_index_remove_takes_the_kept_page_out(demo_out, tmp_path):
+    idx = tmp_path / "index"
+    shutil.copytree(demo_out / "index", idx)
+    rec = next(r for r in _lines(demo_out / "droplog.jsonl") if r["reason"] == "near")
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
+    assert proc.returncode == 0, proc.stderr
+    assert f"removed 1 kept page at {rec['duplicate_of']}" in proc.stdout
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
+    assert proc.returncode == 1 and "no kept page at" in proc.stderr
+    proc = cli("index", "remove", "http://x/", "--dir", tmp_path / "none")
+    assert proc.returncode == 2 and "no LMDB index" in proc.stderr
+    other = next(r for r in _lines(demo_out / "droplog.jsonl") if r["duplicate_of"] != rec["duplicate_of"])
+    with Deduplicator(dir=str(idx)) as d:
+        # the dropped page's text no longer matches; the rest of the index still does
+        assert d.check(rec["url"], text=rec["text"]).action == "keep"
+        again = d.check(other["url"], text=other["text"])
+        assert again.action == "drop" and again.duplicate_of == other["duplicate_of"]

@@ -1,0 +1,119 @@
+"""`crawler-dedup show` (one drop against the kept page in a real LMDB index) and `compare`."""
+
+import hashlib
+import json
+import os
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.droplog import DropLog, make_record
+
+from .conftest import cli
+
+
+def _records(path):
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _near(demo_out, part):
+    return next(r for r in _records(demo_out / "droplog.jsonl") if r["reason"] == "near" and part in r["url"])
+
+
+def _digest(folder):
+    # data.mdb only: a reader registers itself in lock.mdb, as LMDB readers do
+    return hashlib.sha256((folder / "data.mdb").read_bytes()).hexdigest(), sorted(os.listdir(folder))
+
+
+def test_show_explains_a_near_drop_with_a_diff(demo_out):
+    rec = _near(demo_out, "/portal/")  # syndicated: the same article in another site's template
+    before = _digest(demo_out / "index")
+    proc = cli("show", rec["url"], "--log", demo_out / "droplog.jsonl", "--width", "100")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"dropped       {rec['url']}" in out and f"kept          {rec['duplicate_of']}" in out
+    x = int(rec["fingerprint"], 16) ^ int(rec["duplicate_of_fingerprint"], 16)
+    assert f"xor           {x:016x}  ({rec['distance']} bits differ" in out
+    assert f"why           near: {rec['measure']} {rec['similarity']:.2f} >= DEDUP_THRESHOLD 0.5" in out
+    diff = out.split("\n\n", 1)[1].splitlines()
+    assert diff[0] == f"--- kept    {rec['duplicate_of']}" and diff[1] == f"+++ dropped {rec['url']}"
+    added = [line for line in diff[2:] if line.startswith("+ ")]
+    assert added and all(len(line) <= 100 for line in diff[2:])
+    assert _digest(demo_out / "index") == before  # read-only: the index is untouched
+
+
+def test_show_side_by_side_and_default_locations(demo_out):
+    rec = _near(demo_out, "/print/")
+    # --dir only: the drop log is found beside it, where `crawler-dedup demo` writes it
+    proc = cli("show", rec["url"], "--dir", demo_out / "index", "--side-by-side", "--width", "90")
+    assert proc.returncode == 0, proc.stderr
+    body = proc.stdout.split("\n\n", 1)[1].splitlines()
+    assert body[0].startswith("kept page") and body[0].rstrip().endswith("dropped page")
+    assert all(len(line) <= 90 for line in body)
+    col = (90 - 3) // 2
+    marks = {line[col + 1] for line in body[2:] if len(line) > col + 1}
+    assert marks & {"|", "<", ">"}  # the rows that differ are marked in the middle column
+
+
+def test_show_without_stored_text_says_why(tmp_path, articles):
+    gold = articles[2][1]
+    with Deduplicator(dir=str(tmp_path / "idx"), store_text=False) as d:
+        d.check("https://s/a", text=gold)
+        v = d.check("https://s/b", text=gold + "\nOne more line at the end of it all.")
+    assert v.action == "drop"
+    with DropLog(str(tmp_path / "idx" / "droplog.jsonl")) as log:
+        log.write(make_record(v, "response", "t"))
+    proc = cli("show", "https://s/b", "--dir", tmp_path / "idx")  # log: <DIR>/droplog.jsonl, as a crawl writes it
+    assert proc.returncode == 0, proc.stderr
+    assert "no diff:" in proc.stdout and "DEDUP_STORE_TEXT" in proc.stdout
+    assert "excerpt of the dropped page:" in proc.stdout
+
+
+def test_show_errors(demo_out, tmp_path):
+    proc = cli("show", "http://nowhere/x", "--log", demo_out / "droplog.jsonl")
+    assert proc.returncode == 1 and "is not in the drop log" in proc.stderr
+    missing = tmp_path / "no-index"
+    proc = cli("show", "http://nowhere/x", "--dir", missing)
+    assert proc.returncode == 2 and "no drop log" in proc.stderr and "Traceback" not in proc.stderr
+    assert not missing.exists()  # nothing created
+    rec = _near(demo_out, "/print/")
+    proc = cli("show", rec["url"], "--log", demo_out / "droplog.jsonl", "--dir", missing)
+    assert proc.returncode == 0 and "no LMDB index in" in proc.stdout and not missing.exists()
+    proc = cli("show", rec["url"], "--log", demo_out / "droplog.jsonl", "-s", "DEDUP_NOPE=1")
+    assert proc.returncode == 2
+    proc = cli("show", "--help")
+    assert proc.returncode == 0 and "--side-by-side" in proc.stdout
+
+
+def test_compare_two_files_scores_every_verifier_and_gives_the_verdict(demo_out):
+    rec = _near(demo_out, "/portal/")
+    kept = demo_out / "site" / rec["duplicate_of"].split("/", 3)[3]
+    dropped = demo_out / "site" / rec["url"].split("/", 3)[3]
+    proc = cli("compare", kept, dropped)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for word in ("resemblance", "containment", "qgram", "swlr"):
+        assert word in out.split("scores of B against A")[1]
+    assert f"distance {rec['distance']} bits" in out
+    assert f"B dropped: near duplicate of A, resemblance {rec['similarity']}" in out
+    # stricter settings keep it
+    proc = cli("compare", kept, dropped, "-s", "DEDUP_THRESHOLD=0.99", "-s", "DEDUP_CONTAINMENT=0")
+    assert proc.returncode == 0 and "B kept: not a duplicate of A" in proc.stdout
+
+
+def test_compare_over_http_and_text_files(demo_out, serve, tmp_path, articles):
+    base = serve(str(demo_out / "site")).base_url
+    rec = _near(demo_out, "/print/")
+    a, b = (base + "/" + u.split("/", 3)[3] for u in (rec["duplicate_of"], rec["url"]))
+    proc = cli("compare", a, b)
+    assert proc.returncode == 0, proc.stderr
+    assert "B dropped: near duplicate of A" in proc.stdout
+    (tmp_path / "a.txt").write_text(articles[3][1], encoding="utf-8")
+    (tmp_path / "b.txt").write_text(articles[4][1], encoding="utf-8")
+    proc = cli("compare", tmp_path / "a.txt", tmp_path / "b.txt")
+    assert proc.returncode == 0 and "B kept: not a duplicate of A" in proc.stdout
+    proc = cli("compare", tmp_path / "a.txt", base + "/no-such-page.html")
+    assert proc.returncode == 1 and "cannot fetch" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("compare", tmp_path / "a.txt", tmp_path / "missing.html")
+    assert proc.returncode == 2 and "neither an http(s) URL nor a file" in proc.stderr
+    proc = cli("compare", tmp_path / "a.txt")
+    assert proc.returncode == 2
