@@ -297,15 +297,19 @@ def _index_compact(args) -> int:
 
 
 def _index_plan(args) -> int:
-    from .tables import plan_rows
+    from .tables import _CANDIDATE_COST, _DISK_COST, plan_rows
 
-    print(f"Manku plans for k={args.k} (f=64): computed by crawler_dedup.tables.choose_plan, which weighs one probe "
-          f"per table against reading {0.05:.2f} probe's worth per stored fingerprint returned")
-    print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22}")
+    print(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.tables.choose_plan: cost = 1 per table "
+          f"probed + {_CANDIDATE_COST} per stored fingerprint read + {_DISK_COST} per byte of table a page")
+    print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22} "
+          f"{'table B/page':>13} {'cost':>6} {'best two-level':>19}")
     for row in plan_rows(args.k):
         lo, hi = row["prefix_bits"]
+        two_tables, two_cost = row["two_level"]
         print(f"{row['pages']:>14,} {row['r']:>3} {row['tables']:>7} {f'{lo}-{hi}' if lo != hi else lo:>12} "
-              f"{row['entries_per_query']:>22.2f}")
+              f"{row['entries_per_query']:>22.2f} {row['table_bytes_per_page']:>13.0f} {row['cost']:>6.1f} "
+              f"{f'{two_tables} tables, {two_cost:.1f}':>19}")
+    print("table B/page is estimated from the LMDB bytes measured at 10^5..10^7 pages (benchmarks/speed.py)")
     return 0
 
 
