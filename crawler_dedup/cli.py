@@ -315,7 +315,7 @@ def _index_plan(args) -> int:
 
 # -- looking at what was dropped (issue 5) ---------------------------------------------------
 
-def _add_filters(p, url_help: str = "URL substring, or a glob with * ? [ (repeatable: any of them)") -> None:
+def _add_filters(p, url_help: str = "URL substring, or a glob when it holds * (repeatable: any of them)") -> None:
     g = p.add_argument_group("filters (a drop must pass all of them)")
     g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
     g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual"), help="repeatable")
@@ -549,8 +549,10 @@ def _restore(args) -> int:
     from .inspection import LogError
     from .restore import allow_pattern, restore
 
+    from dataclasses import replace
+
     try:
-        filters = _filters(args)
+        filters = replace(_filters(args), exact_urls=True)  # restoring more than asked is worse than less
         if not (args.all or filters.active):
             raise UsageError("say what to restore: --url U, a filter (--domain, --reason, --since, "
                              "--min-similarity) or --all")
@@ -725,7 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
         "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
     rs.add_argument("log", metavar="LOG", help="the drop log")
     rs.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")
-    _add_filters(rs, url_help="URL to restore: exact, a substring, or a glob with * ? [ (repeatable)")
+    _add_filters(rs, url_help="a URL to restore (that URL only), or a glob when it holds * (repeatable)")
     rs.add_argument("--all", action="store_true", help="restore every drop in the log")
     rs.add_argument("--allow", action="store_true", help="print a DEDUP_ALLOW regex per restored URL")
     rs.add_argument("--allow-file", metavar="FILE", help="append those regexes to FILE instead (implies --allow)")

@@ -12,6 +12,7 @@ import heapq
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections import Counter, deque
@@ -40,7 +41,13 @@ def parse_time(value: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
+_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#:\[\]@]+)(?=[:/?#]|$)")
+
+
 def domain_of(url: str) -> str:
+    m = _HOST.match(url)  # the common case without urlsplit's cost (a million lines)
+    if m is not None:
+        return m.group(1).lower()
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
@@ -52,8 +59,9 @@ class Filters:
     domains: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     since: datetime | None = None
-    urls: tuple[str, ...] = ()  # substrings, or globs when they hold * ? [
+    urls: tuple[str, ...] = ()  # substrings, or globs when they hold *
     min_similarity: float | None = None
+    exact_urls: bool = False  # restore: a URL without glob characters means that URL only
 
     @property
     def active(self) -> bool:
@@ -76,7 +84,7 @@ class Filters:
             host = domain_of(url)
             if not any(host == d or host.endswith("." + d) for d in self.domains):
                 return False
-        if self.urls and not any(_url_match(url, u) for u in self.urls):
+        if self.urls and not any(_url_match(url, u, self.exact_urls) for u in self.urls):
             return False
         if self.min_similarity is not None:
             sim = rec.get("similarity")
@@ -91,10 +99,10 @@ class Filters:
         return True
 
 
-def _url_match(url: str, pattern: str) -> bool:
-    if any(c in pattern for c in "*?["):
+def _url_match(url: str, pattern: str, exact: bool = False) -> bool:
+    if "*" in pattern:  # not `?`: URLs are full of them
         return fnmatch.fnmatchcase(url, pattern)
-    return pattern in url
+    return url == pattern if exact else pattern in url
 
 
 def valid(rec: Any) -> bool:
@@ -210,7 +218,7 @@ class Summary:
         self.kept_titles: dict[str, str] = {}
         self.sim_bins = [0] * SIM_BINS
         self.dist_bins = [0] * (MAX_DISTANCE + 1)
-        self.seconds, self.minutes, self.hours = Counter(), Counter(), Counter()
+        self.tenths, self.seconds, self.minutes, self.hours = Counter(), Counter(), Counter(), Counter()
         self.first = self.last = None  # times as written
         self.drops = deque(maxlen=max(limit, 0))
         self.top_n = top
@@ -218,39 +226,50 @@ class Summary:
 
     def add(self, rec: dict) -> None:
         self.matched += 1
-        self.by_reason[str(rec.get("reason"))] += 1
-        self.by_action[str(rec.get("action"))] += 1
-        self.by_stage[str(rec.get("stage"))] += 1
-        if rec.get("measure"):
-            self.by_measure[str(rec["measure"])] += 1
+        get = rec.get
+        reason, action, stage, measure = get("reason"), get("action"), get("stage"), get("measure")
+        # str(): a bad log may hold a list here, which cannot be a key
+        self.by_reason[reason if type(reason) is str else str(reason)] += 1
+        self.by_action[action if type(action) is str else str(action)] += 1
+        self.by_stage[stage if type(stage) is str else str(stage)] += 1
+        if measure:
+            self.by_measure[measure if type(measure) is str else str(measure)] += 1
         self.domains.add(domain_of(rec["url"]))
-        kept = rec.get("duplicate_of")
-        if isinstance(kept, str):
+        kept = get("duplicate_of")
+        if type(kept) is str:
             self.kept.add(kept)
-            if kept not in self.kept_titles and isinstance(rec.get("duplicate_of_title"), str) \
-                    and len(self.kept_titles) < 2 * self.kept.capacity:
-                self.kept_titles[kept] = rec["duplicate_of_title"][:200]
-        sim = rec.get("similarity")
-        if isinstance(sim, (int, float)) and not isinstance(sim, bool) and math.isfinite(sim):
-            self.sim_bins[min(SIM_BINS - 1, max(0, int(sim * SIM_BINS)))] += 1
-        dist = rec.get("distance")
-        if isinstance(dist, int) and not isinstance(dist, bool) and 0 <= dist <= MAX_DISTANCE:
+            if kept not in self.kept_titles and len(self.kept_titles) < 2 * self.kept.capacity:
+                title = get("duplicate_of_title")
+                if type(title) is str:
+                    self.kept_titles[kept] = title[:200]
+        sim = get("similarity")
+        if type(sim) is float or type(sim) is int:
+            if math.isfinite(sim):
+                self.sim_bins[min(SIM_BINS - 1, max(0, int(sim * SIM_BINS)))] += 1
+        dist = get("distance")
+        if type(dist) is int and 0 <= dist <= MAX_DISTANCE:
             self.dist_bins[dist] += 1
-        when = rec.get("time")
-        if isinstance(when, str) and len(when) >= 16:
-            for name, size in (("seconds", 19), ("minutes", 16)):
-                counter = getattr(self, name)
-                if counter is not None:
-                    counter[when[:size]] += 1
-                    if len(counter) > 20_000:  # a long log: coarser bins are enough
-                        setattr(self, name, None)
+        when = get("time")
+        if type(when) is str and len(when) >= 16:
+            if self.tenths is not None and len(when) >= 21:  # a short crawl: 0.1 s bins
+                self.tenths[when[:21]] += 1
+                if len(self.tenths) > 20_000:
+                    self.tenths = None
+            if self.seconds is not None:
+                self.seconds[when[:19]] += 1
+                if len(self.seconds) > 20_000:  # a long log: coarser bins are enough
+                    self.seconds = None
+            if self.minutes is not None:
+                self.minutes[when[:16]] += 1
+                if len(self.minutes) > 20_000:
+                    self.minutes = None
             self.hours[when[:13]] += 1
             if self.first is None or when < self.first:
                 self.first = when
             if self.last is None or when > self.last:
                 self.last = when
         if self.drops.maxlen:
-            self.drops.append(_brief(rec))
+            self.drops.append(rec)  # briefed when printed: most records never are
 
     def top_kept(self) -> list[dict]:
         return [{"url": url, "title": self.kept_titles.get(url), "duplicates": n}
@@ -272,7 +291,7 @@ class Summary:
             "similarity_histogram": [{"from": round(i / SIM_BINS, 2), "to": round((i + 1) / SIM_BINS, 2), "count": c}
                                      for i, c in enumerate(self.sim_bins)],
             "distance_histogram": {str(d): c for d, c in enumerate(self.dist_bins) if c},
-            "drops": list(self.drops),
+            "drops": [_brief(d) for d in self.drops],
         }
 
 
@@ -295,6 +314,12 @@ def summarize(path: str, filters: Filters, limit: int = 20, top: int = 10, progr
 def _clip(text, width: int) -> str:
     text = " ".join(str(text if text is not None else "").split())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _clip_url(url, width: int) -> str:
+    """A long URL keeps its end (the path tells pages apart), not its scheme and host."""
+    text = " ".join(str(url if url is not None else "").split())
+    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
 
 
 def _bar(count: int, most: int, width: int = 40) -> str:
@@ -336,7 +361,7 @@ def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) ->
     out.append(f"\nkept pages with the most duplicates{approx}:")
     for row in s.top_kept():
         title = f"  {_clip(row['title'], 40)}" if row["title"] else ""
-        out.append(f"  {row['duplicates']:>7}  {_clip(row['url'], width - 52)}{title}")
+        out.append(f"  {row['duplicates']:>7}  {_clip_url(row['url'], width - 52):<{width - 52}}{title}")
     out.append("\nsimilarity:")
     first = next((i for i, c in enumerate(s.sim_bins) if c), 0)
     labels = [f"{i / SIM_BINS:.2f}-{(i + 1) / SIM_BINS:.2f}" for i in range(first, SIM_BINS)]
@@ -356,10 +381,10 @@ def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) ->
         out.append(f"\nlatest {len(s.drops)} of {s.matched} matching drops:")
         url_w = max(20, (width - 40) // 2)
         out.append(f"  {'time':<19} {'reason':<10} {'sim':>5} {'dist':>4}  {'url':<{url_w}}  duplicate of")
-        for d in s.drops:
+        for d in map(_brief, s.drops):
             sim = d.get("similarity")
             sim = f"{sim:.2f}" if isinstance(sim, (int, float)) else "-"
             out.append(f"  {str(d.get('time', ''))[:19]:<19} {_clip(d.get('reason'), 10):<10} {sim:>5} "
-                       f"{_clip(d.get('distance', '-'), 4):>4}  {_clip(d['url'], url_w):<{url_w}}  "
-                       f"{_clip(d.get('duplicate_of'), url_w)}")
+                       f"{_clip(d.get('distance', '-'), 4):>4}  {_clip_url(d['url'], url_w):<{url_w}}  "
+                       f"{_clip_url(d.get('duplicate_of'), url_w)}")
     return "\n".join(out)

@@ -87,14 +87,16 @@ def hbar_chart(plot_id: str, title: str, labels: list[str], counts: list[int], w
     return "".join(parts)
 
 
-_STEPS = [(timedelta(seconds=x), f"{x} s") for x in (1, 5, 15, 30)] + \
+_STEPS = [(timedelta(seconds=x), f"{x} s") for x in (0.1, 0.5, 1, 5, 15, 30)] + \
          [(timedelta(minutes=m), f"{m} min") for m in (1, 5, 15, 30)] + \
          [(timedelta(hours=h), f"{h} h") for h in (1, 3, 6, 12)] + [(timedelta(days=d), f"{d} d") for d in (1, 7, 30)]
 
 
 def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[int], str]:
     """Drops per time bucket, the bucket chosen so that the plot has at most `max_bars` bars."""
-    if summary.seconds is not None:
+    if summary.tenths is not None and summary.tenths:
+        source, fmt, base = summary.tenths, "%Y-%m-%dT%H:%M:%S.%f", timedelta(seconds=0.1)
+    elif summary.seconds is not None:
         source, fmt, base = summary.seconds, "%Y-%m-%dT%H:%M:%S", timedelta(seconds=1)
     elif summary.minutes is not None:
         source, fmt, base = summary.minutes, "%Y-%m-%dT%H:%M", timedelta(minutes=1)
@@ -115,8 +117,11 @@ def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[
     for moment, count in points:
         buckets[int((moment - start) / step)] += count
     n = max(buckets) + 1
-    shape = "%H:%M:%S" if step < timedelta(minutes=1) else "%m-%d %H:%M"
-    labels = [(start + i * step).strftime(shape) for i in range(n)]
+    if step < timedelta(seconds=1):
+        labels = [(start + i * step).strftime("%H:%M:%S.%f")[:10] for i in range(n)]
+    else:
+        shape = "%H:%M:%S" if step < timedelta(minutes=1) else "%m-%d %H:%M"
+        labels = [(start + i * step).strftime(shape) for i in range(n)]
     return labels, [buckets.get(i, 0) for i in range(n)], name
 
 

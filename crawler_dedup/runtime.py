@@ -142,7 +142,10 @@ class DedupRuntime:
             self.pool = ProcessPoolExecutor(self.config.workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_warm_worker)
         if self.config.logstats_interval:
-            from scrapy.utils.asyncio import create_looping_call
+            try:
+                from scrapy.utils.asyncio import create_looping_call
+            except ImportError:  # a Scrapy before 2.13: the reactor's LoopingCall
+                from twisted.internet.task import LoopingCall as create_looping_call
 
             # like Scrapy's LogStats: a looping call on the reactor (or asyncio loop)
             self._prev_checked = 0

@@ -208,3 +208,19 @@ def test_browser_runs_nothing_from_a_hostile_drop_log(browser, demo_out, tmp_pat
         rows.nth(i).click()
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert events["dialogs"] == [] and events["errors"] == []
+
+
+def test_time_bins_fit_the_span():
+    from datetime import datetime, timedelta, timezone
+
+    from crawler_dedup.inspection import Summary
+    from crawler_dedup.report import time_series
+
+    for span, count, step in ((timedelta(seconds=2), 40, "0.1 s"), (timedelta(days=3), 5000, "1 h")):
+        s = Summary(limit=0)
+        t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        for i in range(count):
+            when = (t0 + span * i / count).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            s.add({"url": "https://x/", "time": when, "similarity": 1.0, "distance": 0})
+        labels, counts, name = time_series(s)
+        assert name == step and sum(counts) == count and len(counts) <= 120

@@ -103,3 +103,14 @@ def test_index_remove_takes_the_kept_page_out(demo_out, tmp_path):
         assert d.check(rec["url"], text=rec["text"]).action == "keep"
         again = d.check(other["url"], text=other["text"])
         assert again.action == "drop" and again.duplicate_of == other["duplicate_of"]
+
+
+def test_restore_url_means_that_url_only(tmp_path, demo_out):
+    rec = _lines(demo_out / "droplog.jsonl")[0]
+    longer = dict(rec, url=rec["url"] + "0")  # a URL the first one is a prefix of
+    log = tmp_path / "d.jsonl"
+    log.write_text(json.dumps(rec) + "\n" + json.dumps(longer) + "\n", encoding="utf-8")
+    proc = cli("restore", log, "--url", rec["url"])
+    assert proc.returncode == 0 and [json.loads(x)["url"] for x in proc.stdout.splitlines()] == [rec["url"]]
+    proc = cli("inspect", log, "--url", rec["url"], "--json")  # inspect's --url is a substring
+    assert json.loads(proc.stdout)["matched"] == 2
