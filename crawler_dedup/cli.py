@@ -535,7 +535,7 @@ def _compare(args) -> int:
     if vb.skipped or vb.error:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
     elif vb.action == "keep":
-        guard = f" (the title guard kept it: the titles disagree)" if vb.guard else ""
+        guard = " (the title guard kept it: the titles disagree)" if vb.guard else ""
         print(f"   B kept: not a duplicate of A{guard}")
     else:
         print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "
@@ -545,11 +545,10 @@ def _compare(args) -> int:
 
 def _restore(args) -> int:
     import contextlib
+    from dataclasses import replace
 
     from .inspection import LogError
     from .restore import allow_pattern, restore
-
-    from dataclasses import replace
 
     try:
         filters = replace(_filters(args), exact_urls=True)  # restoring more than asked is worse than less

@@ -1,7 +1,6 @@
 """`crawler-dedup report`: the HTML file itself, then opened in a real headless Chromium."""
 
 import json
-import os
 import re
 import shutil
 from collections import Counter
@@ -222,5 +221,5 @@ def test_time_bins_fit_the_span():
         for i in range(count):
             when = (t0 + span * i / count).isoformat(timespec="milliseconds").replace("+00:00", "Z")
             s.add({"url": "https://x/", "time": when, "similarity": 1.0, "distance": 0})
-        labels, counts, name = time_series(s)
+        _, counts, name = time_series(s)
         assert name == step and sum(counts) == count and len(counts) <= 120
