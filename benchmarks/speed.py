@@ -194,6 +194,9 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
                         index.add(txn, rec, i.to_bytes(16, "big"), probes=8)
                 store.write(load)
             insert_rate = n / (time.perf_counter() - t0)
+            # loading ran without fsync: flush now, as a crawl's per-commit fsync would have, so the
+            # lookups below do not race the kernel writing gigabytes back
+            store.env.sync(True)
             picks = rng.integers(0, n, size=2000)
             queries = [int(fps[i]) ^ (1 << int(rng.integers(0, 64))) for i in picks]
             sims, posts = [], []
@@ -334,7 +337,7 @@ class ExtractInWorkers:
         from crawler_dedup.runtime import _in_worker
 
         if isinstance(response, HtmlResponse):
-            await _in_worker(self.pool, _extract_text, response.body)
+            await _in_worker(self.pool, _extract_text, response.text)  # as the dedup middleware sends it
         return response
 
 
@@ -361,12 +364,22 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
     seen = []  # when each page came out of the downloader middlewares: start-up (worker spawn) excluded
 
     def received(**kw):  # a named function: signal receivers are held by weak reference
-        seen.append(time.perf_counter())
+        seen.append(time.time())
 
     crawler.signals.connect(received, signal=signals.response_received)
     process.crawl(crawler, urls=urls)
     process.start()
-    print(json.dumps({"pages": len(seen) - 1, "seconds": seen[-1] - seen[0]}))
+    # a dropped page never reaches response_received: its drop-log line has the time it was done
+    log = os.path.join(out, "idx", "droplog.jsonl")
+    drops = []
+    if os.path.exists(log):
+        from datetime import datetime
+
+        from crawler_dedup.droplog import read_droplog
+
+        drops = [datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp() for r in read_droplog(log)]
+    done = sorted(seen + drops)
+    print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0]}))
 
 
 def crawl_table(n_pages: int, runs: int) -> None:

@@ -172,26 +172,23 @@ class NearDupIndex:
         prefixes = self.plan.prefixes(fps)
         hits_q, hits_fp, hits_d = [], [], []
         for table in range(len(self.plan.tables)):
-            wanted, inverse = np.unique(prefixes[table], return_inverse=True)
             size = self.plan.key_bytes(table)
-            raw = wanted.astype(">u8").tobytes()
-            keys = [raw[i * 8 + 8 - size:(i + 1) * 8] for i in range(wanted.size)]
-            which, found_counts, stored = txn.buckets_many(table, keys)
-            if not stored.size:
-                continue
-            # pair each query with the entries under its key (entries come grouped by key)
-            counts = np.zeros(wanted.size, dtype=np.intp)
-            counts[which] = found_counts
-            starts = np.zeros(wanted.size, dtype=np.intp)
-            starts[which] = np.cumsum(found_counts) - found_counts
-            per_query = counts[inverse]
-            base = starts[inverse] - (np.cumsum(per_query) - per_query)
-            entry = np.repeat(base, per_query) + np.arange(per_query.sum())
-            cand = stored[entry]
-            dist = np.bitwise_count(cand ^ np.repeat(fps, per_query))
-            near = np.flatnonzero(dist <= self.plan.k)
-            q = np.searchsorted(np.cumsum(per_query), near, side="right")  # the query of each hit
-            hits_q.append(q), hits_fp.append(cand[near]), hits_d.append(dist[near])
+            # queries sharing a key go in later rounds, so that in a round each entry has one query
+            order = np.argsort(prefixes[table], kind="stable")
+            ranked = prefixes[table][order]
+            first = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
+            rank = np.arange(order.size) - np.repeat(first, np.diff(np.concatenate((first, [order.size]))))
+            for r in range(int(rank.max()) + 1 if rank.size else 0):
+                queries = order[rank == r]  # sorted by key, keys distinct
+                raw = ranked[rank == r].astype(">u8").tobytes()
+                keys = [raw[i + 8 - size:i + 8] for i in range(0, len(raw), 8)]
+                which, found_counts, stored = txn.buckets_many(table, keys)
+                if not stored.size:
+                    continue
+                q_entry = queries[np.repeat(which, found_counts)]
+                dist = np.bitwise_count(stored ^ fps[q_entry])
+                near = np.flatnonzero(dist <= self.plan.k)
+                hits_q.append(q_entry[near]), hits_fp.append(stored[near]), hits_d.append(dist[near])
         out: list[list[tuple[int, int]]] = [[] for _ in range(fps.size)]
         if hits_q:
             seen = set(zip(np.concatenate(hits_q).tolist(), np.concatenate(hits_d).tolist(),
