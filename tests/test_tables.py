@@ -91,3 +91,14 @@ def test_chooser_trades_tables_against_candidates_and_disk():
     # estimated table bytes fall as buckets fill (the key is shared by more entries)
     plan = plan_for(3, 4)
     assert plan.table_bytes(10**7) < plan.table_bytes(10**5) < 4 * 40
+
+
+def test_two_level_designs_are_costed_and_rarely_win():
+    from crawler_dedup.tables import plan_rows, two_level_best
+
+    tables, cost = two_level_best(3, 10**7)
+    # the cheapest two-level design for k=3 splits in 4, then the other 48 bits in 4: 16 tables
+    assert tables == comb(4, 3) * comb(4, 3) and cost > choose_plan(3, 10**7).cost(10**7)
+    rows = plan_rows(3)
+    assert [r["pages"] for r in rows] == [10**5, 10**6, 10**7, 10**8, 10**9]
+    assert all(r["table_bytes_per_page"] > 0 and r["two_level"][1] >= r["cost"] for r in rows)
