@@ -561,6 +561,11 @@ def _restore(args) -> int:
             args.allow = True
     except UsageError as exc:
         return _fail("restore", str(exc))
+    import os
+
+    if not os.path.isfile(args.log):  # before -o is created: no empty output for a wrong path
+        return _fail("restore", f"no drop log at {args.log}" if not os.path.exists(args.log) else
+                     f"{args.log} is not a drop log file")
     try:
         with contextlib.ExitStack() as stack:
             out = sys.stdout if args.output in (None, "-") else stack.enter_context(open(args.output, "w", encoding="utf-8"))

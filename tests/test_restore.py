@@ -82,8 +82,9 @@ def test_restore_refuses_without_a_selector(demo_out, tmp_path):
     assert not (tmp_path / "x.jsonl").exists()
     proc = cli("restore", demo_out / "droplog.jsonl", "--all", "--reason", "near")
     assert proc.returncode == 2
-    proc = cli("restore", tmp_path / "missing.jsonl", "--all")
+    proc = cli("restore", tmp_path / "missing.jsonl", "--all", "-o", tmp_path / "y.jsonl")
     assert proc.returncode == 2 and "no drop log" in proc.stderr
+    assert not (tmp_path / "y.jsonl").exists()
 
 
 def test_index_remove_takes_the_kept_page_out(demo_out, tmp_path):
