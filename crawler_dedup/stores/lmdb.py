@@ -48,6 +48,15 @@ class _LmdbTxn:
             out.append(_values(raw, len(key)).astype(np.uint64))
         return out
 
+    def bucket_union(self, keys):
+        """Every table's bucket for keys[t], concatenated (one conversion, not one per table)."""
+        size = len(keys[0])
+        if any(len(k) != size for k in keys):
+            return np.concatenate(self.buckets(keys))
+        raw = b"".join([cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+                        for cur, key in zip(self._table_cursors(), keys)])
+        return _values(raw, size).astype(np.uint64)
+
     def buckets_many(self, table, keys):
         """The entries under `keys` (sorted, distinct) in one table, in one read: (index in keys of
         each key found, entries per such key, all entries as uint64 grouped by key in key order)."""
