@@ -183,7 +183,7 @@ def lookup_rss(path: str, count: int = 5000) -> None:
 
 
 def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | None = None,
-                lsh_max: int = 1_000_000) -> None:
+                lsh_max: int = 1_000_000, keep: str | None = None) -> None:
     print(f"\n2. the index at N pages (k=3, 8 sketch postings and a {sketch_size}-value sketch per page; LMDB, "
           f"fsync off while loading; 2000 queries 1 bit off a stored page)")
     head = (f"{'N':>10} {'plan':>11} {'insert/s':>9} {'1st touch us':>15} {'warm p50/p99':>15} {'+postings':>16} "
@@ -196,21 +196,25 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
         fps = synthetic(n)
         rng = np.random.default_rng(2)
         with tempfile.TemporaryDirectory() as tmp:
+            if keep:  # a kept index of this size is reused: lookups can be re-measured without reloading
+                tmp = os.path.join(keep, f"n{n}-s{sketch_size}-b{blocks or 0}")
             plan = plan_for(3, blocks) if blocks else choose_plan(3, n)
             store = LmdbStore(tmp, map_size=1 << 32, sync=False)
             index = NearDupIndex.open(store, 3, lambda: plan)
+            plan = index.plan
             sketches = rng.integers(0, 2**63, size=(min(n, 4096), sketch_size), dtype=np.uint64)
             sketches.sort(axis=1)
             t0 = time.perf_counter()
             batch = 10_000
-            for start in range(0, n, batch):
+            loaded = store.read(lambda txn: txn.doc_count())
+            for start in range(loaded, n, batch):
                 def load(txn, start=start):
                     for i in range(start, min(n, start + batch)):
                         rec = DocRecord(url=f"https://site{i % 997}.example/page/{i}", fingerprint=int(fps[i]),
                                         sketch=sketches[i % len(sketches)], tokens=800, time=1.0, shingles=700)
                         index.add(txn, rec, i.to_bytes(16, "big"), probes=8)
                 store.write(load)
-            insert_rate = n / (time.perf_counter() - t0)
+            insert_rate = (n - loaded) / (time.perf_counter() - t0) if loaded < n else float("nan")
             # loading ran without fsync: flush now, as a crawl's per-commit fsync would have, so the
             # lookups below do not race the kernel writing gigabytes back
             store.env.sync(True)
@@ -454,6 +458,8 @@ def main(argv=None):
     ap.add_argument("--sketch-size", type=int, default=SKETCH_SIZE,
                     help="values per synthetic page record (smaller for a 10^7 run that fits the disk)")
     ap.add_argument("--skip-index", action="store_true")
+    ap.add_argument("--keep", metavar="DIR", help="build each index under DIR and reuse it on later runs "
+                    "(insert/s is then only measured by the run that loads it)")
     ap.add_argument("--lsh-max", type=int, default=1_000_000, help="largest N for the MinHashLSH baseline")
     ap.add_argument("--lookup-rss", help=argparse.SUPPRESS)
     ap.add_argument("--crawl-one", nargs=4, metavar=("MODE", "SITE", "URLS", "OUT"), help=argparse.SUPPRESS)
@@ -467,7 +473,7 @@ def main(argv=None):
     if args.steps_pages:
         steps_table(real_pages(args.steps_pages) * 2)
     if not args.skip_index:
-        index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size, args.blocks, args.lsh_max)
+        index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size, args.blocks, args.lsh_max, args.keep)
         if not args.blocks:
             window_table()
     if not args.skip_crawl:
