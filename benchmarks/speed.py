@@ -458,6 +458,7 @@ def main(argv=None):
     ap.add_argument("--sketch-size", type=int, default=SKETCH_SIZE,
                     help="values per synthetic page record (smaller for a 10^7 run that fits the disk)")
     ap.add_argument("--skip-index", action="store_true")
+    ap.add_argument("--skip-window", action="store_true")
     ap.add_argument("--keep", metavar="DIR", help="build each index under DIR and reuse it on later runs "
                     "(insert/s is then only measured by the run that loads it)")
     ap.add_argument("--lsh-max", type=int, default=1_000_000, help="largest N for the MinHashLSH baseline")
@@ -474,7 +475,7 @@ def main(argv=None):
         steps_table(real_pages(args.steps_pages) * 2)
     if not args.skip_index:
         index_table([int(float(s)) for s in args.sizes.split(",")], args.sketch_size, args.blocks, args.lsh_max, args.keep)
-        if not args.blocks:
+        if not args.blocks and not args.skip_window:
             window_table()
     if not args.skip_crawl:
         crawl_table(args.crawl_pages, args.runs)
