@@ -102,6 +102,7 @@ class Verdict:
     tokens: int = 0
     doc_id: int | None = None
     text: str | None = None  # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT)
+    never_drop: bool = False  # a hub page: indexed when new, kept (and not indexed again) when matched
 
     @property
     def is_duplicate(self) -> bool:
@@ -204,12 +205,14 @@ class Deduplicator:
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
               stage: str = "response", title: str | None = None, now: float | None = None,
-              fingerprinted: "Fingerprinted | str | None" = None) -> Verdict:
+              fingerprinted: "Fingerprinted | str | None" = None, never_drop: bool = False) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
         `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
         clock), for DEDUP_WINDOW and the record. `fingerprinted`: steps 1-4 already done by
-        extract_and_fingerprint (in a worker), with the same settings."""
-        verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title)
+        extract_and_fingerprint (in a worker), with the same settings. `never_drop`: a page that
+        must be kept (a start page the crawl follows links from) is still indexed when new, so
+        its copies are caught; when it matches, it is kept and skipped as `never_drop`."""
+        verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop)
         self._now = time.time() if now is None else float(now)
         try:
             if fingerprinted is not None:
@@ -315,6 +318,9 @@ class Deduplicator:
                     distance = (match.fingerprint ^ fp.fingerprint).bit_count()
         if match is not None:
             verdict.guard = None
+            if verdict.never_drop:
+                verdict.skipped = "never_drop"
+                return verdict
         if (match is not None and stage == "item" and match.stage == "response" and match.run == self.run
                 and verdict.url and match.url == verdict.url):
             # the middleware kept this very page earlier in this run; the item is that page

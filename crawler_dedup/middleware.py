@@ -43,7 +43,7 @@ class DedupMiddleware:
         except (UnicodeError, LookupError):
             rt.skip(response.url, "undecodable")
             return response
-        verdict = await rt.check_response(response.url, html)
+        verdict = await rt.check_response(response.url, html, never_drop=bool(request.meta.get("dedup_never_drop")))
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.action == "drop":
             raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")

@@ -211,32 +211,32 @@ class DedupRuntime:
             self._recent.popitem(last=False)
 
     def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None,
-              fingerprinted=None) -> Verdict:
+              fingerprinted=None, never_drop: bool = False) -> Verdict:
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
             verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage,
-                                       fingerprinted=fingerprinted)
+                                       fingerprinted=fingerprinted, never_drop=never_drop)
         self.record(verdict, stage, item)
         if stage == "response" and verdict.fingerprint is not None and verdict.action != "drop":
             self.remember(url, "flagged" if verdict.action == "flag" else "kept")
         return verdict
 
-    async def check_response(self, url: str, html) -> Verdict:
+    async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
         worker process while the reactor goes on downloading; the lookup and insert stay here,
         one page at a time, so they remain one transaction."""
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
-            return self.check(url, html=html, stage="response")
+            return self.check(url, html=html, stage="response", never_drop=never_drop)
         try:
             kind, value, title = await _in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = "error", exc, None
         if kind == "text":
-            return self.check(url, text=value, title=title, stage="response")
+            return self.check(url, text=value, title=title, stage="response", never_drop=never_drop)
         if kind == "fingerprint":
-            return self.check(url, title=title, stage="response", fingerprinted=value)
+            return self.check(url, title=title, stage="response", fingerprinted=value, never_drop=never_drop)
         verdict = Verdict(url=url)
         if kind == "skipped":
             verdict.skipped = value

@@ -45,11 +45,11 @@ class PagesSpider(scrapy.Spider):
     async def start(self):
         # descending priority: requests go out in file order. Which of two copies is kept depends
         # on which response is checked first, so only CONCURRENT_REQUESTS=1 makes that exact.
-        # With follow=1 the start pages are hubs: always parsed (dont_dedup), so a re-crawl with
-        # the same index still reaches the pages they link to.
+        # With follow=1 the start pages are hubs: never dropped, so a re-crawl with the same index
+        # still reaches the pages they link to; but indexed, so their copies are caught.
         count = len(self.start_list)
         for i, url in enumerate(self.start_list):
-            yield scrapy.Request(url, priority=count - i, meta={"dont_dedup": True} if self.follow else {})
+            yield scrapy.Request(url, priority=count - i, meta={"dedup_never_drop": True} if self.follow else {})
 
     def parse(self, response):
         yield {

@@ -118,6 +118,32 @@ def test_dropped_pages_links_are_not_followed(tmp_path, articles, serve):
     assert follower[dropped.pop()] not in crawled  # the dropped page was never parsed
 
 
+def test_start_pages_are_never_dropped_but_their_copies_are(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    hub = articles[6][0].replace(b"</body>", b'<a href="/copy.html">c</a><a href="/other.html">o</a></body>')
+    (root / "index.html").write_bytes(hub)
+    (root / "copy.html").write_bytes(articles[6][0])  # the start page's text, reached by a link
+    (root / "other.html").write_bytes(articles[7][0])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/index.html"])
+    droplog = tmp_path / "idx" / "droplog.jsonl"
+    runs = []
+    for run in range(2):  # the second crawl reuses the index: the hub matches itself
+        out = tmp_path / f"out{run}.jsonl"
+        proc = scrapy_crawl("-a", f"urls={urls}", "-a", "follow=1", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                            "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(({i["url"].rsplit("/", 1)[-1] for i in items(out)}, dedup_stats(proc.stderr)))
+    (first, stats1), (second, stats2) = runs
+    drops = [(r["url"].rsplit("/", 1)[-1], r["duplicate_of"].rsplit("/", 1)[-1]) for r in read_droplog(str(droplog))]
+    assert first == {"index.html", "other.html"} and stats1.get("dedup/skipped/never_drop", 0) == 0
+    assert drops[0] == ("copy.html", "index.html")  # the start page was indexed: its copy is caught
+    # second crawl: the hub is kept although it matches, so its links are still followed
+    assert second == {"index.html"} and stats2["dedup/skipped/never_drop"] == 1
+    assert sorted(drops[1:]) == [("copy.html", "index.html"), ("other.html", "other.html")]
+
+
 def test_bad_input_is_kept_or_skipped_and_counted(tmp_path, articles, serve):
     html = lambda body: (200, {"Content-Type": "text/html; charset=utf-8"}, body)  # noqa: E731
     routes = {
