@@ -250,6 +250,11 @@ def _open_index(path: str):
 def _index_expire(args) -> int:
     import time
 
+    if args.window <= 0:  # DEDUP_WINDOW=0 means "forever": here it would remove every page
+        return _fail("index", f"--window takes a number of seconds >= 1, not {args.window} "
+                     f"(pages kept more than that long ago are removed)")
+    if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
+        return _fail("index", f"--batch takes 1 or more, not {args.batch}")
     index, problem = _open_index(args.dir)
     if index is None:
         print(f"crawler-dedup index: {problem}", file=sys.stderr)
@@ -747,7 +752,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Remove pages kept more than --window seconds ago, in batches. A crawl "
                          "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
     ex.add_argument("dir", metavar="DEDUP_DIR")
-    ex.add_argument("--window", type=int, required=True, metavar="SECONDS")
+    ex.add_argument("--window", type=int, required=True, metavar="SECONDS",
+                    help="pages kept more than SECONDS ago go (1 or more)")
     ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
     ex.set_defaults(func=_index_expire)
     co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",

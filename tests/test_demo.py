@@ -92,3 +92,24 @@ def test_index_expire_and_compact(tmp_path, articles):
     with Deduplicator(dir=str(tmp_path / "idx")) as d:  # still a working index after both
         assert d.check("https://again/7", text=golds[7]).action == "drop"
         assert d.check("https://again/1", text=golds[1]).action == "keep"
+
+
+def test_index_expire_rejects_a_bad_window_or_batch(tmp_path, articles):
+    import time
+
+    from crawler_dedup import Deduplicator
+
+    now = time.time()
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False) as d:
+        for i, (_, gold) in enumerate(articles[:3]):
+            d.check(f"https://s/{i}", text=gold, now=now - 10_000)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "expire", str(tmp_path / "idx"),  # noqa: E731
+                                     *a], capture_output=True, text=True, timeout=60)
+    for window in ("0", "-5"):  # 0 would remove every page, though DEDUP_WINDOW=0 means forever
+        proc = run("--window", window)
+        assert proc.returncode == 2 and "--window takes" in proc.stderr and proc.stdout == ""
+    for batch in ("0", "-1"):  # would loop for ever
+        proc = run("--window", "3600", "--batch", batch)
+        assert proc.returncode == 2 and "--batch takes 1 or more" in proc.stderr
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:  # nothing removed
+        assert d.check("https://again/0", text=articles[0][1]).action == "drop"
