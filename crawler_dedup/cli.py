@@ -344,6 +344,32 @@ def _filters(args):
                    since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity)
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths `a` and `b` name one file (symlinks and hard links too; a missing `b` by path)."""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _term(text) -> str:
+    from .inspection import terminal_safe
+
+    return terminal_safe(text)
+
+
+def _index_hint(dir_: str | None) -> str:
+    """'; DIR/index holds one: ...' when DIR is not an index but its `index` folder is (the demo's layout)."""
+    import os
+
+    if dir_ and not os.path.isfile(os.path.join(dir_, "data.mdb")) and \
+            os.path.isfile(os.path.join(dir_, "index", "data.mdb")):
+        return f"; {os.path.join(dir_, 'index')} holds one: give --dir {os.path.join(dir_, 'index')}"
+    return ""
+
+
 def _fail(command: str, message: str, code: int = 2) -> int:
     print(f"crawler-dedup {command}: {message}", file=sys.stderr)
     return code
@@ -571,6 +597,10 @@ def _restore(args) -> int:
     if not os.path.isfile(args.log):  # before -o is created: no empty output for a wrong path
         return _fail("restore", f"no drop log at {args.log}" if not os.path.exists(args.log) else
                      f"{args.log} is not a drop log file")
+    # before anything is opened for writing: `-o LOG` would empty the log, `--allow-file LOG` append to it
+    for option, path in (("-o", args.output), ("--allow-file", args.allow_file)):
+        if path not in (None, "-") and _same_file(args.log, path):
+            return _fail("restore", f"{option} {path} is the drop log itself: give another file")
     try:
         with contextlib.ExitStack() as stack:
             out = sys.stdout if args.output in (None, "-") else stack.enter_context(open(args.output, "w", encoding="utf-8"))
@@ -640,9 +670,11 @@ def _report(args) -> int:
     import os
 
     log, dir_ = _resolve_log_dir(args.log, args.dir)
+    if os.path.exists(log) and _same_file(log, args.output):  # before the HTML overwrites it
+        return _fail("report", f"-o {args.output} is the drop log itself: give another file, e.g. report.html")
     if not os.path.isfile(os.path.join(dir_, "data.mdb")):
         if args.dir:
-            return _fail("report", f"no LMDB index in {args.dir}")
+            return _fail("report", f"no LMDB index in {args.dir}{_index_hint(args.dir)}")
         dir_ = None  # no index: the diff view has the dropped texts only
     try:
         info = write_report(log, args.output, filters=filters, dir_=dir_, max_rows=args.rows, progress="reading")

@@ -223,3 +223,14 @@ def test_time_bins_fit_the_span():
             s.add({"url": "https://x/", "time": when, "similarity": 1.0, "distance": 0})
         _, counts, name = time_series(s)
         assert name == step and sum(counts) == count and len(counts) <= 120
+
+
+def test_report_never_overwrites_the_drop_log(tmp_path, demo_out):
+    log = tmp_path / "d.jsonl"
+    shutil.copy(demo_out / "droplog.jsonl", log)
+    before = log.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(log)
+    for out in (log, tmp_path / "link.jsonl"):
+        proc = cli("report", log, "-o", out)
+        assert proc.returncode == 2 and "is the drop log itself" in proc.stderr, proc.stderr
+        assert log.read_bytes() == before

@@ -115,3 +115,16 @@ def test_restore_url_means_that_url_only(tmp_path, demo_out):
     assert proc.returncode == 0 and [json.loads(x)["url"] for x in proc.stdout.splitlines()] == [rec["url"]]
     proc = cli("inspect", log, "--url", rec["url"], "--json")  # inspect's --url is a substring
     assert json.loads(proc.stdout)["matched"] == 2
+
+
+def test_restore_never_writes_into_the_drop_log(tmp_path, demo_out):
+    log = tmp_path / "d.jsonl"
+    shutil.copy(demo_out / "droplog.jsonl", log)
+    before = log.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(log)
+    for args in (("-o", log), ("-o", tmp_path / "link.jsonl"), ("-o", tmp_path / "." / "d.jsonl"),
+                 ("--allow-file", log), ("-o", tmp_path / "out.jsonl", "--allow-file", tmp_path / "link.jsonl")):
+        proc = cli("restore", log, "--all", *args)
+        assert proc.returncode == 2 and "is the drop log itself" in proc.stderr, (args, proc.stderr)
+        assert log.read_bytes() == before
+    assert not (tmp_path / "out.jsonl").exists()  # refused before -o was opened
