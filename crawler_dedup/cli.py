@@ -438,15 +438,23 @@ def _show(args) -> int:
     width = args.width or shutil.get_terminal_size((120, 24)).columns
     if width < 40:
         return _fail("show", f"--width takes 40 or more, not {width}")
-    rec, malformed = None, Malformed()
+    rec, malformed, bad = None, Malformed(), []
+
+    def rejected(number, r, why):  # a line about this URL that cannot be shown
+        if isinstance(r, dict) and r.get("url") == args.url:
+            bad.append((number, why))
+
     try:
-        for r in stream(log, malformed, progress="searching"):
+        for r in stream(log, malformed, progress="searching", rejected=rejected):
             if r["url"] == args.url:
                 rec = r  # the latest decision about this URL
     except LogError as exc:
-        return _fail("show", f"{exc} (give --log, or --dir where the crawl kept its index)")
+        return _fail("show", f"{exc}{_index_hint(args.dir)} (give --log, or --dir where the crawl kept its index)")
+    if rec is None and bad:
+        number, why = bad[-1]
+        return _fail("show", f"the drop-log line for {_term(args.url)} is malformed ({log} line {number}: {why})")
     if rec is None:
-        return _fail("show", f"{args.url} is not in the drop log {log}", 1)
+        return _fail("show", f"{_term(args.url)} is not in the drop log {log}", 1)
     kept, note = None, None
     try:
         with ReadOnlyIndex(dir_) as index:

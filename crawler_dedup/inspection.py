@@ -18,7 +18,7 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from .droplog import REQUIRED_KEYS
@@ -105,9 +105,38 @@ def _url_match(url: str, pattern: str, exact: bool = False) -> bool:
     return url == pattern if exact else pattern in url
 
 
+_HEX16 = re.compile(r"[0-9a-f]{16}\Z")
+
+
+def problem(rec: Any) -> str | None:
+    """Why `rec` is not a drop-log record these tools can use, or None when it is one: an object
+    with the required keys, a text URL, a similarity from 0 to 1, a distance from 0 to 64 bits and
+    fingerprints of 16 hex digits (each of the last three may be null)."""
+    if not isinstance(rec, dict):
+        return "not an object"
+    if not isinstance(rec.get("url"), str) or not all(k in rec for k in REQUIRED_KEYS):
+        return "not a drop-log record (missing keys)"
+    sim = rec["similarity"]
+    if sim is not None and (type(sim) not in (int, float) or not 0 <= sim <= 1):  # NaN fails the test too
+        return f"similarity {_short(sim)} is not a number from 0 to 1"
+    dist = rec["distance"]
+    if dist is not None and (type(dist) is not int or not 0 <= dist <= MAX_DISTANCE):
+        return f"distance {_short(dist)} is not a whole number of bits from 0 to {MAX_DISTANCE}"
+    for key in ("fingerprint", "duplicate_of_fingerprint"):
+        fp = rec[key]
+        if fp is not None and (type(fp) is not str or not _HEX16.match(fp.lower())):
+            return f"{key} {_short(fp)} is not 16 hex digits"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= 30 else text[:29] + "…"
+
+
 def valid(rec: Any) -> bool:
-    """A drop-log record this tool can use: an object with the required keys, a text URL."""
-    return isinstance(rec, dict) and isinstance(rec.get("url"), str) and all(k in rec for k in REQUIRED_KEYS)
+    """A drop-log record this tool can use (see `problem`)."""
+    return problem(rec) is None
 
 
 class ByteProgress:
@@ -149,9 +178,11 @@ class Malformed:
             self.examples.append((number, why))
 
 
-def stream(path: str, malformed: Malformed, progress: str | None = None) -> Iterator[dict]:
+def stream(path: str, malformed: Malformed, progress: str | None = None,
+           rejected: Callable[[int, Any, str], None] | None = None) -> Iterator[dict]:
     """The valid records of the drop log at `path`, in file order, read once. Lines that are not
-    JSON objects with the required keys are counted in `malformed`, never raised."""
+    JSON objects with the required keys and sane values (`problem`) are counted in `malformed`,
+    never raised; `rejected(line number, parsed JSON, why)` sees each JSON one of them."""
     if not os.path.exists(path):
         raise LogError(f"no drop log at {path}")
     if os.path.isdir(path):
@@ -175,8 +206,11 @@ def stream(path: str, malformed: Malformed, progress: str | None = None) -> Iter
             except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
                 malformed.add(number, f"not JSON ({str(exc)[:60]})")
                 continue
-            if not valid(rec):
-                malformed.add(number, "not a drop-log record (missing keys)" if isinstance(rec, dict) else "not an object")
+            why = problem(rec)
+            if why is not None:
+                malformed.add(number, why)
+                if rejected is not None:
+                    rejected(number, rec, why)
                 continue
             yield rec
     if bar is not None:
@@ -310,6 +344,15 @@ def summarize(path: str, filters: Filters, limit: int = 20, top: int = 10, progr
 
 
 # -- terminal output -------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+
+
+def terminal_safe(text: Any) -> str:
+    """`text` with control characters shown as \\xNN: a crawled title or URL holding ESC, CR or BEL
+    must not recolour, rewrite or clear the terminal it is printed on."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
 
 def _clip(text, width: int) -> str:
     text = " ".join(str(text if text is not None else "").split())

@@ -55,7 +55,7 @@ class ReadOnlyIndex:
         """The kept page with this fingerprint (16 hex digits), preferring the one at `url`."""
         try:
             fp = int(fingerprint or "", 16)
-        except ValueError:
+        except (TypeError, ValueError):  # not a string of hex digits
             return None
         found = []
         with self.env.begin() as txn:

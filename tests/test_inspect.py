@@ -152,3 +152,34 @@ def test_every_new_subcommand_has_help_and_rejects_bad_usage(tmp_path):
         assert proc.returncode == 0 and "usage:" in proc.stdout, args
         proc = cli(*args, "--no-such-option")
         assert proc.returncode == 2 and "usage:" in proc.stderr, args
+
+
+def _with_line(demo_out, path, **changes):
+    """The demo's first three drop-log lines and a copy of the first with `changes`."""
+    recs = _records(demo_out / "droplog.jsonl")[:3]
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in [*recs, dict(recs[0], **changes)]:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path
+
+
+def test_out_of_range_numbers_are_malformed_lines_not_a_crash(demo_out, tmp_path):
+    bad = [{"similarity": 1e308}, {"similarity": -0.5}, {"similarity": 1.5}, {"similarity": "0.9"},
+           {"similarity": True}, {"distance": -3}, {"distance": 10**30}, {"distance": 2.5}, {"distance": "3"},
+           {"fingerprint": 12345}, {"duplicate_of_fingerprint": "xyz"}]
+    for i, change in enumerate(bad):
+        log = _with_line(demo_out, tmp_path / f"d{i}.jsonl", **change)
+        proc = cli("inspect", log, "--json")
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (change, proc.stderr[-500:])
+        got = json.loads(proc.stdout)
+        assert got["records"] == 3 and got["malformed"]["lines"] == 1, change
+        assert got["malformed"]["examples"][0]["line"] == 4
+        proc = cli("inspect", log)
+        assert proc.returncode == 0 and "1 malformed lines skipped" in proc.stdout, change
+    # NaN and Infinity are what Python's json writes for float('nan'), float('inf')
+    log = tmp_path / "nan.jsonl"
+    good = (demo_out / "droplog.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    rec = json.loads(good)
+    log.write_text("\n".join(json.dumps(dict(rec, similarity=v)) for v in (float("nan"), float("inf"))) + "\n")
+    got = json.loads(cli("inspect", log, "--json").stdout)
+    assert got["records"] == 0 and got["malformed"]["lines"] == 2

@@ -234,3 +234,14 @@ def test_report_never_overwrites_the_drop_log(tmp_path, demo_out):
         proc = cli("report", log, "-o", out)
         assert proc.returncode == 2 and "is the drop log itself" in proc.stderr, proc.stderr
         assert log.read_bytes() == before
+
+
+def test_report_counts_out_of_range_numbers_as_malformed(demo_out, tmp_path):
+    recs = _records(demo_out / "droplog.jsonl")[:3]
+    log = tmp_path / "d.jsonl"
+    with open(log, "w", encoding="utf-8") as fh:
+        for r in [*recs, dict(recs[0], similarity=1e308), dict(recs[0], distance=-1)]:
+            fh.write(json.dumps(r) + "\n")
+    proc = cli("report", log, "-o", tmp_path / "r.html")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-800:]
+    assert "3 of 3 drops" in proc.stdout and "2 malformed lines skipped" in proc.stdout

@@ -117,3 +117,18 @@ def test_compare_over_http_and_text_files(demo_out, serve, tmp_path, articles):
     assert proc.returncode == 2 and "neither an http(s) URL nor a file" in proc.stderr
     proc = cli("compare", tmp_path / "a.txt")
     assert proc.returncode == 2
+
+
+def _log_with(demo_out, path, rec):
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return path
+
+
+def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path):
+    rec = _near(demo_out, "/print/")
+    for key in ("duplicate_of_fingerprint", "fingerprint"):
+        log = _log_with(demo_out, tmp_path / f"{key}.jsonl", dict(rec, **{key: 1234567890}))
+        proc = cli("show", rec["url"], "--log", log, "--dir", demo_out / "index")
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-800:]
+        assert "is malformed" in proc.stderr and f"{key} 1234567890 is not 16 hex digits" in proc.stderr
