@@ -40,17 +40,21 @@ class Progress:
 
 
 def _settings(items: list[str] | None) -> dict:
-    """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name is a usage error."""
+    """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name is a usage error (ConfigError,
+    with the crawl's "did you mean" suggestion)."""
     from dataclasses import fields
 
-    from .config import DedupConfig
+    from .config import DedupConfig, _did_you_mean
+    from .exceptions import ConfigError
 
     known = {"DEDUP_" + f.name.upper() for f in fields(DedupConfig) if f.name != "extra"}
     out = {}
     for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or name not in known:
+        if not sep:
             raise UsageError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see the README's settings table)")
+        if name not in known:  # as a crawl says it: "... a known setting: did you mean DEDUP_THRESHOLD?"
+            raise ConfigError(name, value, _did_you_mean(name, known))
         out[name] = value
     return out
 

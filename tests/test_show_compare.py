@@ -132,3 +132,10 @@ def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path)
         proc = cli("show", rec["url"], "--log", log, "--dir", demo_out / "index")
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-800:]
         assert "is malformed" in proc.stderr and f"{key} 1234567890 is not 16 hex digits" in proc.stderr
+
+
+def test_cli_settings_suggest_the_setting_meant(demo_out):
+    rec = _near(demo_out, "/print/")
+    for args in (("show", rec["url"], "--log", demo_out / "droplog.jsonl"), ("compare", "a", "b")):
+        proc = cli(*args, "-s", "DEDUP_TRESHOLD=0.6")
+        assert proc.returncode == 2 and "did you mean DEDUP_THRESHOLD?" in proc.stderr, proc.stderr
