@@ -466,10 +466,11 @@ def _show(args) -> int:
         if kept is None:
             note = f"the kept page is no longer in the index {dir_} (expired or removed)"
     except ShowError as exc:
-        note = str(exc)
+        note = str(exc) + _index_hint(dir_)
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
-    p = lambda label, value: print(f"{label:<13} {value}")  # noqa: E731
+    p = lambda label, value: print(_term(f"{label:<13} {value}"))  # noqa: E731
+    exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
     p("dropped", rec["url"])
     if rec.get("title"):
         p("", f"title: {rec['title']}")
@@ -505,12 +506,12 @@ def _show(args) -> int:
         else:
             print("no diff: " + (note or "the kept page's text is not available"))
         if rec.get("excerpt"):
-            print(f"excerpt of the dropped page: {rec['excerpt']}")
+            print(_term(f"excerpt of the dropped page: {rec['excerpt']}"))
         return 0
     name_k, name_d = rec.get("duplicate_of"), rec["url"]
     lines = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
              else unified(kept_text, dropped_text, name_k, name_d, width))
-    print("\n".join(lines))
+    print(_term("\n".join(lines)))
     return 0
 
 
@@ -624,9 +625,12 @@ def _restore(args) -> int:
     report = sys.stderr if args.output in (None, "-") else sys.stdout
     print(f"restored {result.written} of {result.selected} selected drops ({result.from_items} items, "
           f"{result.from_text} from the extracted text) to {args.output or 'stdout'}", file=report)
+    for url in filters.urls:
+        if "*" not in url and url not in result.found:
+            print(f"crawler-dedup restore: warning: no drop-log line for {_term(url)}", file=sys.stderr)
     if result.nothing:
-        print(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
-              f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}",
+        print(_term(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
+                    f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),
               file=report)
     if result.malformed.count:
         print(f"{result.malformed.count} malformed lines skipped", file=report)
@@ -642,7 +646,7 @@ def _restore(args) -> int:
         else:
             print("DEDUP_ALLOW entries (these URLs will never be dropped again):", file=report)
             for pattern in patterns:
-                print(f"  {pattern}", file=report)
+                print(f"  {_term(pattern)}", file=report)
     return 0
 
 

@@ -392,7 +392,7 @@ def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) ->
         out.append(f"from {s.first} to {s.last}")
     if not s.matched:
         out.append("no drops match" if filters.active or s.total else "no drops")
-        return "\n".join(out)
+        return terminal_safe("\n".join(out))
     for title, counter in (("reason", s.by_reason), ("action", s.by_action), ("stage", s.by_stage),
                            ("measure", s.by_measure)):
         if counter:
@@ -430,4 +430,4 @@ def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) ->
             out.append(f"  {str(d.get('time', ''))[:19]:<19} {_clip(d.get('reason'), 10):<10} {sim:>5} "
                        f"{_clip(d.get('distance', '-'), 4):>4}  {_clip_url(d['url'], url_w):<{url_w}}  "
                        f"{_clip_url(d.get('duplicate_of'), url_w)}")
-    return "\n".join(out)
+    return terminal_safe("\n".join(out))

@@ -19,6 +19,7 @@ class Restored:
     nothing: int = 0  # selected lines with neither `item` nor `text`
     nothing_examples: list = field(default_factory=list)
     urls: list = field(default_factory=list)  # restored URLs, in order, once each
+    found: set = field(default_factory=set)  # the --url URLs (no glob) that have a line in the log
     malformed: Malformed = field(default_factory=Malformed)
 
 
@@ -31,8 +32,11 @@ def restore(path: str, filters: Filters, out, select_all: bool = False, progress
     """Write one JSON line per selected drop: the dropped item when the log kept it, else
     {"url", "text"[, "title"]} from the extracted text; count lines with neither."""
     result, seen = Restored(), set()
+    wanted = {u for u in filters.urls if "*" not in u}
     for rec in stream(path, result.malformed, progress):
         result.records += 1
+        if rec["url"] in wanted:
+            result.found.add(rec["url"])
         if not (select_all or filters.match(rec)):
             continue
         result.selected += 1

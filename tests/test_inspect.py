@@ -183,3 +183,15 @@ def test_out_of_range_numbers_are_malformed_lines_not_a_crash(demo_out, tmp_path
     log.write_text("\n".join(json.dumps(dict(rec, similarity=v)) for v in (float("nan"), float("inf"))) + "\n")
     got = json.loads(cli("inspect", log, "--json").stdout)
     assert got["records"] == 0 and got["malformed"]["lines"] == 2
+
+
+def test_text_output_escapes_control_characters(demo_out, tmp_path):
+    hostile = "\x1b[2J\r\x07"
+    log = _with_line(demo_out, tmp_path / "d.jsonl", title="T" + hostile, url="http://h/x" + hostile,
+                     duplicate_of_title="K" + hostile, reason="near\x1b[31m")
+    proc = cli("inspect", log)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\r" not in proc.stdout and "\x07" not in proc.stdout
+    assert "http://h/x\\x1b[2J" in proc.stdout and "\\x07" in proc.stdout  # visible, not acted on
+    proc = cli("inspect", log, "--json")  # json.dumps escapes them itself
+    assert json.loads(proc.stdout)["drops"][-1]["url"] == "http://h/x" + hostile

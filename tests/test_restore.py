@@ -128,3 +128,19 @@ def test_restore_never_writes_into_the_drop_log(tmp_path, demo_out):
         assert proc.returncode == 2 and "is the drop log itself" in proc.stderr, (args, proc.stderr)
         assert log.read_bytes() == before
     assert not (tmp_path / "out.jsonl").exists()  # refused before -o was opened
+
+
+def test_restore_warns_of_a_url_with_no_line_and_escapes_what_it_prints(tmp_path, demo_out):
+    rec = _lines(demo_out / "droplog.jsonl")[0]
+    hostile = dict(rec, url=rec["url"] + "\x1b[2J\r\x07")
+    log = tmp_path / "d.jsonl"
+    log.write_text(json.dumps(rec) + "\n" + json.dumps(hostile) + "\n", encoding="utf-8")
+    proc = cli("restore", log, "--url", "http://nowhere/x", "--url", rec["url"])
+    assert proc.returncode == 0
+    assert "no drop-log line for http://nowhere/x" in proc.stderr and f"no drop-log line for {rec['url']}\n" not in proc.stderr
+    proc = cli("restore", log, "--all", "--allow", "-o", tmp_path / "out.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert not {"\x1b", "\r", "\x07"} & set(proc.stdout)
+    assert "\\x1b" in proc.stdout and "no drop-log line" not in proc.stderr
+    # the JSONL itself keeps the URL as it was
+    assert [json.loads(x)["url"] for x in (tmp_path / "out.jsonl").read_text().splitlines()] == [rec["url"], hostile["url"]]

@@ -139,3 +139,14 @@ def test_cli_settings_suggest_the_setting_meant(demo_out):
     for args in (("show", rec["url"], "--log", demo_out / "droplog.jsonl"), ("compare", "a", "b")):
         proc = cli(*args, "-s", "DEDUP_TRESHOLD=0.6")
         assert proc.returncode == 2 and "did you mean DEDUP_THRESHOLD?" in proc.stderr, proc.stderr
+
+
+def test_show_escapes_control_characters(demo_out, tmp_path):
+    rec = _near(demo_out, "/print/")
+    hostile = "\x1b[2J\r\x07"
+    log = _log_with(demo_out, tmp_path / "d.jsonl", dict(rec, title="T" + hostile, text=rec["text"] + hostile,
+                                                          excerpt="E" + hostile))
+    proc = cli("show", rec["url"], "--log", log, "--dir", demo_out / "index")
+    assert proc.returncode == 0, proc.stderr
+    assert not {"\x1b", "\r", "\x07"} & set(proc.stdout)
+    assert "title: T\\x1b[2J\\x0d\\x07" in proc.stdout
