@@ -485,7 +485,9 @@ def _show(args) -> int:
     p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
     p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
     p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
-    if args.set:
+    if exact:
+        pass  # no threshold decides an exact match
+    elif args.set:
         p("", "(thresholds as given by -s; the rest are defaults)")
     else:
         p("", "(thresholds are today's defaults; give the crawl's with -s DEDUP_X=V)")
@@ -779,8 +781,8 @@ def build_parser() -> argparse.ArgumentParser:
     rs = sub.add_parser(
         "restore", help="write dropped items back as JSONL for re-ingestion; allow-list them",
         description="Write the selected drops' items (the drop log's `item`, kept with DEDUP_DROPLOG_ITEMS; "
-        "else {url, text} from its `text`) as JSONL. Select with --url, the filters, or --all; without any, "
-        "nothing is restored. --allow prints a DEDUP_ALLOW regex per restored URL so it is never dropped "
+        "else {url, text, title} from its `text` and `title`) as JSONL. Select with --url, the filters, or "
+        "--all; without any, nothing is restored. --allow prints a DEDUP_ALLOW regex per restored URL so it is never dropped "
         "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
     rs.add_argument("log", metavar="LOG", help="the drop log")
     rs.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")

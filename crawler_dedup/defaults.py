@@ -5,7 +5,7 @@ DEDUP_ALLOW: list[str] = []  # URL regexes that are never checked nor dropped
 DEDUP_BACKEND = "lmdb"  # lmdb | memory | a dotted path to a Store class
 DEDUP_CONCEPTUAL = "off"  # off | flag | drop: LSI conceptual duplicates (seed 000)
 DEDUP_CONCEPTUAL_THRESHOLD = 0.9  # LSI cosine for a conceptual duplicate
-DEDUP_CONTAINMENT = 0.9  # also drop when this share of the smaller page is in the other (0 = off)
+DEDUP_CONTAINMENT = 0.9  # also drop when this share of the new page's shingles is found in the kept page (0 = off)
 DEDUP_DEBUG = False  # log every verdict, not only drops
 DEDUP_DIR = None  # LMDB directory; None = <scrapy data dir>/dedup
 DEDUP_DROPLOG = None  # JSONL drop log; None = <DEDUP_DIR>/droplog.jsonl

@@ -162,9 +162,11 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
 def xor_line(a: str | None, b: str | None) -> str:
     try:
         x = int(a or "", 16) ^ int(b or "", 16)
-    except ValueError:
+    except (TypeError, ValueError):
         return "(a fingerprint is missing)"
-    return f"{x:016x}  ({x.bit_count()} bits differ at {', '.join(str(63 - i) for i, c in enumerate(f'{x:064b}') if c == '1') or 'none'})"
+    if not x:
+        return f"{x:016x}  (identical fingerprints)"
+    return f"{x:016x}  ({x.bit_count()} bits differ at {', '.join(str(63 - i) for i, c in enumerate(f'{x:064b}') if c == '1')})"
 
 
 @dataclass

@@ -144,3 +144,8 @@ def test_restore_warns_of_a_url_with_no_line_and_escapes_what_it_prints(tmp_path
     assert "\\x1b" in proc.stdout and "no drop-log line" not in proc.stderr
     # the JSONL itself keeps the URL as it was
     assert [json.loads(x)["url"] for x in (tmp_path / "out.jsonl").read_text().splitlines()] == [rec["url"], hostile["url"]]
+
+
+def test_restore_help_names_the_title_too():
+    proc = cli("restore", "--help")
+    assert "{url, text, title}" in " ".join(proc.stdout.split())

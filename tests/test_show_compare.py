@@ -125,6 +125,18 @@ def _log_with(demo_out, path, rec):
     return path
 
 
+def test_show_exact_drop_says_identical_and_no_threshold_note(demo_out):
+    rec = next(r for r in _records(demo_out / "droplog.jsonl") if r["reason"] == "exact"
+               and r["fingerprint"] == r["duplicate_of_fingerprint"])
+    proc = cli("show", rec["url"], "--log", demo_out / "droplog.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert "identical fingerprints" in proc.stdout and "bits differ" not in proc.stdout
+    assert "thresholds" not in proc.stdout  # no threshold decides an exact match
+    near = _near(demo_out, "/print/")
+    proc = cli("show", near["url"], "--log", demo_out / "droplog.jsonl")
+    assert "(thresholds are today's defaults" in proc.stdout
+
+
 def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path):
     rec = _near(demo_out, "/print/")
     for key in ("duplicate_of_fingerprint", "fingerprint"):
@@ -132,6 +144,13 @@ def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path)
         proc = cli("show", rec["url"], "--log", log, "--dir", demo_out / "index")
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-800:]
         assert "is malformed" in proc.stderr and f"{key} 1234567890 is not 16 hex digits" in proc.stderr
+
+
+def test_show_dir_without_an_index_suggests_its_index_folder(demo_out):
+    rec = _near(demo_out, "/print/")
+    proc = cli("show", rec["url"], "--dir", demo_out)  # the demo's out folder, not its index
+    assert proc.returncode == 0, proc.stderr
+    assert f"give --dir {demo_out / 'index'}" in proc.stdout
 
 
 def test_cli_settings_suggest_the_setting_meant(demo_out):
