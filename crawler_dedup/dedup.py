@@ -215,6 +215,9 @@ class Deduplicator:
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop)
         self._now = time.time() if now is None else float(now)
         try:
+            if self.allowed(verdict.url):
+                verdict.skipped = "allowed"
+                return verdict
             if fingerprinted is not None:
                 return self._checked_fingerprint(verdict, fingerprinted, stage)
             return self._check(verdict, html, text, stage)
@@ -226,9 +229,6 @@ class Deduplicator:
 
     def _check(self, verdict: Verdict, html, text, stage: str) -> Verdict:
         url = verdict.url
-        if self.allowed(url):
-            verdict.skipped = "allowed"
-            return verdict
         if text is None:
             kind, value, title = extract_step(html, url, self.config.max_bytes, self.config.extract_mode)
             if kind == "error":
@@ -249,9 +249,6 @@ class Deduplicator:
         return self._checked_fingerprint(verdict, fp, stage)
 
     def _checked_fingerprint(self, verdict: Verdict, fp: "Fingerprinted | str", stage: str) -> Verdict:
-        if self.allowed(verdict.url):
-            verdict.skipped = "allowed"
-            return verdict
         if isinstance(fp, str):
             verdict.skipped = fp
             return verdict

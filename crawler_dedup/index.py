@@ -154,12 +154,7 @@ class NearDupIndex:
 
     def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
         """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""
-        keys = self.plan.keys(fp)
-        if hasattr(txn, "bucket_union"):
-            found = txn.bucket_union(keys)
-        else:
-            buckets = txn.buckets(keys)
-            found = np.concatenate(buckets) if buckets else np.empty(0, np.uint64)
+        found = txn.bucket_union(self.plan.keys(fp))
         if not found.size:
             return []
         dist = hamming_many(found, fp)

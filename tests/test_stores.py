@@ -43,6 +43,8 @@ def test_buckets_are_per_table_sorted_and_deduplicated(store):
     b0, b1, b2 = store.read(lambda t: t.buckets([b"\x00\x01", b"\x00\x01", b"\x00\x01"]))
     assert b0.dtype == np.uint64 and b0.tolist() == [3, 9, 2**64 - 1]
     assert b1.tolist() == [5] and b2.size == 0
+    union = store.read(lambda t: t.bucket_union([b"\x00\x01", b"\x00\x01", b"\x00\x01"]))
+    assert union.dtype == np.uint64 and sorted(union.tolist()) == [3, 5, 9, 2**64 - 1]
 
 
 def test_write_is_all_or_nothing(store):

@@ -21,6 +21,8 @@ class StoreTxn(Protocol):
     def meta_put(self, name: str, value: bytes) -> None: ...
     def buckets(self, keys: list[bytes]) -> list[np.ndarray]:
         """Fingerprints (uint64) stored under keys[t] in table t, for every table t."""
+    def bucket_union(self, keys: list[bytes]) -> np.ndarray:
+        """The buckets of buckets(keys) in one uint64 array (a lookup's read; repeats possible)."""
     def bucket_add(self, table: int, key: bytes, fp: int) -> None: ...
     def postings(self, key: bytes, limit: int) -> np.ndarray | None:
         """Doc ids (uint64) filed under `key` in the sketch postings; None when more than `limit`."""

@@ -32,6 +32,9 @@ class _MemoryTxn:
             out.append(np.fromiter(sorted(values), dtype=np.uint64) if values else np.empty(0, np.uint64))
         return out
 
+    def bucket_union(self, keys):
+        return np.concatenate(self.buckets(keys)) if keys else np.empty(0, np.uint64)
+
     def bucket_add(self, table, key, fp):
         bucket = self.s.tables[table].setdefault(key, set())
         if fp not in bucket:
