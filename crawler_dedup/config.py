@@ -85,6 +85,8 @@ class DedupConfig:
     enabled: bool = defaults.DEDUP_ENABLED
     allow: tuple = ()
     backend: str = defaults.DEDUP_BACKEND
+    commit_batch: int = defaults.DEDUP_COMMIT_BATCH
+    commit_delay: float = defaults.DEDUP_COMMIT_DELAY
     conceptual: str = defaults.DEDUP_CONCEPTUAL
     conceptual_threshold: float = defaults.DEDUP_CONCEPTUAL_THRESHOLD
     containment: float = defaults.DEDUP_CONTAINMENT
@@ -176,6 +178,8 @@ class DedupConfig:
         out["lsi_dims"] = _int(n("lsi_dims"), raw["lsi_dims"], 2, 512)
         out["lsi_train"] = _int(n("lsi_train"), raw["lsi_train"], 10)
         out["workers"] = _int(n("workers"), raw["workers"], 0, 64)
+        out["commit_batch"] = _int(n("commit_batch"), raw["commit_batch"], 1, 10_000)
+        out["commit_delay"] = _float(n("commit_delay"), raw["commit_delay"], 0.0, 1.0)
         out["window"] = _int(n("window"), raw["window"], 0)
         out["logstats_interval"] = _float(n("logstats_interval"), raw["logstats_interval"], 0.0, 86400.0)
         if out["lsi_train"] < out["lsi_dims"]:

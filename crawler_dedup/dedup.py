@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -123,6 +123,16 @@ class Fingerprinted:
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
 
 
+@dataclass
+class Pending:
+    """A prepared page waiting for its decision (Deduplicator.decide_many)."""
+
+    verdict: Verdict
+    fp: Fingerprinted
+    stage: str
+    now: float
+
+
 class Deduplicator:
     """Owns the index; one per process. Use as a context manager or call open()/close()."""
 
@@ -212,54 +222,94 @@ class Deduplicator:
         extract_and_fingerprint (in a worker), with the same settings. `never_drop`: a page that
         must be kept (a start page the crawl follows links from) is still indexed when new, so
         its copies are caught; when it matches, it is kept and skipped as `never_drop`."""
+        verdict, pending = self.prepare(url, html, text, stage=stage, title=title, now=now,
+                                        fingerprinted=fingerprinted, never_drop=never_drop)
+        return verdict if pending is None else self.decide_many([pending])[0]
+
+    def prepare(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
+                stage: str = "response", title: str | None = None, now: float | None = None,
+                fingerprinted: "Fingerprinted | str | None" = None,
+                never_drop: bool = False) -> "tuple[Verdict, Pending | None]":
+        """Steps 1-4 of check(), without the index: (the final verdict, None) for a page kept
+        without a lookup (allowed, skipped, failed), else (verdict, what decide_many takes)."""
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop)
-        self._now = time.time() if now is None else float(now)
         try:
+            now = time.time() if now is None else float(now)
             if self.allowed(verdict.url):
                 verdict.skipped = "allowed"
-                return verdict
-            if fingerprinted is not None:
-                return self._checked_fingerprint(verdict, fingerprinted, stage)
-            return self._check(verdict, html, text, stage)
+                return verdict, None
+            fp = fingerprinted
+            if fp is None:
+                fp = self._fingerprinted(verdict, html, text)
+                if fp is None:
+                    return verdict, None
+            if isinstance(fp, str):
+                verdict.skipped = fp
+                return verdict, None
+            verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
+            excerpt = " ".join(fp.text[:600].split())  # a prefix of the whole text's join
+            if len(excerpt) < 200:
+                excerpt = " ".join(fp.text.split())
+            verdict.excerpt = excerpt[:200]
+            return verdict, Pending(verdict, fp, stage, now)
         except Exception as exc:  # a bug or hostile input must never drop or crash: keep
-            return self._failed(verdict, "internal", exc)
+            return self._failed(verdict, "internal", exc), None
 
     def allowed(self, url: str) -> bool:
         return any(p.search(url) for p in self.config.allow)
 
-    def _check(self, verdict: Verdict, html, text, stage: str) -> Verdict:
+    def _fingerprinted(self, verdict: Verdict, html, text) -> "Fingerprinted | str | None":
+        """Extract (unless given the text) and fingerprint; None when `verdict` is final."""
         url = verdict.url
         if text is None:
             kind, value, title = extract_step(html, url, self.config.max_bytes, self.config.extract_mode)
             if kind == "error":
-                return self._failed(verdict, "extract", value)
+                self._failed(verdict, "extract", value)
+                return None
             if kind == "skipped":
                 verdict.skipped = value
-                return verdict
+                return None
             text, verdict.title = value, verdict.title or title
         elif not isinstance(text, str):
             verdict.skipped = "bad_input"
-            return verdict
+            return None
         elif verdict.title is None and html and isinstance(html, (str, bytes)):
             verdict.title = page_title(html)
         try:
-            fp = self.fingerprint(text)
+            return self.fingerprint(text)
         except Exception as exc:
-            return self._failed(verdict, "fingerprint", exc)
-        return self._checked_fingerprint(verdict, fp, stage)
+            self._failed(verdict, "fingerprint", exc)
+            return None
 
-    def _checked_fingerprint(self, verdict: Verdict, fp: "Fingerprinted | str", stage: str) -> Verdict:
-        if isinstance(fp, str):
-            verdict.skipped = fp
-            return verdict
-        verdict.fingerprint, verdict.tokens = fp.fingerprint, fp.tokens
-        verdict.excerpt = " ".join(fp.text.split())[:200]
+    def decide_many(self, pages: "list[Pending]") -> list[Verdict]:
+        """Steps 5-8 for prepared pages, in order, in one write transaction and one durable
+        commit (group commit): each page sees the pages kept before it, as if checked one by
+        one. Fails open like check(): a store failure keeps them all; a failure on one page
+        keeps that page only (the batch is run again, a transaction a page)."""
+        if not pages:
+            return []
+
+        def run(txn):
+            out = []
+            for page in pages:
+                self._now = page.now
+                # a copy: a transaction run again (map grown) starts from the prepared verdict
+                out.append(self._decide(txn, replace(page.verdict), page.fp, page.stage))
+            return out
+
         try:
             if self.index is None:
                 self.open()
-            return self.index.store.write(lambda txn: self._decide(txn, verdict, fp, stage))
+            verdicts = self.index.store.write(run)
         except (DedupError, OSError) as exc:
-            return self._failed(verdict, "store", exc)
+            return [self._failed(page.verdict, "store", exc) for page in pages]
+        except Exception as exc:  # a bug: find its page, keep the others' decisions
+            if len(pages) == 1:
+                return [self._failed(pages[0].verdict, "internal", exc)]
+            return [self.decide_many([page])[0] for page in pages]
+        for page, verdict in zip(pages, verdicts):
+            page.verdict.__dict__.update(verdict.__dict__)  # callers may hold the prepared objects
+        return [page.verdict for page in pages]
 
     def _guarded(self, verdict: Verdict, fp: Fingerprinted, doc: DocRecord, resemblance: float) -> bool:
         """The title guard: a match under an unrelated title is not the same page when the text

@@ -114,6 +114,8 @@ class DedupRuntime:
         self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logged: set[str] = set()
+        self._pending: list = []  # (Pending, Deferred): pages waiting for the group commit
+        self._flush_call = None
         if self.config.enabled:
             with _shared_lock:
                 in_use = self.config.backend == "lmdb" and os.path.realpath(self.config.dir) in _shared
@@ -190,6 +192,7 @@ class DedupRuntime:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+        self.flush()  # normally empty: the engine waits for responses in the middlewares
         if self.dedup is not None:
             _release(self.dedup)
             self.dedup = None
@@ -212,31 +215,76 @@ class DedupRuntime:
 
     def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None,
               fingerprinted=None, never_drop: bool = False) -> Verdict:
+        """Decide one page now, in a transaction of its own (the item pipeline's way)."""
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
             verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage,
                                        fingerprinted=fingerprinted, never_drop=never_drop)
+            if verdict.fingerprint is not None and not verdict.error:
+                self.crawler.stats.inc_value("dedup/commits")
+        self._finish(verdict, stage, item)
+        return verdict
+
+    def _finish(self, verdict: Verdict, stage: str, item=None) -> None:
         self.record(verdict, stage, item)
         if stage == "response" and verdict.fingerprint is not None and verdict.action != "drop":
-            self.remember(url, "flagged" if verdict.action == "flag" else "kept")
-        return verdict
+            self.remember(verdict.url, "flagged" if verdict.action == "flag" else "kept")
+
+    async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
+        """A downloaded page through steps 1-4 here (unless a worker did them), then into the
+        next group commit: its decision and drop-log line come once the commit is durable."""
+        if self.dedup is None or self.config.commit_batch == 1:
+            return self.check(url, stage="response", never_drop=never_drop, **page)
+        verdict, pending = self.dedup.prepare(url, stage="response", never_drop=never_drop, **page)
+        if pending is None:
+            self._finish(verdict, "response")
+            return verdict
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet import defer, reactor
+
+        waiting = defer.Deferred()
+        self._pending.append((pending, waiting))
+        if len(self._pending) >= self.config.commit_batch:
+            self.flush()
+        elif self._flush_call is None:
+            self._flush_call = reactor.callLater(self.config.commit_delay, self.flush)
+        return await maybe_deferred_to_future(waiting)
+
+    def flush(self) -> None:
+        """Decide the waiting pages in one transaction and one commit, then release them."""
+        if self._flush_call is not None and self._flush_call.active():
+            self._flush_call.cancel()
+        self._flush_call = None
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        if self.dedup is None:  # closed under waiting pages: keep them
+            verdicts = [Verdict(url=p.verdict.url, error="open") for p, _ in batch]
+        else:
+            verdicts = self.dedup.decide_many([p for p, _ in batch])
+            self.crawler.stats.inc_value("dedup/commits")
+        for (_, waiting), verdict in zip(batch, verdicts):
+            try:
+                self._finish(verdict, "response")
+            finally:
+                waiting.callback(verdict)
 
     async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
-        worker process while the reactor goes on downloading; the lookup and insert stay here,
-        one page at a time, so they remain one transaction."""
+        worker process while the reactor goes on downloading. Lookup and insert stay here, in
+        the crawler's thread, so pages are decided in order, each seeing the ones before it."""
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
-            return self.check(url, html=html, stage="response", never_drop=never_drop)
+            return await self._decided(url, never_drop, html=html)
         try:
             kind, value, title = await _in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = "error", exc, None
         if kind == "text":
-            return self.check(url, text=value, title=title, stage="response", never_drop=never_drop)
+            return await self._decided(url, never_drop, text=value, title=title)
         if kind == "fingerprint":
-            return self.check(url, title=title, stage="response", fingerprinted=value, never_drop=never_drop)
+            return await self._decided(url, never_drop, title=title, fingerprinted=value)
         verdict = Verdict(url=url)
         if kind == "skipped":
             verdict.skipped = value

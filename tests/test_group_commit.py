@@ -1,0 +1,101 @@
+"""Group commit: pages decided together in one write transaction decide exactly as one by one."""
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.droplog import read_droplog
+
+from .conftest import _bundle, dedup_stats, make_site, scrapy_crawl, write_urls
+
+GOLD = [a["body"] for a in _bundle()[1]["articles"][:8]]  # module level: hypothesis reprs its arguments
+
+
+def _stream(seed):
+    """Texts with exact copies and small edits of earlier ones, in a shuffled order."""
+    rng = random.Random(seed)
+    texts = GOLD
+    out = [(f"https://s/{i}", t) for i, t in enumerate(texts)]
+    for i, t in enumerate(texts[:5]):
+        words = t.split(" ")
+        words[rng.randrange(len(words))] = "edited"
+        out += [(f"https://copy/{i}", t), (f"https://edit/{i}", " ".join(words))]
+    rng.shuffle(out)
+    return out
+
+
+def _outcome(v):
+    return (v.url, v.action, v.reason, v.duplicate_of, v.distance, v.similarity, v.skipped, v.error)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 8), min_size=1, max_size=20))
+def test_batches_decide_as_one_by_one(tmp_path_factory, seed, cuts):
+    stream = _stream(seed)
+    one_dir, batch_dir = tmp_path_factory.mktemp("one"), tmp_path_factory.mktemp("batch")
+    with Deduplicator(dir=str(one_dir), lmdb_sync=False) as d:
+        expected = [_outcome(d.check(url, text=text, now=1000.0 + n)) for n, (url, text) in enumerate(stream)]
+    got, n = [], 0
+    with Deduplicator(dir=str(batch_dir), lmdb_sync=False) as d:
+        sizes = iter(cuts * len(stream))
+        while n < len(stream):
+            size = next(sizes)
+            prepared = [d.prepare(url, text=text, now=1000.0 + n + j) for j, (url, text) in enumerate(stream[n:n + size])]
+            decided = iter(d.decide_many([p for _, p in prepared if p is not None]))
+            got += [_outcome(v if p is None else next(decided)) for v, p in prepared]
+            n += size
+        assert d.index.store.read(lambda txn: txn.doc_count()) == sum(1 for o in expected if o[1] == "keep")
+    assert got == expected
+    assert sum(o[1] == "drop" for o in expected) >= 5  # the stream does hold duplicates
+
+
+def test_a_failing_page_fails_open_alone(tmp_path, articles):
+    texts = [gold for _, gold in articles[:4]]
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False) as d:
+        d.check("https://s/0", text=texts[0])
+        edit = texts[0].replace(" ", " edited ", 1)  # a near copy: its candidate goes to the verifier
+        prepared = [d.prepare(f"https://b/{i}", text=t)[1] for i, t in enumerate([texts[1], edit, texts[2]])]
+        real = d.verifier
+
+        class Broken:
+            name, keep = real.name, real.keep
+
+            @staticmethod
+            def score(fp, doc, config):
+                if fp is prepared[1].fp:
+                    raise RuntimeError("verifier bug")
+                return real.score(fp, doc, config)
+
+        d.verifier = Broken()
+        verdicts = d.decide_many(prepared)
+        assert [(v.action, v.error) for v in verdicts] == [("keep", None), ("keep", "internal"), ("keep", None)]
+        d.verifier = real
+        # the two good pages were indexed (each in its own transaction after the failure)
+        assert d.check("https://again/1", text=texts[1]).duplicate_of == "https://b/0"
+        assert d.check("https://again/2", text=texts[2]).duplicate_of == "https://b/2"
+
+
+def test_crawl_shares_commits_and_drops_one_of_each_pair(tmp_path, articles, serve):
+    pages = {}
+    for i, (html, _) in enumerate(articles[:6]):
+        pages[f"a{i}.html"] = html
+        pages[f"copy{i}.html"] = html
+    base = serve(make_site(tmp_path / "site", pages)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{name}" for name in sorted(pages)])
+    runs = {}
+    for batch in ("1", "64"):
+        drops = tmp_path / f"drops-{batch}.jsonl"
+        proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / ('idx' + batch)}",
+                            "-s", f"DEDUP_DROPLOG={drops}", "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=16",
+                            "-s", f"DEDUP_COMMIT_BATCH={batch}", "-s", "DEDUP_COMMIT_DELAY=0.3")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        stats = dedup_stats(proc.stderr)
+        assert stats["dedup/checked"] == 12 and stats["dedup/dropped"] == 6 and stats["dedup/kept"] == 6
+        pairs = sorted(sorted((r["url"].rsplit("/", 1)[-1], r["duplicate_of"].rsplit("/", 1)[-1]))
+                       for r in read_droplog(str(drops)))
+        assert pairs == [[f"a{i}.html", f"copy{i}.html"] for i in range(6)], pairs
+        runs[batch] = stats["dedup/commits"]
+    assert runs["1"] == 12  # a commit a page
+    assert runs["64"] < 12  # pages that came within 0.3 s of each other shared a commit
