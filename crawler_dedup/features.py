@@ -16,23 +16,17 @@ _POSITION_MULT = np.array(
 )
 
 
-_CACHE: dict[str, int] = {}  # word -> hash: most words of a page were seen on earlier pages
-_CACHE_MAX = 500_000
-
-
-def _hash(token: str) -> int:
-    value = xxhash.xxh3_64_intdigest(token.encode("utf-8"))
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[token] = value
-    return value
+_hash = xxhash.xxh3_64_intdigest
+# splitmix64 constants, as numpy scalars once (not on every call)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def token_hashes(tokens: list[str]) -> np.ndarray:
-    values = list(map(_CACHE.get, tokens))  # C-speed lookups; a miss is None
-    if None in values:
-        values = [v if v is not None else _hash(t) for v, t in zip(values, tokens)]
-    return np.array(values, dtype=np.uint64)
+    """xxh3-64 of each token's UTF-8 bytes. Hashed every time, no word -> hash cache: a cached
+    lookup is no faster than xxh3 of a short word, and far slower when the CPU caches are cold
+    (right after extraction) or the cache is large."""
+    return np.fromiter(map(_hash, map(str.encode, tokens)), dtype=np.uint64, count=len(tokens))
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -44,6 +38,17 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _mix_inplace(x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """_mix(x) computed in x itself, `tmp` a scratch array of x's size. (Integer array arithmetic
+    wraps around mod 2**64; numpy checks overflow only for scalars.)"""
+    x ^= np.right_shift(x, _S30, out=tmp)
+    x *= _M1
+    x ^= np.right_shift(x, _S27, out=tmp)
+    x *= _M2
+    x ^= np.right_shift(x, _S31, out=tmp)
+    return x
+
+
 def shingles(tokens: list[str], w: int = 3) -> np.ndarray:
     """Hashes of the contiguous w-word shingles, in text order (a text shorter than w is one shingle)."""
     if not tokens:
@@ -51,11 +56,14 @@ def shingles(tokens: list[str], w: int = 3) -> np.ndarray:
     th = token_hashes(tokens)
     width = min(w, len(th))
     count = len(th) - width + 1
-    acc = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for i in range(width):  # w vector ops, not a loop per shingle
-            acc += th[i : i + count] * _POSITION_MULT[i]
-        return _mix(acc)
+    if width < 1:
+        acc = np.zeros(count, dtype=np.uint64)
+    else:  # sum over i of th[i + j] * mult[i], w vector ops, not a loop per shingle
+        acc = np.multiply(th[:count], _POSITION_MULT[0])
+    tmp = np.empty_like(acc)
+    for i in range(1, width):
+        acc += np.multiply(th[i : i + count], _POSITION_MULT[i], out=tmp)
+    return _mix_inplace(acc, tmp)
 
 
 def content_hash(tokens: list[str]) -> bytes:
