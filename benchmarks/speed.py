@@ -9,7 +9,9 @@ Prints three tables:
    lookup and sketch-posting lookup p50/p99, lookups/s, inserts/s, disk and RSS per page, with
    numpy brute force and an in-memory sorted-array index as baselines;
 3. whole crawls of the same pages from a local server: Scrapy alone, trafilatura extraction
-   alone, dedup in the crawler thread, and with DEDUP_WORKERS=1 and 2 — pages/s, median of runs.
+   alone, dedup in the crawler thread, and with DEDUP_WORKERS=1 and 2 — pages/s, median of runs;
+   3b. the same with the server, the crawler and its workers all pinned to 1 core and 1 worker,
+   against 2 cores and 2 workers (--skip-one-core leaves it out).
 """
 
 from __future__ import annotations
@@ -366,6 +368,47 @@ class ExtractInWorkers:
         return response
 
 
+def _affinity(*pids: int) -> dict:
+    """The CPUs every thread of the processes `pids` and of all their descendants may run on:
+    {"procs": processes, "threads": threads, "cpus": the distinct Cpus_allowed_list values}."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    todo, procs, threads, cpus = list(pids), 0, 0, set()
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        procs += 1
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                    cpus.update(line.split(":", 1)[1].strip() for line in fh if line.startswith("Cpus_allowed_list:"))
+                threads += 1
+            except OSError:
+                pass
+        todo.extend(parents.get(pid, []))
+    return {"procs": procs, "threads": threads, "cpus": sorted(cpus)}
+
+
+def serve_site(site: str) -> None:
+    """--serve SITE: the page server in a process of its own (so it can be pinned to a core with
+    everything else), until stdin closes; prints its base URL first."""
+    from crawler_dedup.demo.server import PageServer
+
+    with PageServer(site) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
 def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
     from scrapy.crawler import CrawlerProcess
 
@@ -387,9 +430,15 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(PagesSpider)
     seen = []  # when each page came out of the downloader middlewares: start-up (worker spawn) excluded
+    pinned = {}  # mid-crawl: the CPUs allowed to the server, this process, its workers, all their threads
+    server_pid = int(os.environ.get("BENCH_SERVER_PID", "0"))
+    with open(urls) as fh:
+        probe_at = max(1, sum(1 for line in fh if line.strip()) // 4)  # workers long up by then
 
     def received(**kw):  # a named function: signal receivers are held by weak reference
         seen.append(time.time())
+        if len(seen) == probe_at:
+            pinned.update(crawler=_affinity(os.getpid()), server=_affinity(server_pid) if server_pid else None)
 
     crawler.signals.connect(received, signal=signals.response_received)
     process.crawl(crawler, urls=urls)
@@ -404,35 +453,95 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
 
         drops = [datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp() for r in read_droplog(log)]
     done = sorted(seen + drops)
-    print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0]}))
+    # the rate between the first and the last page done: N pages done make N - 1 intervals
+    print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0], "done": len(done), **pinned}))
 
 
-def crawl_table(n_pages: int, runs: int) -> None:
-    from crawler_dedup.demo.server import PageServer
+ONE_CORE = {0}  # the 1-core runs: the page server, the crawler and its workers all on CPU 0
 
+
+def _pin(cpus):
+    """A preexec_fn pinning the child to `cpus` before it execs: its threads and children inherit."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
+def _cpu_busy(*running: int) -> tuple[float, float, float]:
+    """(wall time, CPU seconds used by the whole machine, by this process, its waited-for children
+    and the still running processes `running`)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as fh:
+        f = [int(x) for x in fh.readline().split()[1:]]
+    t = os.times()
+    own = t.user + t.system + t.children_user + t.children_system
+    for pid in running:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                own += sum(int(x) for x in fh.read().rsplit(")", 1)[1].split()[11:13]) / tick
+        except (OSError, ValueError):
+            pass
+    busy = (f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] if len(f) > 7 else 0)) / tick
+    return time.time(), busy, own
+
+
+def _start_server(site: str, cpus):
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", site], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=HERE, preexec_fn=_pin(cpus))
+    return proc, proc.stdout.readline().strip()
+
+
+def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
     pages = real_pages(n_pages)
+    modes = ["scrapy", "extract", "dedup", "extract-1", "dedup-1", "extract-2", "dedup-2"]
+    plan = [(m, None) for m in modes] + ([(m, ONE_CORE) for m in ("scrapy", "extract-1", "dedup-1")] if one_core else [])
+    key = lambda mode, cpus: mode if cpus is None else f"{mode}@cpu0"  # noqa: E731
+    results = {key(m, c): [] for m, c in plan}
+    checked: dict[str, set] = {key(m, c): set() for m, c in plan}  # what the crawls saw pinned, mid-crawl
+    load = {key(m, c): [] for m, c in plan}  # cores used by other processes during each crawl
+    servers = {}
+    before = _cpu_busy()
     with tempfile.TemporaryDirectory() as tmp:
         site = os.path.join(tmp, "site")
         os.makedirs(site)
         for i, html in enumerate(pages):
             with open(os.path.join(site, f"p{i}.html"), "wb") as fh:
                 fh.write(html)
-        with PageServer(site) as server:
-            urls = os.path.join(tmp, "urls.txt")
-            with open(urls, "w") as fh:
-                fh.writelines(f"{server.base_url}/p{i}.html\n" for i in range(len(pages)))
-            modes = ["scrapy", "extract", "dedup", "extract-1", "dedup-1", "extract-2", "dedup-2"]
-            results = {m: [] for m in modes}
+        try:
+            # one server process on both cores, one started pinned to CPU 0: idle while the other serves
+            for cpus in {None if c is None else frozenset(c) for _, c in plan}:
+                server, base = _start_server(site, cpus)
+                urls = os.path.join(tmp, f"urls-{len(servers)}.txt")
+                with open(urls, "w") as fh:
+                    fh.writelines(f"{base}/p{i}.html\n" for i in range(len(pages)))
+                servers[cpus] = (server, urls)
             for _ in range(runs):
-                for mode in modes:
+                for mode, cpus in plan:
+                    server, urls = servers[None if cpus is None else frozenset(cpus)]
                     out = tempfile.mkdtemp(dir=tmp)
+                    pids = [s.pid for s, _ in servers.values()]
+                    start = _cpu_busy(*pids)
                     proc = subprocess.run([sys.executable, __file__, "--crawl-one", mode, site, urls, out],
-                                          capture_output=True, text=True, cwd=HERE, timeout=900)
+                                          capture_output=True, text=True, cwd=HERE, timeout=900, preexec_fn=_pin(cpus),
+                                          env=dict(os.environ, BENCH_SERVER_PID=str(server.pid)))
                     if proc.returncode != 0:
                         print(proc.stderr[-2000:], file=sys.stderr)
                         continue
+                    wall, busy, own = (b - a for a, b in zip(start, _cpu_busy(*pids)))
+                    load[key(mode, cpus)].append(max(0.0, busy - own) / wall)
                     got = json.loads(proc.stdout.strip().splitlines()[-1])
-                    results[mode].append(got["pages"] / got["seconds"])
+                    results[key(mode, cpus)].append(got["pages"] / got["seconds"])
+                    if "crawler" in got:
+                        c, sv = got["crawler"], got["server"]
+                        checked[key(mode, cpus)].add((c["procs"], ",".join(c["cpus"]), ",".join(sv["cpus"])))
+        finally:
+            for server, _ in servers.values():
+                server.stdin.close()
+                try:
+                    server.wait(10)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+    wall, busy, own = (b - a for a, b in zip(before, _cpu_busy()))
+    others = max(0.0, busy - own)  # other processes on this machine (and the kernel) while these crawls ran
     med = {m: statistics.median(v) if v else float("nan") for m, v in results.items()}
     print(f"\n3. whole crawls of {len(pages)} real pages from 127.0.0.1 (server in another process), "
           f"{os.cpu_count()} cores, median of {runs} runs")
@@ -444,7 +553,34 @@ def crawl_table(n_pages: int, runs: int) -> None:
         print(f"{label:<34} {'':>12} {med[ext]:>17.1f} {med[ded]:>8.1f} {med[ded] / med[ext]:>18.2f}x "
               f"{med[ded] / med['dedup-1']:>17.2f}x")
     print("pages/s. extraction alone: the same crawl running trafilatura on each page and nothing else, in the "
-          "crawler's thread or in the same number of spawned worker processes")
+          "crawler's thread or in the same number of spawned worker processes. All on the same "
+          f"{os.cpu_count()} cores: 'vs 1 worker' is 2 workers against 1 with the crawler and the server sharing the cores")
+    print(f"while these crawls ran ({wall:.0f} s), other processes used {others:.0f} CPU seconds "
+          f"({others / wall:.2f} of a core on average){': the timings are disturbed' if others / wall > 0.1 else ''}")
+    if not one_core:
+        return
+    print(f"\n3b. 1 core against {os.cpu_count()} cores: the same crawls, median of {runs} runs")
+    print(f"{'':<44} {'1 core':>8} {f'{os.cpu_count()} cores':>8} {f'{os.cpu_count()} cores / 1 core':>17} "
+          f"{'other load 1 / 2':>17}")
+    busy = {m: statistics.median(v) if v else float("nan") for m, v in load.items()}
+    for label, one, two in (("Scrapy alone", "scrapy@cpu0", "scrapy"),
+                            ("extraction alone, 1 worker / 2 workers", "extract-1@cpu0", "extract-2"),
+                            ("dedup, DEDUP_WORKERS=1 / DEDUP_WORKERS=2", "dedup-1@cpu0", "dedup-2")):
+        print(f"{label:<44} {med[one]:>8.1f} {med[two]:>8.1f} {med[two] / med[one]:>16.2f}x "
+              f"{f'{busy[one]:.2f} / {busy[two]:.2f}':>17}")
+    seen = "; ".join(f"{k}: " + (", ".join(f"{p} crawler processes on CPU {c}, server on CPU {s}" for p, c, s in sorted(v))
+                                 or "not seen")
+                     for k, v in checked.items() if k.endswith("@cpu0"))
+    print("pages/s. 1 core: the page server process, the crawler process and the worker processes it spawns "
+          "(and every thread of them) pinned to CPU 0 with sched_setaffinity before they exec (children inherit "
+          f"it); {os.cpu_count()} cores: the rows of table 3, nothing pinned. Seen a quarter into each pinned crawl "
+          f"(crawler processes = the crawler, its workers and multiprocessing's resource tracker): {seen or 'nothing'}. "
+          "other load: cores used by other processes during those crawls (median); another process lowers the "
+          f"{os.cpu_count()}-core rate more than the 1-core one (it can take the core the pinned crawl does not use), "
+          "so a disturbed ratio is too low")
+    wrong = [k for k, v in checked.items() if k.endswith("@cpu0") and (not v or any(c != "0" or s != "0" for _, c, s in v))]
+    if wrong:
+        print(f"WARNING: not everything was on CPU 0 in {', '.join(wrong)}")
 
 
 def main(argv=None):
@@ -454,6 +590,8 @@ def main(argv=None):
     ap.add_argument("--crawl-pages", type=int, default=300)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-crawl", action="store_true")
+    ap.add_argument("--skip-one-core", action="store_true",
+                    help="no table 3b (the crawls again with everything pinned to CPU 0)")
     ap.add_argument("--blocks", type=int, metavar="R", help="force a plan of R blocks (C(R,3) tables) instead of the chosen one")
     ap.add_argument("--sketch-size", type=int, default=SKETCH_SIZE,
                     help="values per synthetic page record (smaller for a 10^7 run that fits the disk)")
@@ -464,9 +602,13 @@ def main(argv=None):
     ap.add_argument("--lsh-max", type=int, default=1_000_000, help="largest N for the MinHashLSH baseline")
     ap.add_argument("--lookup-rss", help=argparse.SUPPRESS)
     ap.add_argument("--crawl-one", nargs=4, metavar=("MODE", "SITE", "URLS", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve", metavar="SITE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.crawl_one:
         crawl_once(*args.crawl_one)
+        return 0
+    if args.serve:
+        serve_site(args.serve)
         return 0
     if args.lookup_rss:
         lookup_rss(args.lookup_rss)
@@ -478,7 +620,7 @@ def main(argv=None):
         if not args.blocks and not args.skip_window:
             window_table()
     if not args.skip_crawl:
-        crawl_table(args.crawl_pages, args.runs)
+        crawl_table(args.crawl_pages, args.runs, not args.skip_one_core)
     return 0
 
 

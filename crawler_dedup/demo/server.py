@@ -2,12 +2,17 @@
 
 Query strings and `;jsessionid=...` path parameters are ignored when finding the file, the way
 many real sites serve the same page under tracking and session URLs.
+
+HTTP/1.1 with keep-alive, and each file read once and then served from memory (read again if it
+changes): Scrapy reuses its connections, so a page costs the server little CPU and a benchmark
+crawl measures the crawler rather than this server.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import os
+import stat
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -15,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 class _Handler(BaseHTTPRequestHandler):
     server: "PageServer"
+    protocol_version = "HTTP/1.1"  # keep-alive: every response has a Content-Length
 
     def log_message(self, *args):  # quiet: the crawl log is what matters
         pass
@@ -40,13 +46,25 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/"):
             path += "index.html"
         full = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not full.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(full):
+        if not full.startswith(self.server.real_root + os.sep):
             return 404, {"Content-Type": "text/plain"}, b"not found"
+        try:
+            st = os.stat(full)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            return 404, {"Content-Type": "text/plain"}, b"not found"
+        key = (st.st_mtime_ns, st.st_size)
+        cached = self.server.files.get(full)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         ctype = mimetypes.guess_type(full)[0] or "application/octet-stream"
         if ctype.startswith("text/"):
             ctype += "; charset=utf-8"
         with open(full, "rb") as fh:
-            return 200, {"Content-Type": ctype}, fh.read()
+            answer = 200, {"Content-Type": ctype}, fh.read()
+        self.server.files[full] = (key, answer)
+        return answer
 
 
 class PageServer(ThreadingHTTPServer):
@@ -55,6 +73,8 @@ class PageServer(ThreadingHTTPServer):
     def __init__(self, root: str | None = None, routes: dict | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.root, self.routes = root, dict(routes or {})
+        self.real_root = os.path.realpath(root) if root is not None else None
+        self.files: dict[str, tuple] = {}  # real path -> ((mtime_ns, size), (status, headers, body))
         self._thread: threading.Thread | None = None
 
     @property
