@@ -64,9 +64,9 @@ def _char_map(lo: int, hi: int) -> np.ndarray | None:
 
 
 _PLANE = 0x10000
-# the Basic Multilingual Plane now (a few ms), each further plane on the first text that needs it
-# (emoji, rare CJK)
-_MAP = _char_map(0, _PLANE)
+# the Basic Multilingual Plane and the next one (emoji) now, ~5 ms; each further plane (rare CJK,
+# tag characters) on the first text that needs it
+_MAP = _char_map(0, 2 * _PLANE)
 _SPACE = np.uint32(ord(" "))
 
 
