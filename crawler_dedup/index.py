@@ -44,7 +44,7 @@ class DocRecord:
     TEXT = "tx"  # extras key of the zlib-compressed extracted text (DEDUP_STORE_TEXT)
 
     def set_text(self, text: str) -> None:
-        self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+        self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)  # 1: a third the time of 6, 9% larger
 
     @property
     def text(self) -> str | None:
