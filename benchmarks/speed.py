@@ -76,7 +76,7 @@ class _Timed:
             self.counter[0] += time.perf_counter() - t
 
 
-def steps_table(pages: list[bytes], sync: bool = True, groups: tuple[int, ...] = (1, 8)) -> None:
+def steps_table(pages: list[bytes], sync: bool = True, groups: tuple[int, ...] = (1, 2, 8)) -> None:
     """Each page as the middleware runs it: extract, fingerprint, then decide in a group commit
     of `group` pages (one write transaction: lookup, verify, insert each, one fsync'd commit).
     A group's decide and commit times are shared equally by its pages."""
@@ -467,7 +467,10 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
         drops = [datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp() for r in read_droplog(log)]
     done = sorted(seen + drops)
     # the rate between the first and the last page done: N pages done make N - 1 intervals
-    print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0], "done": len(done), **pinned}))
+    commits = crawler.stats.get_value("dedup/commits") or 0
+    checked = crawler.stats.get_value("dedup/checked") or 0
+    print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0], "done": len(done), **pinned,
+                      "per_commit": checked / commits if commits else None}))
 
 
 ONE_CORE = {0}  # the 1-core runs: the page server, the crawler and its workers all on CPU 0
@@ -510,6 +513,7 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
     results = {key(m, c): [] for m, c in plan}
     checked: dict[str, set] = {key(m, c): set() for m, c in plan}  # what the crawls saw pinned, mid-crawl
     load = {key(m, c): [] for m, c in plan}  # cores used by other processes during each crawl
+    per_commit = {key(m, c): [] for m, c in plan}  # pages decided a group commit (dedup/checked / dedup/commits)
     servers = {}
     before = _cpu_busy()
     with tempfile.TemporaryDirectory() as tmp:
@@ -542,6 +546,8 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
                     load[key(mode, cpus)].append(max(0.0, busy - own) / wall)
                     got = json.loads(proc.stdout.strip().splitlines()[-1])
                     results[key(mode, cpus)].append(got["pages"] / got["seconds"])
+                    if got.get("per_commit"):
+                        per_commit[key(mode, cpus)].append(got["per_commit"])
                     if "crawler" in got:
                         c, sv = got["crawler"], got["server"]
                         checked[key(mode, cpus)].add((c["procs"], ",".join(c["cpus"]), ",".join(sv["cpus"])))
@@ -570,6 +576,10 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
           f"{os.cpu_count()} cores: 'vs 1 worker' is 2 workers against 1 with the crawler and the server sharing the cores")
     print(f"while these crawls ran ({wall:.0f} s), other processes used {others:.0f} CPU seconds "
           f"({others / wall:.2f} of a core on average){': the timings are disturbed' if others / wall > 0.1 else ''}")
+    from crawler_dedup import defaults
+
+    print(f"pages a group commit (DEDUP_COMMIT_DELAY={defaults.DEDUP_COMMIT_DELAY}), median: "
+          + ", ".join(f"{m} {statistics.median(v):.2f}" for m, v in per_commit.items() if v))
     if not one_core:
         return
     print(f"\n3b. 1 core against {os.cpu_count()} cores: the same crawls, median of {runs} runs")

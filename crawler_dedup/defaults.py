@@ -4,7 +4,7 @@ DEDUP_ENABLED = True
 DEDUP_ALLOW: list[str] = []  # URL regexes that are never checked nor dropped
 DEDUP_BACKEND = "lmdb"  # lmdb | memory | a dotted path to a Store class
 DEDUP_COMMIT_BATCH = 64  # pages decided in one durable commit at most (1 = a commit per page)
-DEDUP_COMMIT_DELAY = 0.0  # seconds a decided page waits for others to share its commit (0 = the next reactor turn)
+DEDUP_COMMIT_DELAY = 0.02  # seconds a decided page may wait for others to share its commit (0 = the next reactor turn)
 DEDUP_CONCEPTUAL = "off"  # off | flag | drop: LSI conceptual duplicates (seed 000)
 DEDUP_CONCEPTUAL_THRESHOLD = 0.9  # LSI cosine for a conceptual duplicate
 DEDUP_CONTAINMENT = 0.9  # also drop when this share of the new page's shingles is found in the kept page (0 = off)
