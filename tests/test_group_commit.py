@@ -99,3 +99,47 @@ def test_crawl_shares_commits_and_drops_one_of_each_pair(tmp_path, articles, ser
         runs[batch] = stats["dedup/commits"]
     assert runs["1"] == 12  # a commit a page
     assert runs["64"] < 12  # pages that came within 0.3 s of each other shared a commit
+
+
+def test_a_crawl_killed_during_group_commits_passed_on_only_committed_pages(tmp_path, articles, serve):
+    """SIGKILL while pages wait for their group commit: every page the spider got is in the index
+    (a response goes on only once its commit is durable), and the index opens and works."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    pages = {f"a{i}.html": html for i, (html, _) in enumerate(articles)}
+    base = serve(make_site(tmp_path / "site", pages)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{name}" for name in pages])
+    spider = os.path.join(ROOT, "tests", "spiders", "print_spider.py")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-s", "ROBOTSTXT_OBEY=0",
+         "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+         "-s", "DEDUP_COMMIT_DELAY=0.4", "-s", "CONCURRENT_REQUESTS=2", "-s", "LOG_LEVEL=ERROR"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    parsed = []
+    for line in proc.stdout:
+        if line.startswith("PARSED "):
+            parsed.append(line.split()[1])
+            if len(parsed) >= 3:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert 3 <= len(parsed) < len(pages)  # killed mid-crawl, after some pages were passed on
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+        def urls_in(txn):
+            out, doc_id = set(), 1
+            while (doc := d.index.doc(txn, doc_id)) is not None:
+                out.add(doc.url)
+                doc_id += 1
+            return out
+
+        indexed = d.index.store.read(urls_in)
+        assert set(parsed) <= indexed
+        first = parsed[0]
+        html = pages[first.rsplit("/", 1)[-1]]
+        assert d.check(f"{base}/again", html=html).duplicate_of == first
