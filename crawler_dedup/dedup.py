@@ -146,6 +146,8 @@ class Deduplicator:
         self.df = DocFrequencies()
         self.lsi: LsiModel | None = None
         self._lsi_pending: list = []
+        self._df_added: list | None = None  # df.add()s of the transaction running, to undo on abort
+        self.commits = 0  # write transactions that decided pages and committed
         self.index: NearDupIndex | None = None
         self.run = 0
         self._now = 0.0
@@ -288,13 +290,23 @@ class Deduplicator:
         keeps that page only (the batch is run again, a transaction a page)."""
         if not pages:
             return []
+        # TF-IDF weights, document images and LSI vectors depend on the pages kept before: a
+        # page prepared before the earlier pages of its batch were decided is fingerprinted again
+        again = len(pages) > 1 and not fingerprint_is_pure(self.config)
+        lsi, lsi_pending = self.lsi, list(self._lsi_pending)
 
         def run(txn):
+            self._rollback(lsi, lsi_pending)  # a transaction run again (map grown) starts afresh
+            self._df_added = []
             out = []
             for page in pages:
                 self._now = page.now
-                # a copy: a transaction run again (map grown) starts from the prepared verdict
-                out.append(self._decide(txn, replace(page.verdict), page.fp, page.stage))
+                fp = self.fingerprint(page.fp.text) if again else page.fp
+                if isinstance(fp, str):  # cannot happen (tokens depend on the text only): be safe
+                    out.append(replace(page.verdict, skipped=fp))
+                    continue
+                # a copy: a run again starts from the prepared verdict
+                out.append(self._decide(txn, replace(page.verdict, fingerprint=fp.fingerprint), fp, page.stage))
             return out
 
         try:
@@ -302,14 +314,26 @@ class Deduplicator:
                 self.open()
             verdicts = self.index.store.write(run)
         except (DedupError, OSError) as exc:
+            self._rollback(lsi, lsi_pending)
             return [self._failed(page.verdict, "store", exc) for page in pages]
         except Exception as exc:  # a bug: find its page, keep the others' decisions
+            self._rollback(lsi, lsi_pending)
             if len(pages) == 1:
                 return [self._failed(pages[0].verdict, "internal", exc)]
             return [self.decide_many([page])[0] for page in pages]
+        finally:
+            self._df_added = None
+        self.commits += 1
         for page, verdict in zip(pages, verdicts):
             page.verdict.__dict__.update(verdict.__dict__)  # callers may hold the prepared objects
         return [page.verdict for page in pages]
+
+    def _rollback(self, lsi, lsi_pending: list) -> None:
+        """Undo what an aborted transaction did outside the store: document frequencies, LSI."""
+        for buckets in reversed(self._df_added or ()):
+            self.df.undo(buckets)
+        self._df_added = []
+        self.lsi, self._lsi_pending = lsi, list(lsi_pending)
 
     def _guarded(self, verdict: Verdict, fp: Fingerprinted, doc: DocRecord, resemblance: float) -> bool:
         """The title guard: a match under an unrelated title is not the same page when the text
@@ -397,7 +421,9 @@ class Deduplicator:
         if cutoff is not None:  # a few expired pages out per page in: the index stays flat
             index.expire(txn, cutoff, EXPIRE_BATCH)
         if fp.df_keys is not None:
-            self.df.add(fp.df_keys)
+            added = self.df.add(fp.df_keys)
+            if self._df_added is not None:
+                self._df_added.append(added)
             self.df.maybe_save(txn)
         if fp.terms is not None and self.lsi is None:
             self._train_lsi(txn, doc_id, fp)

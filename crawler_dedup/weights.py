@@ -30,11 +30,19 @@ class DocFrequencies:
         df = self.counts[self._buckets(hashes)].astype(np.float64)
         return np.log((self.docs + 1) / (df + 1)) + 1.0
 
-    def add(self, distinct: np.ndarray) -> None:
+    def add(self, distinct: np.ndarray) -> np.ndarray:
+        """Count one more page; returns what undo() takes to take it back."""
         buckets = np.unique(self._buckets(distinct))
         self.counts[buckets] += 1
         self.docs += 1
         self._unsaved += 1
+        return buckets
+
+    def undo(self, buckets: np.ndarray) -> None:
+        """Take back an add() whose transaction was aborted."""
+        self.counts[buckets] -= 1
+        self.docs -= 1
+        self._unsaved = max(0, self._unsaved - 1)
 
     # -- persistence in the store's meta ------------------------------------------------------
     def load(self, txn) -> None:

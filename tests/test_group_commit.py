@@ -2,6 +2,8 @@
 
 import random
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -143,3 +145,93 @@ def test_a_crawl_killed_during_group_commits_passed_on_only_committed_pages(tmp_
         first = parsed[0]
         html = pages[first.rsplit("/", 1)[-1]]
         assert d.check(f"{base}/again", html=html).duplicate_of == first
+
+
+@pytest.mark.parametrize("settings", [{"weighting": "tfidf"}, {"features": "docimage"}])
+def test_batches_decide_as_one_by_one_when_fingerprints_depend_on_the_index(tmp_path, settings):
+    """TF-IDF weights and document images change with every kept page: a page of a batch is
+    fingerprinted again after the pages before it, as one by one."""
+    stream = _stream(7)
+    with Deduplicator(dir=str(tmp_path / "one"), lmdb_sync=False, **settings) as d:
+        expected = [_outcome(d.check(url, text=text, now=1000.0 + n)) + (d.df.docs,)
+                    for n, (url, text) in enumerate(stream)]
+    with Deduplicator(dir=str(tmp_path / "batch"), lmdb_sync=False, **settings) as d:
+        prepared = [d.prepare(url, text=text, now=1000.0 + n)[1] for n, (url, text) in enumerate(stream)]
+        got = [_outcome(v) for v in d.decide_many(prepared)]
+        assert d.df.docs == expected[-1][-1]
+    assert got == [e[:-1] for e in expected]
+
+
+def test_an_aborted_batch_takes_back_its_document_frequencies(tmp_path):
+    stream = [(url, text) for url, text in _stream(3) if url.startswith("https://s/")]
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False, weighting="tfidf") as d:
+        prepared = [d.prepare(url, text=text)[1] for url, text in stream]
+        real = d.index.add
+        bad = prepared[3].verdict.url
+
+        def add(txn, record, *args, **kw):
+            if record.url == bad:
+                raise RuntimeError("index bug")
+            return real(txn, record, *args, **kw)
+
+        d.index.add = add
+        verdicts = d.decide_many(prepared)
+        assert [v.error for v in verdicts].count("internal") == 1 and verdicts[3].error == "internal"
+        stored = d.index.store.read(lambda txn: txn.doc_count())
+        assert stored == len(stream) - 1 and d.df.docs == stored  # the aborted attempt is not counted
+
+
+def _runtime(tmp_path):
+    from scrapy.utils.test import get_crawler
+
+    from crawler_dedup.runtime import DedupRuntime
+
+    crawler = get_crawler(settings_dict={"DEDUP_DIR": str(tmp_path / "idx"), "DEDUP_LOGSTATS_INTERVAL": 0})
+    runtime = DedupRuntime(crawler)
+    runtime.spider_opened(None)
+    return crawler, runtime
+
+
+def test_a_page_that_cannot_be_recorded_is_kept_and_every_page_released(tmp_path):
+    from twisted.internet import defer
+
+    crawler, runtime = _runtime(tmp_path)
+    try:
+        texts = GOLD[:3] + [GOLD[0]]  # the last one is a copy: dropped, so recorded in the drop log
+        waiting = []
+        for i, text in enumerate(texts):
+            _, pending = runtime.dedup.prepare(f"https://s/{i}", text=text)
+            waiting.append((pending, defer.Deferred()))
+        runtime._pending = list(waiting)
+        real = runtime.record
+
+        def record(verdict, stage, item=None):
+            if verdict.url == "https://s/3":
+                raise KeyError("a broken stats collector")
+            return real(verdict, stage, item)
+
+        runtime.record = record
+        runtime.flush()
+        got = [d.result for _, d in waiting]  # every page released: none left hanging
+        assert [v.action for v in got] == ["keep", "keep", "keep", "keep"]
+        assert got[3].error == "internal" and got[3].duplicate_of == "https://s/0"
+        assert crawler.stats.get_value("dedup/errors/internal") == 1
+        assert crawler.stats.get_value("dedup/commits") == 1
+    finally:
+        runtime.spider_closed(None, "finished")
+
+
+def test_a_page_alone_in_the_downloader_is_committed_at_once(tmp_path):
+    from types import SimpleNamespace
+
+    crawler, runtime = _runtime(tmp_path)
+    try:
+        assert runtime._alone() is False  # no engine: cannot tell, so wait as configured
+        runtime._pending = [object()]
+        crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active={"only this one"}))
+        assert runtime._alone() is True
+        crawler.engine.downloader.active = {"this one", "another download"}
+        assert runtime._alone() is False
+    finally:
+        runtime._pending = []
+        runtime.spider_closed(None, "finished")
