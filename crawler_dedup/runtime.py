@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.utils.project import data_path
 
 from .config import DedupConfig
-from .dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .dedup import Deduplicator, Verdict, extract_and_fingerprint, fingerprint_is_pure
 from .droplog import DropLog, make_record
 from .exceptions import ConfigError, DedupError
 
@@ -180,6 +180,7 @@ class DedupRuntime:
         task = getattr(self, "_logstats", None)
         if task is not None and task.running:
             task.stop()
+        self.flush()  # normally empty: the engine waits for responses in the middlewares
         stats = self.crawler.stats
         checked = stats.get_value("dedup/checked", 0)
         dropped = stats.get_value("dedup/dropped", 0) + stats.get_value("dedup/flagged", 0)
@@ -192,7 +193,6 @@ class DedupRuntime:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
-        self.flush()  # normally empty: the engine waits for responses in the middlewares
         if self.dedup is not None:
             _release(self.dedup)
             self.dedup = None
@@ -219,12 +219,16 @@ class DedupRuntime:
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
+            commits = self.dedup.commits
             verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage,
                                        fingerprinted=fingerprinted, never_drop=never_drop)
-            if verdict.fingerprint is not None and not verdict.error:
-                self.crawler.stats.inc_value("dedup/commits")
+            self._count_commits(commits)
         self._finish(verdict, stage, item)
         return verdict
+
+    def _count_commits(self, before: int) -> None:
+        if self.dedup is not None and self.dedup.commits > before:
+            self.crawler.stats.inc_value("dedup/commits", self.dedup.commits - before)
 
     def _finish(self, verdict: Verdict, stage: str, item=None) -> None:
         self.record(verdict, stage, item)
@@ -234,7 +238,9 @@ class DedupRuntime:
     async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
         """A downloaded page through steps 1-4 here (unless a worker did them), then into the
         next group commit: its decision and drop-log line come once the commit is durable."""
-        if self.dedup is None or self.config.commit_batch == 1:
+        if self.dedup is None or self.config.commit_batch == 1 or not fingerprint_is_pure(self.config):
+            # (TF-IDF, document images, LSI: a fingerprint depends on the pages kept before it,
+            # so the page is fingerprinted and decided at once, in a commit of its own)
             return self.check(url, stage="response", never_drop=never_drop, **page)
         verdict, pending = self.dedup.prepare(url, stage="response", never_drop=never_drop, **page)
         if pending is None:
@@ -245,30 +251,48 @@ class DedupRuntime:
 
         waiting = defer.Deferred()
         self._pending.append((pending, waiting))
-        if len(self._pending) >= self.config.commit_batch:
+        if len(self._pending) >= self.config.commit_batch or self._alone():
             self.flush()
         elif self._flush_call is None:
             self._flush_call = reactor.callLater(self.config.commit_delay, self.flush)
         return await maybe_deferred_to_future(waiting)
 
+    def _alone(self) -> bool:
+        """No other request in the downloader (one request at a time, or the crawl's last
+        pages): nothing would come to share the commit, so waiting would only slow the crawl."""
+        try:
+            active = self.crawler.engine.downloader.active
+        except (AttributeError, RuntimeError):  # no engine (not crawling): cannot tell
+            return False
+        return len(active) <= len(self._pending)
+
     def flush(self) -> None:
-        """Decide the waiting pages in one transaction and one commit, then release them."""
+        """Decide the waiting pages in one transaction and one commit, then release them.
+        Whatever fails, every page is released, and a page that could not be recorded is kept."""
         if self._flush_call is not None and self._flush_call.active():
             self._flush_call.cancel()
         self._flush_call = None
         batch, self._pending = self._pending, []
         if not batch:
             return
-        if self.dedup is None:  # closed under waiting pages: keep them
-            verdicts = [Verdict(url=p.verdict.url, error="open") for p, _ in batch]
-        else:
-            verdicts = self.dedup.decide_many([p for p, _ in batch])
-            self.crawler.stats.inc_value("dedup/commits")
+        try:
+            if self.dedup is None:  # closed under waiting pages: keep them
+                verdicts = [Verdict(url=p.verdict.url, error="open") for p, _ in batch]
+            else:
+                commits = self.dedup.commits
+                verdicts = self.dedup.decide_many([p for p, _ in batch])
+                self._count_commits(commits)
+        except Exception as exc:  # decide_many fails open itself: this is a bug, keep the pages
+            self._error_once("internal", "Dedup could not decide %d pages, keeping them: %s", len(batch), exc)
+            verdicts = [Verdict(url=p.verdict.url, error="internal") for p, _ in batch]
         for (_, waiting), verdict in zip(batch, verdicts):
             try:
                 self._finish(verdict, "response")
-            finally:
-                waiting.callback(verdict)
+            except Exception as exc:  # never a drop without its drop-log line, never a stuck page
+                self._error_once("internal", "Dedup could not record %s, keeping it: %s", verdict.url, exc)
+                self.crawler.stats.inc_value("dedup/errors/internal")
+                verdict.action, verdict.error = "keep", "internal"
+            waiting.callback(verdict)
 
     async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
