@@ -473,7 +473,8 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
                       "per_commit": checked / commits if commits else None}))
 
 
-ONE_CORE = {0}  # the 1-core runs: the page server, the crawler and its workers all on CPU 0
+ONE_CORE = {min(os.sched_getaffinity(0))}  # the 1-core runs: the server, the crawler and its workers on one CPU
+CORES = len(os.sched_getaffinity(0))  # the CPUs this process may use (a container may allow fewer than exist)
 
 
 def _pin(cpus):
@@ -563,7 +564,7 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
     others = max(0.0, busy - own)  # other processes on this machine (and the kernel) while these crawls ran
     med = {m: statistics.median(v) if v else float("nan") for m, v in results.items()}
     print(f"\n3. whole crawls of {len(pages)} real pages from 127.0.0.1 (server in another process), "
-          f"{os.cpu_count()} cores, median of {runs} runs")
+          f"{CORES} cores, median of {runs} runs")
     print(f"{'where extraction runs':<34} {'Scrapy alone':>12} {'extraction alone':>17} {'dedup':>8} "
           f"{'dedup / extraction':>19} {'dedup vs 1 worker':>18}")
     print(f"{'(nothing)':<34} {med['scrapy']:>12.1f}")
@@ -573,7 +574,7 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
               f"{med[ded] / med['dedup-1']:>17.2f}x")
     print("pages/s. extraction alone: the same crawl running trafilatura on each page and nothing else, in the "
           "crawler's thread or in the same number of spawned worker processes. All on the same "
-          f"{os.cpu_count()} cores: 'vs 1 worker' is 2 workers against 1 with the crawler and the server sharing the cores")
+          f"{CORES} cores: 'vs 1 worker' is 2 workers against 1 with the crawler and the server sharing the cores")
     print(f"while these crawls ran ({wall:.0f} s), other processes used {others:.0f} CPU seconds "
           f"({others / wall:.2f} of a core on average){': the timings are disturbed' if others / wall > 0.1 else ''}")
     from crawler_dedup import defaults
@@ -582,8 +583,8 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
           + ", ".join(f"{m} {statistics.median(v):.2f}" for m, v in per_commit.items() if v))
     if not one_core:
         return
-    print(f"\n3b. 1 core against {os.cpu_count()} cores: the same crawls, median of {runs} runs")
-    print(f"{'':<44} {'1 core':>8} {f'{os.cpu_count()} cores':>8} {f'{os.cpu_count()} cores / 1 core':>17} "
+    print(f"\n3b. 1 core against {CORES} cores: the same crawls, median of {runs} runs")
+    print(f"{'':<44} {'1 core':>8} {f'{CORES} cores':>8} {f'{CORES} cores / 1 core':>17} "
           f"{'other load 1 / 2':>17}")
     busy = {m: statistics.median(v) if v else float("nan") for m, v in load.items()}
     for label, one, two in (("Scrapy alone", "scrapy@cpu0", "scrapy"),
@@ -595,15 +596,15 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
                                  or "not seen")
                      for k, v in checked.items() if k.endswith("@cpu0"))
     print("pages/s. 1 core: the page server process, the crawler process and the worker processes it spawns "
-          "(and every thread of them) pinned to CPU 0 with sched_setaffinity before they exec (children inherit "
-          f"it); {os.cpu_count()} cores: the rows of table 3, nothing pinned. Seen a quarter into each pinned crawl "
+          f"(and every thread of them) pinned to CPU {min(ONE_CORE)} with sched_setaffinity before they exec (children inherit "
+          f"it); {CORES} cores: the rows of table 3, nothing pinned. Seen a quarter into each pinned crawl "
           f"(crawler processes = the crawler, its workers and multiprocessing's resource tracker): {seen or 'nothing'}. "
           "other load: cores used by other processes during those crawls (median); another process lowers the "
-          f"{os.cpu_count()}-core rate more than the 1-core one (it can take the core the pinned crawl does not use), "
+          f"{CORES}-core rate more than the 1-core one (it can take the core the pinned crawl does not use), "
           "so a disturbed ratio is too low")
-    wrong = [k for k, v in checked.items() if k.endswith("@cpu0") and (not v or any(c != "0" or s != "0" for _, c, s in v))]
+    wrong = [k for k, v in checked.items() if k.endswith("@cpu0") and (not v or any(c != str(min(ONE_CORE)) or s != str(min(ONE_CORE)) for _, c, s in v))]
     if wrong:
-        print(f"WARNING: not everything was on CPU 0 in {', '.join(wrong)}")
+        print(f"WARNING: not everything was on CPU {min(ONE_CORE)} in {', '.join(wrong)}")
 
 
 def main(argv=None):

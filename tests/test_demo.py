@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from crawler_dedup.droplog import REQUIRED_KEYS, read_droplog
 
 
@@ -113,3 +115,33 @@ def test_index_expire_rejects_a_bad_window_or_batch(tmp_path, articles):
         assert proc.returncode == 2 and "--batch takes 1 or more" in proc.stderr
     with Deduplicator(dir=str(tmp_path / "idx")) as d:  # nothing removed
         assert d.check("https://again/0", text=articles[0][1]).action == "drop"
+
+
+def test_page_server_keeps_connections_alive_serves_changes_and_stops_them(tmp_path):
+    import http.client
+    import os
+    import time
+
+    from crawler_dedup.demo.server import PageServer
+
+    page = tmp_path / "a.html"
+    page.write_bytes(b"<p>one</p>")
+    server = PageServer(str(tmp_path)).start()
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+    try:
+        conn.request("GET", "/a.html?utm_source=x")
+        first = conn.getresponse()
+        assert (first.status, first.read()) == (200, b"<p>one</p>")
+        page.write_bytes(b"<p>two, longer</p>")  # served from memory, but read again once changed
+        os.utime(page, ns=(time.time_ns(), time.time_ns() + 10**9))
+        conn.request("GET", "/a.html")  # the same connection: kept alive
+        second = conn.getresponse()
+        assert (second.status, second.read()) == (200, b"<p>two, longer</p>")
+        conn.request("GET", "/missing.html")
+        missing = conn.getresponse()
+        assert missing.status == 404 and missing.read()
+    finally:
+        server.stop()
+    with pytest.raises((http.client.HTTPException, OSError)):  # stop() closed the open connection too
+        conn.request("GET", "/a.html")
+        conn.getresponse()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import socket
 import stat
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):  # quiet: the crawl log is what matters
         pass
+
+    def setup(self):
+        super().setup()
+        with self.server.lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self):
+        with self.server.lock:
+            self.server.connections.discard(self.connection)
+        super().finish()
 
     def do_GET(self):
         path = unquote(urlsplit(self.path).path).split(";", 1)[0]
@@ -76,6 +87,8 @@ class PageServer(ThreadingHTTPServer):
         self.real_root = os.path.realpath(root) if root is not None else None
         self.files: dict[str, tuple] = {}  # real path -> ((mtime_ns, size), (status, headers, body))
         self._thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.connections: set[socket.socket] = set()  # open keep-alive connections, closed by stop()
 
     @property
     def base_url(self) -> str:
@@ -89,6 +102,13 @@ class PageServer(ThreadingHTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+        with self.lock:
+            open_ones = list(self.connections)
+        for conn in open_ones:  # a kept-alive connection would go on serving after stop()
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self):
         return self.start()
