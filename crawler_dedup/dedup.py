@@ -301,10 +301,7 @@ class Deduplicator:
             out = []
             for page in pages:
                 self._now = page.now
-                fp = self.fingerprint(page.fp.text) if again else page.fp
-                if isinstance(fp, str):  # cannot happen (tokens depend on the text only): be safe
-                    out.append(replace(page.verdict, skipped=fp))
-                    continue
+                fp = self.fingerprint(page.fp.text) if again else page.fp  # (never a skip: same tokens)
                 # a copy: a run again starts from the prepared verdict
                 out.append(self._decide(txn, replace(page.verdict, fingerprint=fp.fingerprint), fp, page.stage))
             return out

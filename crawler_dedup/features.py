@@ -30,12 +30,10 @@ def token_hashes(tokens: list[str]) -> np.ndarray:
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, vectorized: spreads every input bit over all 64 output bits."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    """splitmix64 finalizer, vectorized: spreads every input bit over all 64 output bits.
+    A new array; `x` is left alone."""
+    x = np.array(x, dtype=np.uint64)
+    return _mix_inplace(x, np.empty_like(x))
 
 
 def _mix_inplace(x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
