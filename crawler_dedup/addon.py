@@ -1,13 +1,16 @@
-"""`ADDONS = {"crawler_dedup.addon.DedupAddon": 0}` enables the middleware and the pipeline."""
+"""`ADDONS = {"crawler_dedup.addon.DedupAddon": 0}` enables the middlewares and the pipeline."""
 
 from __future__ import annotations
 
 MIDDLEWARE = "crawler_dedup.middleware.DedupMiddleware"
 PIPELINE = "crawler_dedup.pipeline.DedupPipeline"
+SPIDER_MIDDLEWARE = "crawler_dedup.middleware.DedupSpiderMiddleware"
 # 100: below HttpCompression (590) and Redirect (600), so it sees the final, decoded page
 MIDDLEWARE_PRIORITY = 100
 # 100: early, so storage pipelines never see a duplicate
 PIPELINE_PRIORITY = 100
+# 950: next to the spider, so it sees what the spider yields before other spider middlewares
+SPIDER_MIDDLEWARE_PRIORITY = 950
 
 
 class DedupAddon:
@@ -19,3 +22,4 @@ class DedupAddon:
         # setdefault: a project that placed either component itself keeps its priority
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_PRIORITY)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_PRIORITY)
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARE, SPIDER_MIDDLEWARE_PRIORITY)

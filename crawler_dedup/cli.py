@@ -154,7 +154,8 @@ def _index_stats(args) -> int:
         env = store.env
         sizes = {}
         with env.begin() as txn:
-            for name, db in [("docs", store.docs), ("fps", store.fps), ("exact", store.exact), ("mins", store.mins)] + [
+            for name, db in [("docs", store.docs), ("fps", store.fps), ("exact", store.exact), ("mins", store.mins),
+                             ("urls", store.urls)] + [
                     (f"t{t:03d}", db) for t, db in enumerate(store.tables)]:
                 st = txn.stat(db)
                 sizes[name] = (st["entries"], (st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
@@ -163,7 +164,7 @@ def _index_stats(args) -> int:
         table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
         disk = store.disk_bytes()
         info = {
-            "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
+            "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages, "urls": sizes["urls"][0],
             "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
             "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
                      "prefix_bits": sorted({plan.prefix_bits(t) for t in range(len(plan.tables))}),
@@ -183,7 +184,8 @@ def _index_stats(args) -> int:
         print(json.dumps(info, indent=1))
         return 0
     bpp = info["bytes_per_page"]
-    print(f"index {info['dir']}: format {info['format']}, {pages} pages kept over {info['runs']} runs")
+    print(f"index {info['dir']}: format {info['format']}, {pages} pages kept over {info['runs']} runs, "
+          f"{info['urls']} URLs")
     p = info["plan"]
     print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "
           f"bits; expected {p['expected_entries_per_query']} stored fingerprints read per lookup at this size")
@@ -327,7 +329,8 @@ def _index_plan(args) -> int:
 def _add_filters(p, url_help: str = "URL substring, or a glob when it holds * (repeatable: any of them)") -> None:
     g = p.add_argument_group("filters (a drop must pass all of them)")
     g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
-    g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual"), help="repeatable")
+    g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual", "unchanged", "superseded"),
+                   help="repeatable")
     g.add_argument("--since", metavar="ISO_TIME", help="drops at or after this time, e.g. 2026-11-22T04:00Z or 2026-11-22")
     g.add_argument("--url", action="append", metavar="PATTERN", help=url_help)
     g.add_argument("--min-similarity", type=float, metavar="S", help="similarity at least S (0..1)")
@@ -469,6 +472,8 @@ def _show(args) -> int:
         note = str(exc) + _index_hint(dir_)
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
+    if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
+        dropped_text = kept_text  # the same words: the line does not repeat them
     p = lambda label, value: print(_term(f"{label:<13} {value}"))  # noqa: E731
     exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
     p("dropped", rec["url"])
@@ -653,25 +658,21 @@ def _restore(args) -> int:
 
 
 def _index_remove(args) -> int:
-    from .show import ReadOnlyIndex, ShowError
-
-    try:
-        with ReadOnlyIndex(args.dir) as ro:
-            ids = [doc.doc_id for doc in ro.by_url(args.url)]
-    except ShowError as exc:
-        return _fail("index", str(exc))
-    if not ids:
-        return _fail("index", f"no kept page at {args.url} in {args.dir}", 1)
     index, problem = _open_index(args.dir)
     if index is None:
         return _fail("index", problem)
+
+    def remove(txn):  # a key lookup in the URL table, the removal in the same transaction
+        doc = index.by_url(txn, args.url)
+        return 0 if doc is None else int(index.remove(txn, doc.doc_id))
+
     try:
-        # all of the URL's records in one write transaction, like `index expire`
-        removed = index.store.write(lambda txn: sum(index.remove(txn, doc_id) for doc_id in ids))
+        removed = index.store.write(remove)
     finally:
         index.store.close()
-    print(f"removed {removed} kept page{'s' if removed != 1 else ''} at {args.url} from {args.dir}: "
-          f"its copies will be kept from now on")
+    if not removed:
+        return _fail("index", f"no kept page at {_term(args.url)} in {args.dir}", 1)
+    print(f"removed the kept page at {_term(args.url)} from {args.dir}: its copies will be kept from now on")
     return 0
 
 
@@ -812,8 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("dir", metavar="DEDUP_DIR")
     co.set_defaults(func=_index_compact)
     rm = isub.add_parser("remove", help="take the kept page at URL out of the index (no wrong match recurs)",
-                         description="Remove the kept page(s) at URL from the index in one write transaction, so "
-                         "its copies are kept from now on (finds the URL by scanning the records).")
+                         description="Remove the kept page at URL (or at a URL of the same canonical form) from "
+                         "the index, so its copies are kept from now on; the next crawl of URL keeps it as new.")
     rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
     rm.add_argument("--dir", required=True, metavar="DEDUP_DIR")
     rm.set_defaults(func=_index_remove)

@@ -85,6 +85,7 @@ class DedupConfig:
     enabled: bool = defaults.DEDUP_ENABLED
     allow: tuple = ()
     backend: str = defaults.DEDUP_BACKEND
+    canonical: bool = defaults.DEDUP_CANONICAL
     commit_batch: int = defaults.DEDUP_COMMIT_BATCH
     commit_delay: float = defaults.DEDUP_COMMIT_DELAY
     conceptual: str = defaults.DEDUP_CONCEPTUAL
@@ -110,10 +111,13 @@ class DedupConfig:
     max_bytes: int = defaults.DEDUP_MAX_BYTES
     min_resemblance: float = defaults.DEDUP_MIN_RESEMBLANCE
     min_tokens: int = defaults.DEDUP_MIN_TOKENS
+    reset: bool = defaults.DEDUP_RESET
+    revisit: str = defaults.DEDUP_REVISIT
     shingle: int = defaults.DEDUP_SHINGLE
     sketch_probes: int = defaults.DEDUP_SKETCH_PROBES
     store_text: bool = defaults.DEDUP_STORE_TEXT
     threshold: float = defaults.DEDUP_THRESHOLD
+    unchanged: str = defaults.DEDUP_UNCHANGED
     verifier: str = defaults.DEDUP_VERIFIER
     weighting: str = defaults.DEDUP_WEIGHTING
     window: int = defaults.DEDUP_WINDOW
@@ -145,7 +149,7 @@ class DedupConfig:
     def _checked(cls, raw: dict[str, Any]) -> "DedupConfig":
         n = lambda key: "DEDUP_" + key.upper()  # noqa: E731
         out: dict[str, Any] = {}
-        for key in ("enabled", "debug", "droplog_items", "dry_run", "lmdb_sync", "store_text"):
+        for key in ("enabled", "canonical", "debug", "droplog_items", "dry_run", "lmdb_sync", "reset", "store_text"):
             out[key] = _bool(n(key), raw[key])
         backend = str(raw["backend"]).strip()
         if backend not in BACKENDS and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
@@ -186,7 +190,8 @@ class DedupConfig:
             raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
         for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),
                              ("extract_mode", ("thorough", "fast")),
-                             ("conceptual", ("off", "flag", "drop"))):
+                             ("conceptual", ("off", "flag", "drop")), ("revisit", ("update", "keep", "drop")),
+                             ("unchanged", ("drop", "keep"))):
             if raw[key] not in allowed:
                 raise ConfigError(n(key), raw[key], f"one of {', '.join(allowed)}")
             out[key] = raw[key]

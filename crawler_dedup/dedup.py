@@ -11,10 +11,10 @@ import numpy as np
 from .conceptual import LsiModel, cosine, term_vector
 from .config import DedupConfig
 from .exceptions import DedupError, StoreError
-from .extract import extract, page_title
-from .features import content_hash, document_image, shingles, token_hashes
+from .extract import canonical_link, extract, page_title
+from .features import content_hash, document_image, numbers_hash, shingles, token_hashes
 from .guards import looks_like_notice, titles_disagree
-from .index import DocRecord, NearDupIndex
+from .index import DocRecord, NearDupIndex, canonical_url
 from .simhash import simhash
 from .sketch import SKETCH_SIZE
 from .stores import make_store
@@ -30,6 +30,7 @@ GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
+NUMBERS, CANONICAL = "nd", "cu"  # record extras: the numbers-masked digest; a rel=canonical naming another URL
 EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
@@ -86,7 +87,7 @@ class Verdict:
 
     url: str
     action: str = "keep"
-    reason: str | None = None  # exact | near (when not kept)
+    reason: str | None = None  # exact | near | conceptual | unchanged (a revisit with the same text)
     duplicate_of: str | None = None
     duplicate_of_title: str | None = None
     distance: int | None = None
@@ -103,6 +104,10 @@ class Verdict:
     doc_id: int | None = None
     text: str | None = None  # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT)
     never_drop: bool = False  # a hub page: indexed when new, kept (and not indexed again) when matched
+    canonical: str | None = None  # the page's rel=canonical (or og:url), absolute
+    revisit: str | None = None  # the URL was in the index: unchanged | updated | copy (of another URL's page)
+    kept_at: float | None = None  # a revisit: when the URL's page in the index was kept
+    superseded: dict | None = None  # a kept page this one replaced as its canonical URL (url, title, ...)
 
     @property
     def is_duplicate(self) -> bool:
@@ -118,6 +123,7 @@ class Fingerprinted:
     sketch: np.ndarray
     digest: bytes
     shingles: int = 0
+    numbers_digest: bytes | None = None  # digest with numbers masked: a revisit's churn
     extras: dict = field(default_factory=dict)  # what the verifier keeps per page
     df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
@@ -205,6 +211,7 @@ class Deduplicator:
         fp = Fingerprinted(
             text=text, title=None, tokens=len(tokens), fingerprint=simhash(features, weights),
             sketch=distinct[:SKETCH_SIZE].copy(), digest=content_hash(tokens), shingles=int(distinct.size),
+            numbers_digest=numbers_hash(tokens),
             extras=self.verifier.keep(tokens, word_shingles),
             df_keys=df_keys,
         )
@@ -217,29 +224,34 @@ class Deduplicator:
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
               stage: str = "response", title: str | None = None, now: float | None = None,
-              fingerprinted: "Fingerprinted | str | None" = None, never_drop: bool = False) -> Verdict:
+              fingerprinted: "Fingerprinted | str | None" = None, never_drop: bool = False,
+              canonical: str | None = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
         `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
         clock), for DEDUP_WINDOW and the record. `fingerprinted`: steps 1-4 already done by
         extract_and_fingerprint (in a worker), with the same settings. `never_drop`: a page that
         must be kept (a start page the crawl follows links from) is still indexed when new, so
-        its copies are caught; when it matches, it is kept and skipped as `never_drop`."""
+        its copies are caught; when it matches, it is kept and skipped as `never_drop`.
+        `canonical`: the page's rel=canonical URL (found in `html` when not given)."""
         verdict, pending = self.prepare(url, html, text, stage=stage, title=title, now=now,
-                                        fingerprinted=fingerprinted, never_drop=never_drop)
+                                        fingerprinted=fingerprinted, never_drop=never_drop, canonical=canonical)
         return verdict if pending is None else self.decide_many([pending])[0]
 
     def prepare(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
                 stage: str = "response", title: str | None = None, now: float | None = None,
                 fingerprinted: "Fingerprinted | str | None" = None,
-                never_drop: bool = False) -> "tuple[Verdict, Pending | None]":
+                never_drop: bool = False, canonical: str | None = None) -> "tuple[Verdict, Pending | None]":
         """Steps 1-4 of check(), without the index: (the final verdict, None) for a page kept
         without a lookup (allowed, skipped, failed), else (verdict, what decide_many takes)."""
-        verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop)
+        verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop,
+                          canonical=canonical)
         try:
             now = time.time() if now is None else float(now)
             if self.allowed(verdict.url):
                 verdict.skipped = "allowed"
                 return verdict, None
+            if canonical is None and self.config.canonical and isinstance(html, (str, bytes)):
+                verdict.canonical = canonical_link(html, verdict.url)
             fp = fingerprinted
             if fp is None:
                 fp = self._fingerprinted(verdict, html, text)
@@ -342,57 +354,50 @@ class Deduplicator:
         return False
 
     def _decide(self, txn, verdict: Verdict, fp: Fingerprinted, stage: str) -> Verdict:
-        """Lookup, verify and (when kept) insert, all inside one write transaction."""
+        """Lookup, verify and (when kept) insert, all inside one write transaction. A page whose
+        URL is in the index is a revisit (DEDUP_REVISIT): never a copy of itself."""
         index, cfg = self.index, self.config
         cutoff = self._now - cfg.window if cfg.window else None
-        match, reason, distance, similarity, measure = index.exact(txn, fp.digest), "exact", None, 1.0, "exact"
-        if match is not None and cutoff is not None and match.time < cutoff:
-            match = None  # out of the window: no longer matches, removal may lag
-        if match is not None and self._guarded(verdict, fp, match, 1.0):
-            match = None  # another page with these words may still match under its own title
-        if match is not None:
-            distance = (match.fingerprint ^ fp.fingerprint).bit_count()
-        else:
-            short = fp.tokens < SHORT_TOKENS
-            threshold = max(cfg.threshold, SHORT_THRESHOLD) if short else cfg.threshold
-            contain, contain_min = cfg.containment, cfg.min_resemblance
-            if short and contain:
-                contain, contain_min = max(contain, SHORT_CONTAINMENT), max(contain_min, SHORT_MIN_RESEMBLANCE)
-            best = None
-            candidates = self._candidates(txn, fp)
-            if cutoff is not None:
-                candidates = [doc for doc in candidates if doc.time >= cutoff]
-            for doc in candidates:
-                j, c = self.verifier.score(fp, doc, cfg)
-                if j >= threshold:
-                    score, how = j, self.verifier.name
-                elif contain and c >= contain and j >= contain_min:
-                    score, how = c, "containment"
-                else:
-                    continue
-                if self._guarded(verdict, fp, doc, j):
-                    continue
-                dist = (doc.fingerprint ^ fp.fingerprint).bit_count()
-                rank = (-score, dist, doc.doc_id)
-                if best is None or rank < best[0]:
-                    best = (rank, doc, dist, score, how)
-            if best is not None:
-                _, match, distance, similarity, measure = best
-                reason = "near"
-            elif "lsi" in fp.extras:
-                match, similarity = self._conceptual(fp, candidates)
-                if match is not None:
-                    reason, measure = "conceptual", "lsi"
-                    distance = (match.fingerprint ^ fp.fingerprint).bit_count()
+        prior = index.by_url(txn, verdict.url) if verdict.url else None
+        if prior is not None and stage == "item" and prior.stage == "response" and prior.run == self.run:
+            # the middleware kept this very page earlier in this run; the item is that page
+            verdict.skipped = "checked_as_response"
+            verdict.doc_id = prior.doc_id
+            return verdict
+        replace_id = None
+        if prior is not None and cutoff is not None and prior.time < cutoff:
+            # out of the window: no longer in the index (removal may lag); replaced below
+            prior, replace_id = None, prior.doc_id
+        revisit = prior is not None and cfg.revisit != "drop"
+        if revisit:
+            verdict.kept_at = prior.time
+            if self._unchanged(verdict, fp, prior):
+                if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
+                    verdict.action = "flag" if cfg.dry_run else "drop"
+                    if cfg.store_text and verdict.measure != "exact":
+                        verdict.text = fp.text
+                return verdict  # the index holds this text already
+            replace_id = prior.doc_id
+        found = self._match(txn, verdict, fp, cutoff, exclude=replace_id)
+        match, reason, distance, similarity, measure = found or (None, None, None, None, None)
         if match is not None:
             verdict.guard = None
+        if match is not None and cfg.canonical and self._supersedes(verdict, fp, match, distance, similarity, measure):
+            replace_ids = [match.doc_id]
+            match = None
+        else:
+            replace_ids = []
+        if match is not None:
             if verdict.never_drop:
                 verdict.skipped = "never_drop"
                 return verdict
-        if (match is not None and stage == "item" and match.stage == "response" and match.run == self.run
-                and verdict.url and match.url == verdict.url):
-            # the middleware kept this very page earlier in this run; the item is that page
-            verdict.skipped = "checked_as_response"
+            if revisit:
+                verdict.revisit = "copy"
+                if cfg.revisit == "keep":
+                    match = None  # never drops a revisit: an update, though it copies another page
+        if (match is not None and prior is None and stage == "item" and match.stage == "response"
+                and match.run == self.run and verdict.url and match.url == verdict.url):
+            verdict.skipped = "checked_as_response"  # (DEDUP_REVISIT=drop: no URL lookup above)
             verdict.doc_id = match.doc_id
             return verdict
         if match is not None:
@@ -407,12 +412,22 @@ class Deduplicator:
             if not (reason == "conceptual" and cfg.conceptual == "flag" and not cfg.dry_run):
                 return verdict
             # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
+        elif revisit:
+            verdict.revisit = "updated"
+        if replace_id is not None:
+            replace_ids.append(replace_id)
+        for doc_id in replace_ids:  # an update, a superseded page or a stale entry: out, in this transaction
+            index.remove(txn, doc_id)
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
                            time=self._now, shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
                            extras=fp.extras)
         if cfg.store_text:
             record.set_text(fp.text)
-        doc_id = index.add(txn, record, None if verdict.guard else fp.digest, probes=cfg.sketch_probes)
+        if fp.numbers_digest is not None:
+            record.extras[NUMBERS] = fp.numbers_digest
+        if verdict.canonical and canonical_url(verdict.canonical) != canonical_url(verdict.url):
+            record.extras[CANONICAL] = verdict.canonical.encode("utf-8", "surrogatepass")
+        doc_id = index.add(txn, record, fp.digest, probes=cfg.sketch_probes, exact=not verdict.guard)
         if verdict.action == "keep":
             verdict.doc_id = doc_id
         if cutoff is not None:  # a few expired pages out per page in: the index stays flat
@@ -425,6 +440,79 @@ class Deduplicator:
         if fp.terms is not None and self.lsi is None:
             self._train_lsi(txn, doc_id, fp)
         return verdict
+
+    def _unchanged(self, verdict: Verdict, fp: Fingerprinted, prior: DocRecord) -> bool:
+        """A revisit with the text kept for its URL: the same words, or the same but for numbers
+        (dates, times, counters). Fills the verdict's `unchanged` fields when so."""
+        same_words = prior.extras.get("dg") == fp.digest
+        if not same_words and (fp.numbers_digest is None or prior.extras.get(NUMBERS) != fp.numbers_digest):
+            return False
+        verdict.reason, verdict.revisit = "unchanged", "unchanged"
+        verdict.measure = "exact" if same_words else "numbers"
+        verdict.similarity = 1.0 if same_words else round(self.verifier.score(fp, prior, self.config)[0], 4)
+        verdict.distance = (prior.fingerprint ^ fp.fingerprint).bit_count()
+        verdict.duplicate_of, verdict.duplicate_of_title = prior.url, prior.title
+        verdict.duplicate_of_fingerprint, verdict.doc_id = prior.fingerprint, prior.doc_id
+        return True
+
+    def _supersedes(self, verdict: Verdict, fp: Fingerprinted, match: DocRecord, distance, similarity,
+                    measure) -> bool:
+        """The canonical rule: `match` names this page's URL as its rel=canonical (or og:url), so
+        this page is the one to keep; `verdict.superseded` describes the page it replaces."""
+        named = match.extras.get(CANONICAL)
+        if not named or canonical_url(named.decode("utf-8", "surrogatepass")) != canonical_url(verdict.url):
+            return False
+        verdict.superseded = {
+            "url": match.url, "title": match.title, "fingerprint": match.fingerprint, "time": match.time,
+            "distance": distance, "similarity": round(similarity, 4), "measure": measure,
+            "text": match.text if self.config.store_text else None,
+        }
+        return True
+
+    def _match(self, txn, verdict: Verdict, fp: Fingerprinted, cutoff, exclude: int | None = None):
+        """The kept page this one duplicates: (doc, reason, distance, similarity, measure), or None.
+        `exclude`: a doc id never matched (the URL's own earlier page, on a revisit)."""
+        index, cfg = self.index, self.config
+        match, reason, distance, similarity, measure = index.exact(txn, fp.digest), "exact", None, 1.0, "exact"
+        if match is not None and match.doc_id == exclude:
+            match = None
+        if match is not None and cutoff is not None and match.time < cutoff:
+            match = None  # out of the window: no longer matches, removal may lag
+        if match is not None and self._guarded(verdict, fp, match, 1.0):
+            match = None  # another page with these words may still match under its own title
+        if match is not None:
+            return match, reason, (match.fingerprint ^ fp.fingerprint).bit_count(), similarity, measure
+        short = fp.tokens < SHORT_TOKENS
+        threshold = max(cfg.threshold, SHORT_THRESHOLD) if short else cfg.threshold
+        contain, contain_min = cfg.containment, cfg.min_resemblance
+        if short and contain:
+            contain, contain_min = max(contain, SHORT_CONTAINMENT), max(contain_min, SHORT_MIN_RESEMBLANCE)
+        best = None
+        candidates = [doc for doc in self._candidates(txn, fp) if doc.doc_id != exclude]
+        if cutoff is not None:
+            candidates = [doc for doc in candidates if doc.time >= cutoff]
+        for doc in candidates:
+            j, c = self.verifier.score(fp, doc, cfg)
+            if j >= threshold:
+                score, how = j, self.verifier.name
+            elif contain and c >= contain and j >= contain_min:
+                score, how = c, "containment"
+            else:
+                continue
+            if self._guarded(verdict, fp, doc, j):
+                continue
+            dist = (doc.fingerprint ^ fp.fingerprint).bit_count()
+            rank = (-score, dist, doc.doc_id)
+            if best is None or rank < best[0]:
+                best = (rank, doc, dist, score, how)
+        if best is not None:
+            _, match, distance, similarity, measure = best
+            return match, "near", distance, similarity, measure
+        if "lsi" in fp.extras:
+            match, similarity = self._conceptual(fp, candidates)
+            if match is not None:
+                return match, "conceptual", (match.fingerprint ^ fp.fingerprint).bit_count(), similarity, "lsi"
+        return None
 
     # -- conceptual duplicates (seed 000) ---------------------------------------------------
     def _conceptual(self, fp: Fingerprinted, candidates: list[DocRecord]):

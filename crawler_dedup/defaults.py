@@ -3,6 +3,7 @@
 DEDUP_ENABLED = True
 DEDUP_ALLOW: list[str] = []  # URL regexes that are never checked nor dropped
 DEDUP_BACKEND = "lmdb"  # lmdb | memory | a dotted path to a Store class
+DEDUP_CANONICAL = True  # a page named by a kept copy's rel=canonical/og:url replaces that copy (superseded)
 DEDUP_COMMIT_BATCH = 64  # pages decided in one durable commit at most (1 = a commit per page)
 DEDUP_COMMIT_DELAY = 0.02  # seconds a decided page may wait for others to share its commit (0 = the next reactor turn)
 DEDUP_CONCEPTUAL = "off"  # off | flag | drop: LSI conceptual duplicates (seed 000)
@@ -28,10 +29,13 @@ DEDUP_LSI_TRAIN = 300  # kept pages the LSI model is fitted on, once
 DEDUP_MAX_BYTES = 5 * 1024**2  # larger bodies are skipped (counted), not extracted
 DEDUP_MIN_RESEMBLANCE = 0.2  # a containment match needs at least this resemblance too
 DEDUP_MIN_TOKENS = 15  # shorter texts are kept without a near-duplicate check
+DEDUP_RESET = False  # start from an empty index; the old DEDUP_DIR is moved aside (also -a dedup_reset=1)
+DEDUP_REVISIT = "update"  # a page whose URL is in the index: update | keep (never drop a revisit) | drop (no URL check)
 DEDUP_SHINGLE = 3  # words per shingle
 DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates beyond k bits
 DEDUP_STORE_TEXT = True  # kept pages' text (zlib) in the index, dropped text in the drop log: for `show`
 DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
+DEDUP_UNCHANGED = "drop"  # a revisit with the same text (numbers aside): drop (items only; links followed) | keep
 DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
 DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)
 DEDUP_WINDOW = 0  # seconds a kept page matches (0 = forever); older pages are removed as new ones come

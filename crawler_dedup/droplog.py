@@ -16,9 +16,14 @@ REQUIRED_KEYS = (
 _ACTIONS = {"drop": "dropped", "flag": "flagged"}
 
 
+def iso_time(seconds: float | None = None) -> str:
+    when = datetime.now(timezone.utc) if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = None) -> dict[str, Any]:
     record = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": iso_time(),
         "url": verdict.url,
         "duplicate_of": verdict.duplicate_of,
         "action": _ACTIONS[verdict.action],
@@ -32,6 +37,8 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
     }
     if verdict.measure:
         record["measure"] = verdict.measure
+    if verdict.reason == "unchanged" and verdict.kept_at is not None:
+        record["kept_at"] = iso_time(verdict.kept_at)  # when the URL's text was first kept
     if verdict.title:
         record["title"] = verdict.title
     if verdict.duplicate_of_title:
@@ -42,6 +49,26 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
         record["text"] = verdict.text
     if item is not None:
         record["item"] = item
+    return record
+
+
+def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run: bool = False) -> dict[str, Any]:
+    """The line for a kept page that `verdict`'s page replaced as its canonical URL: storage
+    holding the earlier URL may remove it."""
+    old = verdict.superseded
+    record = {
+        "time": iso_time(), "url": old["url"], "duplicate_of": verdict.url,
+        "action": "flagged" if dry_run else "dropped", "reason": "superseded",
+        "distance": old["distance"], "similarity": old["similarity"], "fingerprint": fp_hex(old["fingerprint"]),
+        "duplicate_of_fingerprint": fp_hex(verdict.fingerprint), "stage": stage, "spider": spider,
+        "measure": old["measure"], "kept_at": iso_time(old["time"]),
+    }
+    if old.get("title"):
+        record["title"] = old["title"]
+    if verdict.title:
+        record["duplicate_of_title"] = verdict.title
+    if old.get("text") is not None:
+        record["text"] = old["text"]
     return record
 
 

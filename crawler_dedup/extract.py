@@ -5,6 +5,7 @@ from __future__ import annotations
 import html as htmllib
 import re
 from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
 
 import trafilatura
 
@@ -25,6 +26,39 @@ def page_title(html: bytes | str, limit: int = 65536) -> str | None:
         return None
     title = " ".join(htmllib.unescape(match.group(1).decode("utf-8", "replace")).split())
     return title[:300] or None
+
+
+_HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.I)
+_TAG = re.compile(rb"<(link|meta)\b([^>]*)>", re.I)
+_ATTR = re.compile(rb"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+
+
+def canonical_link(html: bytes | str, url: str, limit: int = 131072) -> str | None:
+    """The page's rel=canonical URL (else its og:url), absolute, from the head; None if none.
+    A regex over the head, not a parse: it runs on every page in the crawler's thread."""
+    if not html:
+        return None
+    head = html[:limit].encode("utf-8", "replace") if isinstance(html, str) else bytes(html[:limit])
+    end = _HEAD_END.search(head)
+    if end:
+        head = head[:end.start()]
+    canonical = og = None
+    for tag in _TAG.finditer(head):
+        attrs = {m.group(1).lower(): m.group(2) if m.group(2) is not None else
+                 m.group(3) if m.group(3) is not None else m.group(4) for m in _ATTR.finditer(tag.group(2))}
+        if tag.group(1).lower() == b"link":
+            if canonical is None and b"canonical" in attrs.get(b"rel", b"").lower().split() and attrs.get(b"href"):
+                canonical = attrs[b"href"]
+        elif og is None and (attrs.get(b"property") or attrs.get(b"name") or b"").lower() == b"og:url":
+            og = attrs.get(b"content") or None
+    value = canonical or og
+    if not value:
+        return None
+    try:
+        found = urljoin(url or "", htmllib.unescape(value.decode("utf-8", "replace")).strip())
+    except ValueError:
+        return None
+    return found if urlsplit(found).scheme in ("http", "https") else None
 
 
 MODES = ("thorough", "fast")

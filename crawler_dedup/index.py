@@ -8,17 +8,22 @@ and for the drop log.
 from __future__ import annotations
 
 import json
+import logging
 import struct
 import time
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
+import xxhash
+from w3lib.url import canonicalize_url
 
 from .exceptions import StoreFormat
 from .simhash import hamming_many
-from .stores.base import FORMAT_VERSION, from_u64, u64
+from .stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
 from .tables import Plan
+
+logger = logging.getLogger(__name__)
 
 # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
 _HEAD = struct.Struct(">QdIIIHHBI")
@@ -91,6 +96,20 @@ class DocRecord:
                    extras=extras)
 
 
+def canonical_url(url: str) -> str:
+    """The URL as Scrapy's request fingerprint sees it: query sorted, fragment dropped, escapes
+    normalized. Two URLs with the same canonical form are one page."""
+    try:
+        return canonicalize_url(url, keep_fragments=False)
+    except (ValueError, UnicodeError, TypeError):  # a URL w3lib cannot parse stays as it is
+        return url
+
+
+def url_key(url: str) -> bytes:
+    """The URL table's key: 16 bytes of the canonical URL (LMDB keys stop at 511 bytes)."""
+    return xxhash.xxh3_128_digest(canonical_url(url).encode("utf-8", "surrogatepass"))
+
+
 def _keys8(values: np.ndarray) -> list[bytes]:
     raw = values.astype(">u8").tobytes()
     return [raw[i:i + 8] for i in range(0, len(raw), 8)]
@@ -110,7 +129,9 @@ class NearDupIndex:
         store.open()
         version, plan_json, params_json = store.read(
             lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))
-        if version is not None and int(version) != FORMAT_VERSION:
+        if version is not None and int(version) in MIGRATABLE:
+            migrate(store, int(version))
+        elif version is not None and int(version) != FORMAT_VERSION:
             store.close()
             raise StoreFormat(
                 f"the index at {store.location} has format version {int(version)}, this crawler-dedup "
@@ -225,11 +246,21 @@ class NearDupIndex:
         raw = txn.doc_get(doc_id)
         return None if raw is None else DocRecord.decode(raw, doc_id)
 
+    def by_url(self, txn, url: str) -> DocRecord | None:
+        """The page kept for `url` (or any URL of the same canonical form), if any."""
+        doc_id = txn.url_get(url_key(url))
+        doc = None if doc_id is None else self.doc(txn, doc_id)
+        if doc is None or canonical_url(doc.url) != canonical_url(url):  # gone, or a 128-bit collision
+            return None
+        return doc
+
     def exact(self, txn, digest: bytes) -> DocRecord | None:
         doc_id = txn.exact_get(digest)
         return None if doc_id is None else self.doc(txn, doc_id)
 
-    def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0) -> int:
+    def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True) -> int:
+        """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
+        also file it in the exact table (off for a page a guard kept beside its match)."""
         doc_id = from_u64(txn.meta_get("next_id") or u64(1))
         txn.meta_put("next_id", u64(doc_id + 1))
         record.doc_id = doc_id
@@ -238,7 +269,9 @@ class NearDupIndex:
         record.extras = {**record.extras, "pr": bytes([min(probes, 255)])}
         if digest is not None:
             record.extras["dg"] = bytes(digest)
+        digest = digest if exact else None
         txn.doc_put(doc_id, record.encode())
+        txn.url_put(url_key(record.url), doc_id)  # the URL's latest kept page
         txn.time_add(int(record.time), doc_id)
         txn.fp_add(record.fingerprint, doc_id)
         if digest is not None:
@@ -255,6 +288,9 @@ class NearDupIndex:
         if doc is None:
             return False
         txn.doc_delete(doc_id)
+        key = url_key(doc.url)
+        if txn.url_get(key) == doc_id:
+            txn.url_delete(key)
         txn.time_remove(int(doc.time), doc_id)
         txn.fp_remove(doc.fingerprint, doc_id)
         if not txn.fp_docs(doc.fingerprint):
@@ -275,3 +311,30 @@ class NearDupIndex:
             if not self.remove(txn, doc_id):
                 txn.time_remove(_, doc_id)  # a stale time entry
         return len(old)
+
+
+MIGRATE_BATCH = 10_000
+
+
+def migrate(store, version: int) -> int:
+    """Bring an index of an older format up to FORMAT_VERSION in place; how many records were
+    read. 3 -> 4: the URL table, filled from the kept records (a URL's newest page wins). Runs
+    in batches of write transactions; the format is bumped by the last, so an interrupted
+    migration starts again on the next open."""
+    if version != 3:
+        raise StoreFormat(f"the index at {store.location} has format version {version}: cannot migrate it")
+    logger.info("crawler-dedup: migrating the index at %s from format %d to %d (adding the URL table)",
+                store.location, version, FORMAT_VERSION)
+    after, seen = 0, 0
+    while True:
+        def batch(txn, after=after):
+            rows = txn.doc_scan(after, MIGRATE_BATCH)
+            for doc_id, raw in rows:
+                txn.url_put(url_key(DocRecord.decode(raw, doc_id).url), doc_id)  # id order: newest last
+            if len(rows) < MIGRATE_BATCH:
+                txn.meta_put("format", str(FORMAT_VERSION).encode())
+            return rows[-1][0] if rows else after, len(rows)
+        after, count = store.write(batch)
+        seen += count
+        if count < MIGRATE_BATCH:
+            return seen

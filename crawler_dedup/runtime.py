@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 
 from scrapy import signals
@@ -20,8 +21,10 @@ from scrapy.utils.project import data_path
 
 from .config import DedupConfig
 from .dedup import Deduplicator, Verdict, extract_and_fingerprint, fingerprint_is_pure
-from .droplog import DropLog, make_record
+from .droplog import DropLog, make_record, superseded_record
 from .exceptions import ConfigError, DedupError
+from .extract import canonical_link
+from .signals import page_superseded
 
 logger = logging.getLogger("crawler_dedup")
 
@@ -60,6 +63,24 @@ def _appendable_file(setting: str, value, path: str) -> None:
             pass
     except OSError as exc:
         raise ConfigError(setting, value, f"a file that can be appended to ({exc.strerror or exc})") from None
+
+
+def _truthy(value) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def reset_index(path: str) -> str | None:
+    """Move the index directory at `path` aside as `<path>.reset-<UTC time>` (never deleted);
+    the moved path, or None when there was no index there."""
+    if not os.path.isfile(os.path.join(path, "data.mdb")):
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target, n = f"{path.rstrip(os.sep)}.reset-{stamp}", 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{path.rstrip(os.sep)}.reset-{stamp}-{n}"
+    os.rename(path, target)
+    return target
 
 
 def _acquire(config: DedupConfig) -> Deduplicator:
@@ -107,6 +128,8 @@ class DedupRuntime:
                 overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
             _appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog", config.droplog))
         self.config = DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
+        if self.config.enabled and (self.config.reset or _truthy(getattr(crawler.spider, "dedup_reset", "0"))):
+            self._reset()
         if not self.config.debug:  # trafilatura logs several DEBUG lines per page
             logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup: Deduplicator | None = None
@@ -124,6 +147,26 @@ class DedupRuntime:
                 Deduplicator(self.config).open(new_run=False).close()
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def _reset(self) -> None:
+        """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""
+        if self.config.backend != "lmdb":
+            logger.warning("crawler-dedup: DEDUP_RESET moves an LMDB DEDUP_DIR aside; with DEDUP_BACKEND=%s "
+                           "it does nothing", self.config.backend)
+            return
+        with _shared_lock:
+            if os.path.realpath(self.config.dir) in _shared:
+                raise ConfigError("DEDUP_RESET", True, "an index no other crawler of this process is using "
+                                  f"({self.config.dir} is open)")
+        try:
+            moved = reset_index(self.config.dir)
+        except OSError as exc:
+            raise ConfigError("DEDUP_RESET", True, f"a DEDUP_DIR that can be moved aside ({exc.strerror or exc})") from None
+        if moved:
+            logger.info("crawler-dedup: DEDUP_RESET: the index %s was moved to %s; starting from an empty index",
+                        self.config.dir, moved)
+        _writable_dir("DEDUP_DIR", self.config.dir, self.config.dir)
+        _appendable_file("DEDUP_DROPLOG", self.config.droplog, self.config.droplog)
 
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
@@ -184,10 +227,13 @@ class DedupRuntime:
         stats = self.crawler.stats
         checked = stats.get_value("dedup/checked", 0)
         dropped = stats.get_value("dedup/dropped", 0) + stats.get_value("dedup/flagged", 0)
+        revisits = stats.get_value("dedup/revisits", 0)
         logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%); drop log: %s",
+            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s; drop log: %s",
             checked, stats.get_value("dedup/kept", 0), dropped,
             "flagged" if self.config.dry_run else "dropped", 100.0 * dropped / checked if checked else 0.0,
+            f"; {revisits} revisits: {stats.get_value('dedup/unchanged', 0)} unchanged, "
+            f"{stats.get_value('dedup/updated', 0)} updated" if revisits else "",
             self.config.droplog,
         )
         if self.pool is not None:
@@ -214,14 +260,14 @@ class DedupRuntime:
             self._recent.popitem(last=False)
 
     def check(self, url: str, *, html=None, text=None, title=None, stage: str, item=None,
-              fingerprinted=None, never_drop: bool = False) -> Verdict:
+              fingerprinted=None, never_drop: bool = False, canonical: str | None = None) -> Verdict:
         """Decide one page now, in a transaction of its own (the item pipeline's way)."""
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error="open")
         else:
             commits = self.dedup.commits
             verdict = self.dedup.check(url, html=html, text=text, title=title, stage=stage,
-                                       fingerprinted=fingerprinted, never_drop=never_drop)
+                                       fingerprinted=fingerprinted, never_drop=never_drop, canonical=canonical)
             self._count_commits(commits)
         self._finish(verdict, stage, item)
         return verdict
@@ -301,14 +347,15 @@ class DedupRuntime:
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
             return await self._decided(url, never_drop, html=html)
+        canonical = canonical_link(html, url) if self.config.canonical else None
         try:
             kind, value, title = await _in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = "error", exc, None
         if kind == "text":
-            return await self._decided(url, never_drop, text=value, title=title)
+            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical)
         if kind == "fingerprint":
-            return await self._decided(url, never_drop, title=title, fingerprinted=value)
+            return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical)
         verdict = Verdict(url=url)
         if kind == "skipped":
             verdict.skipped = value
@@ -336,6 +383,12 @@ class DedupRuntime:
             self.skip(verdict.url, verdict.skipped)
             return
         stats.inc_value("dedup/checked")
+        if verdict.revisit:
+            stats.inc_value("dedup/revisits")
+            if verdict.revisit in ("unchanged", "updated"):
+                stats.inc_value(f"dedup/{verdict.revisit}")
+        if verdict.superseded:
+            self._superseded(verdict, stage)
         if verdict.action == "keep":
             stats.inc_value("dedup/kept")
             if verdict.guard:
@@ -363,11 +416,34 @@ class DedupRuntime:
         else:
             stats.inc_value("dedup/dropped")
             stats.inc_value(f"dedup/dropped/{verdict.reason}")
+        if verdict.reason == "unchanged":  # routine on a recrawl: one line a page only when debugging
+            logger.debug("Dedup %s %s: unchanged since %s", "flagged" if verdict.action == "flag" else "dropped",
+                         verdict.url, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(verdict.kept_at or 0)))
+            return
         logger.info(
             "Dedup %s %s: %s duplicate of %s (distance %s, similarity %.2f)",
             "flagged" if verdict.action == "flag" else "dropped", verdict.url, verdict.reason,
             verdict.duplicate_of, verdict.distance, verdict.similarity or 0.0,
         )
+
+
+    def _superseded(self, verdict: Verdict, stage: str) -> None:
+        """The kept page this one replaced as its canonical URL: a drop-log line and a signal, so
+        storage can remove it (the index already has)."""
+        stats = self.crawler.stats
+        stats.inc_value("dedup/superseded")
+        record = superseded_record(verdict, stage, getattr(self.crawler.spider, "name", None), self.config.dry_run)
+        try:
+            if self.droplog is None:
+                raise OSError("the drop log is not open")
+            self.droplog.write(record)
+        except (OSError, TypeError, ValueError) as exc:
+            stats.inc_value("dedup/errors/droplog")
+            self._error_once("droplog", "Dedup could not write the drop log %s (superseded %s): %s",
+                             self.config.droplog, record["url"], exc)
+        logger.info("Dedup: %s supersedes %s (its rel=canonical names it)", verdict.url, record["url"])
+        self.crawler.signals.send_catch_log(page_superseded, url=record["url"], canonical_url=verdict.url,
+                                            record=record)
 
 
 def _warm_worker() -> None:

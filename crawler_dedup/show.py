@@ -71,14 +71,22 @@ class ReadOnlyIndex:
         return found[0] if found and url is None else None
 
     def by_url(self, url: str) -> list[DocRecord]:
-        """Every kept page at `url` (a scan of the records: the index has no URL key)."""
-        out = []
+        """The kept page at `url` (or a URL of the same canonical form), from the URL table."""
+        import lmdb
+
+        from .index import canonical_url, url_key
+
         with self.env.begin() as txn:
-            for key, raw in txn.cursor(db=self.docs):
-                doc = DocRecord.decode(bytes(raw), int.from_bytes(key, "big"))
-                if doc.url == url:
-                    out.append(doc)
-        return out
+            try:
+                urls = self.env.open_db(b"urls", txn=txn, create=False)
+            except lmdb.Error:  # an index older than the URL table (format 3): scan the records
+                return [DocRecord.decode(bytes(raw), int.from_bytes(key, "big"))
+                        for key, raw in txn.cursor(db=self.docs)
+                        if canonical_url(DocRecord.decode(bytes(raw)).url) == canonical_url(url)]
+            doc_id = txn.get(url_key(url), db=urls)
+            raw = None if doc_id is None else txn.get(bytes(doc_id), db=self.docs)
+            doc = None if raw is None else DocRecord.decode(bytes(raw), int.from_bytes(doc_id, "big"))
+        return [doc] if doc is not None and canonical_url(doc.url) == canonical_url(url) else []
 
 
 def sentences(text: str) -> list[str]:
@@ -146,6 +154,16 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
 
     reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
+    if reason == "unchanged":
+        kept_at = f", kept at {rec['kept_at']}" if rec.get("kept_at") else ""
+        if measure == "numbers":
+            return (f"unchanged: a revisit of {rec.get('url')} with the same words but for numbers (dates, "
+                    f"times, counters){kept_at}; DEDUP_UNCHANGED=keep keeps such pages")
+        return f"unchanged: a revisit of {rec.get('url')} with the same words{kept_at}; DEDUP_UNCHANGED=keep keeps such pages"
+    if reason == "superseded":
+        return (f"superseded: {rec.get('duplicate_of')} is this page's copy and the URL its rel=canonical (or og:url) "
+                f"names, so it replaced this page in the index ({measure or config.verifier} {sim_s}); "
+                "storage may remove this page")
     if reason == "exact" or measure == "exact":
         return "exact: the same words after normalization (equal content hash)"
     if reason == "conceptual" or measure == "lsi":

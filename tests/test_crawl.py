@@ -67,14 +67,22 @@ def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site,
     assert stats["dedup/dropped/exact"] == 2 and stats["dedup/dropped/near"] == 1
     assert "Dedup: 8 pages checked, 5 kept, 3 dropped" in proc.stderr
 
-    # a second crawl with the same DEDUP_DIR: everything the first kept is now a duplicate
+    # a second crawl with the same DEDUP_DIR: the kept pages are unchanged revisits, the copies copies
     out2 = tmp_path / "out2.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
                         "-s", "ROBOTSTXT_OBEY=0", "-o", str(out2))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not out2.exists() or items(out2) == []
-    assert dedup_stats(proc.stderr)["dedup/dropped"] == 8
-    assert len(list(read_droplog(str(drops)))) == 3 + 8
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/dropped"] == 8 and stats["dedup/dropped/unchanged"] == 5 and stats["dedup/unchanged"] == 5
+    second = list(read_droplog(str(drops)))[3:]
+    assert len(second) == 8
+    for r in second:
+        name = r["url"].rsplit("/", 1)[-1]
+        if name in kept:  # never "a copy of itself": unchanged, with the time it was kept
+            assert (r["reason"], r["duplicate_of"], r["measure"]) == ("unchanged", r["url"], "exact") and r["kept_at"]
+        else:
+            assert r["duplicate_of"] != r["url"] and r["reason"] in ("exact", "near")
 
 
 def test_extraction_in_worker_processes_decides_the_same(tmp_path, site, serve):
@@ -139,9 +147,13 @@ def test_start_pages_are_never_dropped_but_their_copies_are(tmp_path, articles, 
     drops = [(r["url"].rsplit("/", 1)[-1], r["duplicate_of"].rsplit("/", 1)[-1]) for r in read_droplog(str(droplog))]
     assert first == {"index.html", "other.html"} and stats1.get("dedup/skipped/never_drop", 0) == 0
     assert drops[0] == ("copy.html", "index.html")  # the start page was indexed: its copy is caught
-    # second crawl: the hub is kept although it matches, so its links are still followed
-    assert second == {"index.html"} and stats2["dedup/skipped/never_drop"] == 1
+    # second crawl: both kept pages are revisits with the same text; the hub is never dropped,
+    # other.html is dropped as unchanged (its item goes no further), copy.html is still a copy
+    assert second == {"index.html"} and stats2["dedup/unchanged"] == 2 and stats2["dedup/dropped/unchanged"] == 1
+    assert stats2["dedup/kept"] == 1 and stats2["dedup/dropped_items/unchanged"] == 1
     assert sorted(drops[1:]) == [("copy.html", "index.html"), ("other.html", "other.html")]
+    reasons = {r["url"].rsplit("/", 1)[-1]: r["reason"] for r in list(read_droplog(str(droplog)))[1:]}
+    assert reasons == {"copy.html": "exact", "other.html": "unchanged"}
 
 
 def test_bad_input_is_kept_or_skipped_and_counted(tmp_path, articles, serve):

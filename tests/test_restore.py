@@ -93,7 +93,7 @@ def test_index_remove_takes_the_kept_page_out(demo_out, tmp_path):
     rec = next(r for r in _lines(demo_out / "droplog.jsonl") if r["reason"] == "near")
     proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
     assert proc.returncode == 0, proc.stderr
-    assert f"removed 1 kept page at {rec['duplicate_of']}" in proc.stdout
+    assert f"removed the kept page at {rec['duplicate_of']}" in proc.stdout
     proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
     assert proc.returncode == 1 and "no kept page at" in proc.stderr
     proc = cli("index", "remove", "http://x/", "--dir", tmp_path / "none")

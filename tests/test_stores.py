@@ -91,3 +91,31 @@ def test_unusable_directory_is_a_store_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(StoreError):
         LmdbStore(str(blocker / "idx")).open()
+
+
+def test_url_table_and_doc_scan(store):
+    def put(txn):
+        for i in (3, 1, 2):
+            txn.doc_put(i, b"r%d" % i)
+        txn.url_put(b"k" * 16, 1)
+        txn.url_put(b"k" * 16, 2)  # a URL's newer page replaces the older
+        txn.url_put(b"j" * 16, 3)
+
+    store.write(put)
+    assert store.read(lambda t: (t.url_get(b"k" * 16), t.url_get(b"j" * 16), t.url_get(b"z" * 16))) == (2, 3, None)
+    assert store.read(lambda t: t.url_count()) == 2
+    assert store.read(lambda t: t.doc_scan(0, 10)) == [(1, b"r1"), (2, b"r2"), (3, b"r3")]
+    assert store.read(lambda t: t.doc_scan(1, 1)) == [(2, b"r2")]
+    assert store.read(lambda t: t.doc_scan(3, 10)) == []
+    store.write(lambda t: t.url_delete(b"k" * 16))
+    assert store.read(lambda t: (t.url_get(b"k" * 16), t.url_count())) == (None, 1)
+
+
+def test_url_table_rolls_back_with_the_transaction(store):
+    def fail(txn):
+        txn.url_put(b"u" * 16, 9)
+        raise RuntimeError("crash mid-transaction")
+
+    with pytest.raises(RuntimeError):
+        store.write(fail)
+    assert store.read(lambda t: t.url_get(b"u" * 16)) is None

@@ -3,7 +3,7 @@
 Layout (DESIGN.md): `meta`; `docs` (doc id -> record); `fps` (fingerprint -> doc ids);
 `exact` (content digest -> doc id); `mins` (each page's few smallest shingle hashes -> doc
 ids, a second way to candidates for copies whose simhash moved too far); `times` (seconds ->
-doc ids, for the time window); `t000`.. one table per Manku permutation, key = the
+doc ids, for the time window); `urls` (key of the canonical URL -> doc id); `t000`.. one table per Manku permutation, key = the
 permuted prefix, values = the 8-byte fingerprints in that bucket (dupsort+dupfixed, so a
 bucket comes back in one getmulti straight into numpy).
 """
@@ -138,6 +138,30 @@ class _LmdbTxn:
     def doc_delete(self, doc_id):
         self.txn.delete(u64(doc_id), db=self.s.docs)
 
+    def doc_scan(self, after, limit):
+        out = []
+        cur = self.txn.cursor(db=self.s.docs)
+        if not cur.set_range(u64(after + 1)):
+            return out
+        for key, value in cur:
+            out.append((from_u64(key), bytes(value)))
+            if len(out) >= limit:
+                break
+        return out
+
+    def url_get(self, key):
+        value = self.txn.get(bytes(key), db=self.s.urls)
+        return None if value is None else from_u64(value)
+
+    def url_put(self, key, doc_id):
+        self.txn.put(bytes(key), u64(doc_id), db=self.s.urls)
+
+    def url_delete(self, key):
+        self.txn.delete(bytes(key), db=self.s.urls)
+
+    def url_count(self):
+        return self.txn.stat(self.s.urls)["entries"]
+
     def fp_remove(self, fp, doc_id):
         self.txn.delete(u64(fp), u64(doc_id), db=self.s.fps)
 
@@ -209,6 +233,7 @@ class LmdbStore:
             self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
             self.mins = self.env.open_db(b"mins", dupsort=True, dupfixed=True)
             self.times = self.env.open_db(b"times", dupsort=True, dupfixed=True)
+            self.urls = self.env.open_db(b"urls")
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc

@@ -77,6 +77,21 @@ class _MemoryTxn:
     def doc_count(self):
         return len(self.s.docs)
 
+    def doc_scan(self, after, limit):
+        return [(i, self.s.docs[i]) for i in sorted(i for i in self.s.docs if i > after)[:limit]]
+
+    def url_get(self, key):
+        return self.s.urls.get(bytes(key))
+
+    def url_put(self, key, doc_id):
+        self._set(self.s.urls, bytes(key), doc_id)
+
+    def url_delete(self, key):
+        self._pop(self.s.urls, bytes(key))
+
+    def url_count(self):
+        return len(self.s.urls)
+
     def _discard(self, container, member):
         if member in container:
             self.undo.append((container, member, _REMOVED_MEMBER))
@@ -139,6 +154,7 @@ class MemoryStore:
         self.docs: dict[int, bytes] = {}
         self.fps: dict[int, set[int]] = {}
         self.exact: dict[bytes, int] = {}
+        self.urls: dict[bytes, int] = {}
         self.postings: dict[bytes, set[int]] = {}
         self.times: set[tuple[int, int]] = set()
         self.tables: dict[int, dict[bytes, set[int]]] = defaultdict(dict)

@@ -1,0 +1,216 @@
+"""Revisits (DEDUP_REVISIT): a page whose URL is in the index is never a copy of itself.
+Unchanged, updated, copied from another URL, superseded by its canonical URL; the URL table,
+the format-3 migration. Deduplicator level, on both stores; crawls are in test_recrawl.py."""
+
+import random
+import tempfile
+
+import lmdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.index import canonical_url, url_key
+from crawler_dedup.stores.base import FORMAT_VERSION
+
+
+def words(tag, n=120):
+    return " ".join(f"{tag}{i} plain words of {tag} text" for i in range(n // 6))
+
+
+A, B, C = words("alpha"), words("beta"), words("gamma")
+A_FIXED = A + " A correction: the council voted on Tuesday and the figures were revised by the ministry."
+A_NEW_DATE = "Updated 23 November 2026 10:31, 1,204 views. " + A
+A_OTHER_DATE = "Updated 24 November 2026 9:02, 999 views. " + A
+
+
+@pytest.fixture(params=["memory", "lmdb"])
+def dedup(request, tmp_path):
+    kw = {"backend": "memory"} if request.param == "memory" else {"dir": str(tmp_path / "idx"), "lmdb_sync": False}
+    with Deduplicator(**kw) as d:
+        yield d
+
+
+def urls_and_docs(d):
+    return d.index.store.read(lambda t: (t.url_count(), t.doc_count()))
+
+
+def test_same_text_is_unchanged_not_a_copy_of_itself(dedup):
+    first = dedup.check("https://s/a", text=A, now=1000)
+    v = dedup.check("https://s/a", text=A, now=2000)
+    assert (v.action, v.reason, v.revisit, v.measure, v.duplicate_of) == ("drop", "unchanged", "unchanged", "exact", "https://s/a")
+    assert v.kept_at == 1000 and v.similarity == 1.0 and v.distance == 0 and v.doc_id == first.doc_id
+    assert urls_and_docs(dedup) == (1, 1)
+
+
+def test_only_numbers_changed_is_unchanged(dedup):
+    dedup.check("https://s/a", text=A_NEW_DATE)
+    v = dedup.check("https://s/a", text=A_OTHER_DATE)
+    assert (v.action, v.reason, v.measure) == ("drop", "unchanged", "numbers") and 0.5 < v.similarity <= 1
+    assert v.text == A_OTHER_DATE  # the dropped text differs from the kept one: logged for `show`
+
+
+def test_a_correction_is_an_update_that_replaces_the_entry(dedup):
+    dedup.check("https://s/a", text=A)
+    old = dedup.index.store.read(lambda t: dedup.index.by_url(t, "https://s/a"))
+    v = dedup.check("https://s/a", text=A_FIXED)
+    assert (v.action, v.revisit, v.reason) == ("keep", "updated", None)
+    assert urls_and_docs(dedup) == (1, 1)
+    doc = dedup.index.store.read(lambda t: dedup.index.by_url(t, "https://s/a"))
+    assert doc.doc_id == v.doc_id != old.doc_id and doc.fingerprint == v.fingerprint and doc.text == A_FIXED
+    assert dedup.index.store.read(lambda t: (t.doc_get(old.doc_id), t.fp_docs(old.fingerprint))) == (None, [v.doc_id] if old.fingerprint == v.fingerprint else [])
+    # copies of the new version elsewhere are caught, as copies of the updated page
+    copy = dedup.check("https://mirror/a", text=A_FIXED)
+    assert (copy.action, copy.reason, copy.duplicate_of) == ("drop", "exact", "https://s/a")
+    # and the URL is unchanged from now on
+    assert dedup.check("https://s/a", text=A_FIXED).reason == "unchanged"
+
+
+def test_the_old_version_no_longer_matches_after_a_rewrite(dedup):
+    half = A.split(" ")
+    old = " ".join(half[: len(half) // 2]) + " " + B
+    new = " ".join(half[: len(half) // 2]) + " " + C
+    dedup.check("https://s/a", text=old)
+    assert dedup.check("https://s/a", text=new).revisit == "updated"
+    assert dedup.check("https://elsewhere/old", text=old).action == "keep"  # its entry is gone
+
+
+def test_new_text_copied_from_another_url_is_that_pages_copy(dedup):
+    dedup.check("https://s/a", text=A)
+    dedup.check("https://s/b", text=B)
+    v = dedup.check("https://s/b", text=A)
+    assert (v.action, v.reason, v.revisit, v.duplicate_of) == ("drop", "exact", "copy", "https://s/a")
+    # its own old entry stays (storage still holds it); a copy of it is still caught
+    assert dedup.check("https://t/b", text=B).duplicate_of == "https://s/b"
+
+
+def test_revisit_keep_never_drops_a_revisit(tmp_path):
+    with Deduplicator(backend="memory", revisit="keep") as d:
+        d.check("https://s/a", text=A)
+        d.check("https://s/b", text=B)
+        v = d.check("https://s/a", text=A)
+        assert (v.action, v.reason) == ("keep", "unchanged")
+        assert d.check("https://s/b", text=A).action == "keep"  # a copy of another URL's page, kept
+        assert d.check("https://s/c", text=A).action == "drop"  # not a revisit: a copy as ever
+
+
+def test_revisit_drop_is_the_old_behaviour(tmp_path):
+    with Deduplicator(backend="memory", revisit="drop") as d:
+        d.check("https://s/a", text=A)
+        v = d.check("https://s/a", text=A_FIXED)
+        assert (v.action, v.duplicate_of, v.revisit) == ("drop", "https://s/a", None)
+
+
+def test_unchanged_keep_keeps_and_counts(tmp_path):
+    with Deduplicator(backend="memory", unchanged="keep") as d:
+        d.check("https://s/a", text=A)
+        v = d.check("https://s/a", text=A)
+        assert (v.action, v.reason, v.revisit) == ("keep", "unchanged", "unchanged")
+
+
+def test_dry_run_flags_an_unchanged_page():
+    with Deduplicator(backend="memory", dry_run=True) as d:
+        d.check("https://s/a", text=A)
+        assert d.check("https://s/a", text=A).action == "flag"
+
+
+def test_urls_are_canonicalized_as_scrapy_does(dedup):
+    dedup.check("https://s/a?b=2&a=1#top", text=A)
+    v = dedup.check("https://s/a?a=1&b=2", text=A)
+    assert v.reason == "unchanged"
+    assert canonical_url("https://s/a?b=2&a=1#x") == "https://s/a?a=1&b=2"
+    assert url_key("https://s/a?b=2&a=1") == url_key("https://s/a?a=1&b=2") != url_key("https://s/a")
+
+
+def test_window_expired_entry_is_replaced_not_a_revisit():
+    with Deduplicator(backend="memory", window=100) as d:
+        d.check("https://s/a", text=A, now=1000)
+        v = d.check("https://s/a", text=A, now=5000)
+        assert (v.action, v.revisit) == ("keep", None)
+        assert urls_and_docs(d) == (1, 1)
+
+
+CANON = ("<html><head><title>{t}</title><link rel='canonical' href='{c}'></head>"
+         "<body><article><p>{p}</p></article></body></html>")
+
+
+def test_canonical_page_supersedes_its_earlier_copy(dedup):
+    mirror = dedup.check("https://m/copy", text=A, canonical="https://s/a")
+    assert mirror.action == "keep"
+    v = dedup.check("https://s/a", text=A)
+    assert v.action == "keep" and v.superseded["url"] == "https://m/copy" and v.superseded["similarity"] == 1.0
+    assert urls_and_docs(dedup) == (1, 1)
+    again = dedup.check("https://m/copy", text=A)  # no longer a revisit: now a copy of the canonical page
+    assert (again.action, again.duplicate_of) == ("drop", "https://s/a")
+
+
+def test_canonical_found_in_the_html_and_off_by_setting():
+    html_m = CANON.format(t="T", c="/a", p=A).encode()
+    with Deduplicator(backend="memory") as d:
+        d.check("https://s/m", html=html_m)
+        assert d.check("https://s/a", text=A).superseded["url"] == "https://s/m"
+    with Deduplicator(backend="memory", canonical=False) as d:
+        d.check("https://s/m", html=html_m)
+        v = d.check("https://s/a", text=A)
+        assert (v.action, v.duplicate_of, v.superseded) == ("drop", "https://s/m", None)
+
+
+def test_self_canonical_changes_nothing(dedup):
+    dedup.check("https://s/a", text=A, canonical="https://s/a")
+    v = dedup.check("https://s/b", text=A, canonical="https://s/b")
+    assert (v.action, v.duplicate_of, v.superseded) == ("drop", "https://s/a", None)
+
+
+def _make_format3(path):
+    """An index as format 3 wrote it: no URL table, format 3 in meta."""
+    with Deduplicator(dir=path, lmdb_sync=False) as d:
+        d.check("https://s/a", text=A)
+        d.check("https://s/b", text=B)
+        d.check("https://s/copy", text=A)
+    env = lmdb.open(path, max_dbs=1100)
+    with env.begin(write=True) as txn:
+        txn.drop(env.open_db(b"urls", txn=txn), delete=True)
+        txn.put(b"format", b"3", db=env.open_db(b"meta", txn=txn))
+    env.close()
+
+
+def test_format3_index_is_migrated_in_place(tmp_path):
+    path = str(tmp_path / "idx")
+    _make_format3(path)
+    with Deduplicator(dir=path) as d:
+        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count())) == (str(FORMAT_VERSION).encode(), 2)
+        assert d.check("https://s/a", text=A).reason == "unchanged"
+        assert d.check("https://s/b", text=A_FIXED).duplicate_of != "https://s/b"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), min_size=1, max_size=30),
+       seed=st.integers(0, 1000))
+def test_revisits_against_a_model(steps, seed):
+    """Random crawls of 5 URLs over 6 texts (distinct, or one text's correction): a page is
+    never dropped as a copy of its own URL; an unchanged page is dropped exactly when its URL's
+    entry holds its text; one entry per URL; an update is never dropped unless another URL
+    holds its text."""
+    rnd = random.Random(seed)
+    base = [words(tag) for tag in ("red", "green", "blue")]  # (tags apart in letters, not only digits)
+    texts = base + [t + f" A correction number {rnd.randint(1, 9)} was added here today." for t in base]
+    with tempfile.TemporaryDirectory() as tmp:
+        with Deduplicator(dir=tmp, lmdb_sync=False) as d:
+            model = {}  # url -> text of its entry
+            for u, t in steps:
+                url, text = f"https://s/{u}", texts[t]
+                v = d.check(url, text=text)
+                if v.action == "drop":
+                    assert v.duplicate_of != url or v.reason == "unchanged"
+                if model.get(url) == text:
+                    assert (v.action, v.reason) == ("drop", "unchanged")
+                elif v.action == "keep":
+                    model[url] = text
+                else:  # dropped: another URL's entry holds this text or a near copy of it
+                    assert v.duplicate_of in {f"https://s/{x}" for x in range(5)} - {url}
+                    assert model[v.duplicate_of] in texts
+                count = d.index.store.read(lambda t: (t.url_count(), t.doc_count()))
+                assert count == (len(model), len(model))
+                for m_url, m_text in model.items():
+                    assert d.index.store.read(lambda t: d.index.by_url(t, m_url)).text == m_text
