@@ -28,34 +28,54 @@ def page_title(html: bytes | str, limit: int = 65536) -> str | None:
     return title[:300] or None
 
 
-_HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.I)
-_TAG = re.compile(rb"<(link|meta)\b([^>]*)>", re.I)
-_ATTR = re.compile(rb"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+_TAG = re.compile(r"<(link|meta)\b([^>]*)>", re.I)
+_ATTR = re.compile(r"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+
+
+def _tags_around(head: str, needles: tuple[str, ...]):
+    """The <link>/<meta> tags of `head` that hold one of `needles` (found by plain substring
+    search, which is far faster than a case-insensitive regex over a head full of scripts)."""
+    for needle in needles:
+        pos = head.find(needle)
+        while pos >= 0:
+            start, end = head.rfind("<", 0, pos), head.find(">", pos)
+            if start >= 0 and end >= 0:
+                tag = _TAG.match(head, start, end + 1)
+                if tag:
+                    yield tag.group(1).lower(), {m.group(1).lower(): next(g for g in m.group(2, 3, 4) if g is not None)
+                                                 for m in _ATTR.finditer(tag.group(2))}
+            pos = head.find(needle, pos + 1)
 
 
 def canonical_link(html: bytes | str, url: str, limit: int = 131072) -> str | None:
     """The page's rel=canonical URL (else its og:url), absolute, from the head; None if none.
-    A regex over the head, not a parse: it runs on every page in the crawler's thread."""
+    Substring search, not a parse: it runs on every page in the crawler's thread."""
     if not html:
         return None
-    head = html[:limit].encode("utf-8", "replace") if isinstance(html, str) else bytes(html[:limit])
-    end = _HEAD_END.search(head)
-    if end:
-        head = head[:end.start()]
-    canonical = og = None
-    for tag in _TAG.finditer(head):
-        attrs = {m.group(1).lower(): m.group(2) if m.group(2) is not None else
-                 m.group(3) if m.group(3) is not None else m.group(4) for m in _ATTR.finditer(tag.group(2))}
-        if tag.group(1).lower() == b"link":
-            if canonical is None and b"canonical" in attrs.get(b"rel", b"").lower().split() and attrs.get(b"href"):
-                canonical = attrs[b"href"]
-        elif og is None and (attrs.get(b"property") or attrs.get(b"name") or b"").lower() == b"og:url":
-            og = attrs.get(b"content") or None
-    value = canonical or og
+    head = html[:limit]
+    if not isinstance(head, str):
+        head = bytes(head).decode("latin-1")  # bytes as code points 0-255: ASCII markup stays ASCII
+    for closing in ("</head", "</HEAD", "<body", "<BODY"):
+        end = head.find(closing)
+        if end >= 0:
+            head = head[:end]
+            break
+    value = None
+    for kind, attrs in _tags_around(head, ("canonical", "CANONICAL", "Canonical")):
+        if kind == "link" and "canonical" in attrs.get("rel", "").lower().split() and attrs.get("href"):
+            value = attrs["href"]
+            break
+    if value is None:
+        for kind, attrs in _tags_around(head, ("og:url", "OG:URL")):
+            if kind == "meta" and (attrs.get("property") or attrs.get("name") or "").lower() == "og:url":
+                value = attrs.get("content")
+                break
     if not value:
         return None
+    if not isinstance(html, str):
+        value = value.encode("latin-1").decode("utf-8", "replace")
     try:
-        found = urljoin(url or "", htmllib.unescape(value.decode("utf-8", "replace")).strip())
+        found = urljoin(url or "", htmllib.unescape(value).strip())
     except ValueError:
         return None
     return found if urlsplit(found).scheme in ("http", "https") else None

@@ -21,7 +21,7 @@ from .inspection import SIM_BINS, Filters, Summary, stream
 TEXT_ROWS = 2000  # the latest rows that carry full texts for the diff view
 TEXT_CHARS = 20_000  # per text
 COLUMNS = ["time", "url", "duplicate_of", "reason", "action", "similarity", "distance", "measure", "stage",
-           "title", "duplicate_of_title", "excerpt"]
+           "title", "duplicate_of_title", "excerpt", "kept_at"]
 
 
 def _esc(text) -> str:
@@ -307,13 +307,15 @@ function select(r, tr){
   tr.classList.add("sel");
   detail.textContent = "";
   detail.hidden = false;
-  detail.appendChild(el("h2", "Drop #" + r[ci.n] + ": " + r[ci.reason] + " duplicate, " + (r[ci.measure] || "") + " " + (typeof r[ci.similarity] === "number" ? r[ci.similarity].toFixed(3) : r[ci.similarity]) + ", distance " + r[ci.distance] + " bits"));
+  var what = {unchanged: "unchanged since it was kept at " + r[ci.kept_at], superseded: "superseded by the URL its rel=canonical names (kept at " + r[ci.kept_at] + ")"}[r[ci.reason]] || (r[ci.reason] + " duplicate");
+  detail.appendChild(el("h2", "Drop #" + r[ci.n] + ": " + what + ", " + (r[ci.measure] || "") + " " + (typeof r[ci.similarity] === "number" ? r[ci.similarity].toFixed(3) : r[ci.similarity]) + ", distance " + r[ci.distance] + " bits"));
   [["dropped", ci.url, ci.title], ["kept", ci.duplicate_of, ci.duplicate_of_title]].forEach(function(s){
     var p = el("p"); p.appendChild(el("b", s[0] + ": ")); p.appendChild(link(r[s[1]]));
     if (r[s[2]]) { p.appendChild(el("span", " \u2014 " + r[s[2]])); }
     detail.appendChild(p);
   });
   var dropped = data.texts[String(r[ci.n])], kept = data.kept[r[ci.duplicate_of]];
+  if (typeof dropped !== "string" && r[ci.reason] === "unchanged" && r[ci.measure] === "exact") { dropped = kept; }  // same words: not repeated in the line
   if (typeof dropped !== "string" || typeof kept !== "string") {
     detail.appendChild(el("p", (typeof dropped !== "string" ? "The dropped page's text is not in this report" : "The kept page's text is not in this report") +
       " (DEDUP_STORE_TEXT off, no --dir index, or beyond the latest " + Object.keys(data.texts).length + " drops with texts); titles and excerpt instead.", "note"));

@@ -214,3 +214,19 @@ def test_revisits_against_a_model(steps, seed):
                 assert count == (len(model), len(model))
                 for m_url, m_text in model.items():
                     assert d.index.store.read(lambda t: d.index.by_url(t, m_url)).text == m_text
+
+
+@pytest.mark.parametrize("html, expected", [
+    (b'<html><head><link href="/a?x=1&amp;y=2" rel="Canonical"></head><body>', "https://h/a?x=1&y=2"),
+    (b'<head><meta property="og:url" content="https://o/x"><link rel="canonical" href="https://c/y">', "https://c/y"),
+    ("<meta content='https://og/x' property=og:url>", "https://og/x"),
+    (b'<link rel="canonical" href="javascript:alert(1)">', None),
+    (b"<head></head><body><link rel=canonical href=/in-body>", None),  # only the head counts
+    (b'<link rel="alternate canonical" href="/caf\xc3\xa9">', "https://h/caf\u00e9"),
+    (b"<html><body>no head at all</body></html>", None),
+    (b"", None),
+])
+def test_canonical_link(html, expected):
+    from crawler_dedup.extract import canonical_link
+
+    assert canonical_link(html, "https://h/p/q") == expected

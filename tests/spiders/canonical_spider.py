@@ -1,0 +1,34 @@
+"""A spider for the canonical-rule crawl test: the pages of -a urls=FILE in file order, and each
+page_superseded signal written as a JSON line to -a signals=FILE."""
+
+import json
+
+import scrapy
+
+from crawler_dedup.signals import page_superseded
+
+
+class CanonicalSpider(scrapy.Spider):
+    name = "canonical"
+
+    def __init__(self, urls=None, signals=None, **kw):
+        super().__init__(**kw)
+        self.url_list = [u.strip() for u in open(urls, encoding="utf-8") if u.strip()]
+        self.signal_file = signals
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.superseded, signal=page_superseded)
+        return spider
+
+    def superseded(self, url, canonical_url, record):
+        with open(self.signal_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"url": url, "canonical_url": canonical_url, "reason": record["reason"]}) + "\n")
+
+    async def start(self):
+        for i, url in enumerate(self.url_list):
+            yield scrapy.Request(url, priority=-i)
+
+    def parse(self, response):
+        yield {"url": response.url}

@@ -1,0 +1,115 @@
+"""Recrawls as a user runs them: real `scrapy crawl` runs over one DEDUP_DIR, pages served on
+127.0.0.1. The Deduplicator-level rules are in test_revisit.py."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from crawler_dedup.droplog import REQUIRED_KEYS, read_droplog
+
+from .conftest import ROOT, SHARED_DATA, dedup_stats, scrapy_crawl, write_urls
+
+
+def items(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def crawl(tmp_path, urls, out, *extra):
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "ROBOTSTXT_OBEY=0",
+                        "-s", "CONCURRENT_REQUESTS=1", "-o", str(out), *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_reset_starts_from_an_empty_index_and_keeps_the_old_one(tmp_path, articles, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    for i in range(3):
+        (root / f"a{i}.html").write_bytes(articles[i][0])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/a{i}.html" for i in range(3)])
+    crawl(tmp_path, urls, tmp_path / "o1.jsonl")
+    proc = crawl(tmp_path, urls, tmp_path / "o2.jsonl", "-a", "dedup_reset=1")
+    assert len(items(tmp_path / "o2.jsonl")) == 3  # every page kept again: the index started empty
+    moved = [p for p in os.listdir(tmp_path) if p.startswith("idx.reset-")]
+    assert len(moved) == 1 and os.path.isfile(tmp_path / moved[0] / "data.mdb")
+    assert f"moved to {tmp_path / moved[0]}" in proc.stderr
+    assert dedup_stats(proc.stderr).get("dedup/revisits", 0) == 0
+    proc = crawl(tmp_path, urls, tmp_path / "o3.jsonl", "-s", "DEDUP_RESET=1")  # the setting does the same
+    assert len(items(tmp_path / "o3.jsonl")) == 3
+    assert len([p for p in os.listdir(tmp_path) if p.startswith("idx.reset-")]) == 2
+    proc = crawl(tmp_path, urls, tmp_path / "o4.jsonl")  # and without it, the new index is used
+    assert items(tmp_path / "o4.jsonl") == [] and dedup_stats(proc.stderr)["dedup/unchanged"] == 3
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_canonical_page_supersedes_its_copy_with_a_line_and_a_signal(tmp_path, articles, serve, workers):
+    html = articles[3][0]
+    head_start = html.index(b">", html.lower().index(b"<head")) + 1  # before the page's own canonical link
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "story.html").write_bytes(html)
+    (root / "amp.html").write_bytes(html[:head_start] + b'<link rel="canonical" href="/story.html">' + html[head_start:])
+    (root / "other.html").write_bytes(articles[4][0])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/amp.html", f"{base}/other.html", f"{base}/story.html"])
+    spider = os.path.join(ROOT, "tests", "spiders", "canonical_spider.py")
+    drops, signals, out = tmp_path / "drops.jsonl", tmp_path / "signals.jsonl", tmp_path / "out.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-a", f"signals={signals}",
+         "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}", "-s", f"DEDUP_WORKERS={workers}",
+         "-s", "CONCURRENT_REQUESTS=1", "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # all three reach storage; the AMP copy is then superseded by the page it names
+    assert sorted(i["url"].rsplit("/", 1)[-1] for i in items(out)) == ["amp.html", "other.html", "story.html"]
+    (line,) = read_droplog(str(drops))
+    assert set(REQUIRED_KEYS) <= set(line)
+    assert (line["url"], line["duplicate_of"], line["reason"], line["action"]) == (
+        f"{base}/amp.html", f"{base}/story.html", "superseded", "dropped")
+    assert line["similarity"] == 1.0 and line["kept_at"] and line["text"]
+    assert items(signals) == [{"url": f"{base}/amp.html", "canonical_url": f"{base}/story.html",
+                               "reason": "superseded"}]
+    assert dedup_stats(proc.stderr)["dedup/superseded"] == 1
+    # in the index the canonical URL replaced the copy: the copy's URL is now a copy of it
+    out2 = tmp_path / "out2.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-a", f"signals={signals}",
+         "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
+         "-s", "CONCURRENT_REQUESTS=1", "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}", "-o", str(out2)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = {r["url"].rsplit("/", 1)[-1]: (r["reason"], r["duplicate_of"].rsplit("/", 1)[-1])
+              for r in list(read_droplog(str(drops)))[1:]}
+    assert second == {"amp.html": ("exact", "story.html"), "other.html": ("unchanged", "other.html"),
+                      "story.html": ("unchanged", "story.html")}
+
+
+def test_item_pipeline_revisits(tmp_path, articles):
+    """Items carrying text (no response stage): the same URL's same text twice is unchanged, a
+    corrected text an update, kept."""
+    from .conftest import scrapy_runspider
+
+    text = articles[0][1]
+    feed = tmp_path / "texts.jsonl"
+    rows = [{"url": "https://s/a", "text": text}, {"url": "https://s/a", "text": text},
+            {"url": "https://s/a", "text": text + "\n\nCorrection: an earlier version misstated the date."},
+            {"url": "https://s/b", "text": text}]
+    feed.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    drops, out = tmp_path / "drops.jsonl", tmp_path / "out.jsonl"
+    proc = scrapy_runspider("-a", f"texts={feed}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                            "-s", f"DEDUP_DROPLOG={drops}", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [i["text"][-19:] for i in items(out)] == [text[-19:], "misstated the date."]
+    lines = list(read_droplog(str(drops)))
+    assert [(r["url"], r["reason"], r["duplicate_of"], r["stage"]) for r in lines] == [
+        ("https://s/a", "unchanged", "https://s/a", "item"), ("https://s/b", "near", "https://s/a", "item")]
+    assert lines[0]["item"]["url"] == "https://s/a"  # the dropped item is in its line
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/updated"] == 1 and stats["dedup/unchanged"] == 1
