@@ -184,7 +184,10 @@ def _index_stats(args) -> int:
         print(json.dumps(info, indent=1))
         return 0
     bpp = info["bytes_per_page"]
-    print(f"index {info['dir']}: format {info['format']}, {pages} pages kept over {info['runs']} runs, "
+    from .stores.base import FORMAT_VERSION
+
+    migrate = f" (migrated to {FORMAT_VERSION} when a crawl or `index remove` next opens it)" if info["format"] < FORMAT_VERSION else ""
+    print(f"index {info['dir']}: format {info['format']}{migrate}, {pages} pages kept over {info['runs']} runs, "
           f"{info['urls']} URLs")
     p = info["plan"]
     print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "

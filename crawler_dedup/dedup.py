@@ -12,7 +12,8 @@ from .conceptual import LsiModel, cosine, term_vector
 from .config import DedupConfig
 from .exceptions import DedupError, StoreError
 from .extract import canonical_link, extract, page_title
-from .features import content_hash, document_image, numbers_hash, shingles, token_hashes
+from .churn import churn_digest, mask, same_but_churn
+from .features import content_hash, document_image, shingles, token_hashes
 from .guards import looks_like_notice, titles_disagree
 from .index import DocRecord, NearDupIndex, canonical_url
 from .simhash import simhash
@@ -30,7 +31,9 @@ GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
-NUMBERS, CANONICAL = "nd", "cu"  # record extras: the numbers-masked digest; a rel=canonical naming another URL
+# record extras: the digest with churn masked (kept when no text is stored and it differs from the
+# digest); a rel=canonical naming another URL
+CHURN, CANONICAL = "cd", "cu"
 EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
@@ -123,7 +126,6 @@ class Fingerprinted:
     sketch: np.ndarray
     digest: bytes
     shingles: int = 0
-    numbers_digest: bytes | None = None  # digest with numbers masked: a revisit's churn
     extras: dict = field(default_factory=dict)  # what the verifier keeps per page
     df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
@@ -211,7 +213,6 @@ class Deduplicator:
         fp = Fingerprinted(
             text=text, title=None, tokens=len(tokens), fingerprint=simhash(features, weights),
             sketch=distinct[:SKETCH_SIZE].copy(), digest=content_hash(tokens), shingles=int(distinct.size),
-            numbers_digest=numbers_hash(tokens),
             extras=self.verifier.keep(tokens, word_shingles),
             df_keys=df_keys,
         )
@@ -420,11 +421,13 @@ class Deduplicator:
             index.remove(txn, doc_id)
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
                            time=self._now, shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,
-                           extras=fp.extras)
+                           extras=dict(fp.extras))  # a copy: a transaction run again starts from fp as prepared
         if cfg.store_text:
             record.set_text(fp.text)
-        if fp.numbers_digest is not None:
-            record.extras[NUMBERS] = fp.numbers_digest
+        if not cfg.store_text and mask(fp.text) != fp.text:  # (with the text stored, compared from it)
+            digest = churn_digest(fp.text)
+            if digest != fp.digest:
+                record.extras[CHURN] = digest
         if verdict.canonical and canonical_url(verdict.canonical) != canonical_url(verdict.url):
             record.extras[CANONICAL] = verdict.canonical.encode("utf-8", "surrogatepass")
         doc_id = index.add(txn, record, fp.digest, probes=cfg.sketch_probes, exact=not verdict.guard)
@@ -442,13 +445,19 @@ class Deduplicator:
         return verdict
 
     def _unchanged(self, verdict: Verdict, fp: Fingerprinted, prior: DocRecord) -> bool:
-        """A revisit with the text kept for its URL: the same words, or the same but for numbers
-        (dates, times, counters). Fills the verdict's `unchanged` fields when so."""
+        """A revisit with the text kept for its URL: the same words, or the same but for churn
+        (dates, times, counters: churn.py). Fills the verdict's `unchanged` fields when so."""
         same_words = prior.extras.get("dg") == fp.digest
-        if not same_words and (fp.numbers_digest is None or prior.extras.get(NUMBERS) != fp.numbers_digest):
-            return False
+        if not same_words:
+            old = prior.text
+            if old is not None:
+                churn_only = same_but_churn(old, fp.text)
+            else:  # no stored text: the digest with churn masked, kept when it differed
+                churn_only = prior.extras.get(CHURN, prior.extras.get("dg")) == churn_digest(fp.text)
+            if not churn_only:
+                return False
         verdict.reason, verdict.revisit = "unchanged", "unchanged"
-        verdict.measure = "exact" if same_words else "numbers"
+        verdict.measure = "exact" if same_words else "churn"
         verdict.similarity = 1.0 if same_words else round(self.verifier.score(fp, prior, self.config)[0], 4)
         verdict.distance = (prior.fingerprint ^ fp.fingerprint).bit_count()
         verdict.duplicate_of, verdict.duplicate_of_title = prior.url, prior.title

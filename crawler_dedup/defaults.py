@@ -35,7 +35,7 @@ DEDUP_SHINGLE = 3  # words per shingle
 DEDUP_SKETCH_PROBES = 8  # smallest shingle hashes filed per page: candidates beyond k bits
 DEDUP_STORE_TEXT = True  # kept pages' text (zlib) in the index, dropped text in the drop log: for `show`
 DEDUP_THRESHOLD = 0.5  # minimum verifier score to drop a candidate
-DEDUP_UNCHANGED = "drop"  # a revisit with the same text (numbers aside): drop (items only; links followed) | keep
+DEDUP_UNCHANGED = "drop"  # a revisit with the same text (dates, counters aside): drop (items only; links followed) | keep
 DEDUP_VERIFIER = "resemblance"  # resemblance (seed 003) | qgram (seed 004) | swlr (seed 002)
 DEDUP_WEIGHTING = "none"  # none | tfidf (seed 000: shingles weighted by TF-IDF in the simhash)
 DEDUP_WINDOW = 0  # seconds a kept page matches (0 = forever); older pages are removed as new ones come

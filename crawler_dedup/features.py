@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import xxhash
 
@@ -69,17 +67,6 @@ def shingles(tokens: list[str], w: int = 3) -> np.ndarray:
 def content_hash(tokens: list[str]) -> bytes:
     """128-bit hash of the normalized token stream: equal for pages with the same words."""
     return xxhash.xxh3_128_digest("\x1f".join(tokens).encode("utf-8"))
-
-
-_DIGITS = re.compile(r"\d+")
-_NUMBER_RUN = re.compile(r"(?:(?<=\x1f)|^)0(?:\x1f0)+(?=\x1f|$)")
-
-
-def numbers_hash(tokens: list[str]) -> bytes:
-    """content_hash with every number masked ("1,204 views", "Nov 23, 2026 10:31" -> "0 views",
-    "nov 0 0"): equal for two fetches of a page that differ only in dates, times and counters."""
-    joined = _DIGITS.sub("0", "\x1f".join(tokens))
-    return xxhash.xxh3_128_digest(_NUMBER_RUN.sub("0", joined).encode("utf-8"))
 
 
 def document_image(tokens: list[str], idf, chunk: int = 100, top: int = 30) -> np.ndarray:

@@ -270,7 +270,7 @@ class Summary:
             self.by_measure[measure if type(measure) is str else str(measure)] += 1
         self.domains.add(domain_of(rec["url"]))
         kept = get("duplicate_of")
-        if type(kept) is str:
+        if type(kept) is str and reason != "unchanged":  # a revisit is no copy: not a "most copied" page
             self.kept.add(kept)
             if kept not in self.kept_titles and len(self.kept_titles) < 2 * self.kept.capacity:
                 title = get("duplicate_of_title")

@@ -156,8 +156,8 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
     if reason == "unchanged":
         kept_at = f", kept at {rec['kept_at']}" if rec.get("kept_at") else ""
-        if measure == "numbers":
-            return (f"unchanged: a revisit of {rec.get('url')} with the same words but for numbers (dates, "
+        if measure == "churn":
+            return (f"unchanged: a revisit of {rec.get('url')} with the same words but for churn (dates, "
                     f"times, counters){kept_at}; DEDUP_UNCHANGED=keep keeps such pages")
         return f"unchanged: a revisit of {rec.get('url')} with the same words{kept_at}; DEDUP_UNCHANGED=keep keeps such pages"
     if reason == "superseded":

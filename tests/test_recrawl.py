@@ -113,3 +113,33 @@ def test_item_pipeline_revisits(tmp_path, articles):
     assert lines[0]["item"]["url"] == "https://s/a"  # the dropped item is in its line
     stats = dedup_stats(proc.stderr)
     assert stats["dedup/updated"] == 1 and stats["dedup/unchanged"] == 1
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED_DATA), reason="../shared/data is not beside the checkout")
+def test_recrawl_of_real_pages_keeps_every_update(tmp_path):
+    """benchmarks/recrawl.py as a user runs it, small: real pages served on 127.0.0.1, crawled
+    twice over one index with the default settings, the site changed in between."""
+    out = tmp_path / "figures.json"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "recrawl.py"), "--pages", "48",
+                           "--skip-baseline", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    f = doc["settings"]["update"]
+    assert f["crawl1"]["kept"] == f["crawl1"]["total"] == 48
+    # every updated page is kept, a figure correction (a number in a sentence) too
+    assert f["updated"]["kept"] == f["updated"]["total"] == 8
+    assert f["figures"]["kept"] == f["figures"]["total"] >= 1
+    # no unchanged page is called a copy of itself; byte-identical ones are `unchanged`
+    assert f["unchanged"]["self"] == f["churn"]["self"] == 0
+    assert f["unchanged"]["unchanged"] == f["unchanged"]["total"] > 0
+    assert f["churn"]["unchanged"] + f["churn"]["kept"] == f["churn"]["total"]
+    # a URL whose content was replaced by another crawled page's is dropped as that page's copy
+    assert f["replaced"]["dropped_as_copy"] == f["replaced"]["total"] >= 1
+    # copies of the updated versions at new URLs are dropped as copies of the updated pages
+    assert f["copies_of_updates"]["dropped_as_copy"] == f["copies_of_updates"]["total"] >= 1
+    assert f["new"]["kept"] == f["new"]["total"]
+    assert f["failures"] == {}
+    stats = f["stats"]
+    assert stats["dedup/updated"] >= f["updated"]["total"] + f["figures"]["total"]
+    assert stats["dedup/unchanged"] == stats["dedup/dropped/unchanged"] == stats["dedup/dropped_items/unchanged"]

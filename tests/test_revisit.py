@@ -21,8 +21,8 @@ def words(tag, n=120):
 
 A, B, C = words("alpha"), words("beta"), words("gamma")
 A_FIXED = A + " A correction: the council voted on Tuesday and the figures were revised by the ministry."
-A_NEW_DATE = "Updated 23 November 2026 10:31, 1,204 views. " + A
-A_OTHER_DATE = "Updated 24 November 2026 9:02, 999 views. " + A
+A_NEW_DATE = "Updated 23 November 2026 10:31, 1,204 views.\n" + A
+A_OTHER_DATE = "Updated 24 November 2026 9:02, 999 views.\n" + A
 
 
 @pytest.fixture(params=["memory", "lmdb"])
@@ -44,11 +44,35 @@ def test_same_text_is_unchanged_not_a_copy_of_itself(dedup):
     assert urls_and_docs(dedup) == (1, 1)
 
 
-def test_only_numbers_changed_is_unchanged(dedup):
+def test_only_churn_changed_is_unchanged(dedup):
     dedup.check("https://s/a", text=A_NEW_DATE)
     v = dedup.check("https://s/a", text=A_OTHER_DATE)
-    assert (v.action, v.reason, v.measure) == ("drop", "unchanged", "numbers") and 0.5 < v.similarity <= 1
+    assert (v.action, v.reason, v.measure) == ("drop", "unchanged", "churn") and 0.5 < v.similarity <= 1
     assert v.text == A_OTHER_DATE  # the dropped text differs from the kept one: logged for `show`
+
+
+@pytest.mark.parametrize("store_text", [True, False])
+@pytest.mark.parametrize("old, new, unchanged", [
+    ("Updated Nov 23, 2026 10:31 AM EST", "Updated Nov 24, 2026 9:02 PM EST", True),
+    ("Posted 2026-11-23T10:31:00Z | 1,204 views", "Posted 2026-11-24T09:02:11Z | 1,388 views", True),
+    ("By Jane Doe, 5 minutes ago", "By Jane Doe, 2 hours ago", True),
+    ("Price: $19.99", "Price: $17.99", False),  # a changed number is an edit, not churn
+    ("Final score 3-2", "Final score 1-0", False),
+    ("Updated Nov 23, 2026", "Corrected Nov 24, 2026", False),  # a changed word
+])
+def test_churn_lines_against_edits(old, new, unchanged, store_text):
+    body = "\n".join(A[i:i + 200] for i in range(0, len(A), 200))  # lines of a real length
+    with Deduplicator(backend="memory", store_text=store_text) as d:
+        d.check("https://s/a", text=old + "\n" + body)
+        v = d.check("https://s/a", text=new + "\n" + body)
+        assert (v.reason == "unchanged", v.revisit) == (unchanged, "unchanged" if unchanged else "updated")
+
+
+def test_a_date_inside_a_sentence_is_content():
+    sentence = "The court said on Monday that the hearing will go ahead as planned and that sentencing is "
+    with Deduplicator(backend="memory") as d:
+        d.check("https://s/a", text=A + "\n" + sentence + "scheduled for Feb. 14.")
+        assert d.check("https://s/a", text=A + "\n" + sentence + "scheduled for Feb. 21.").revisit == "updated"
 
 
 def test_a_correction_is_an_update_that_replaces_the_entry(dedup):
