@@ -7,6 +7,7 @@ and for the drop log.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import struct
@@ -96,6 +97,7 @@ class DocRecord:
                    extras=extras)
 
 
+@functools.lru_cache(maxsize=4096)  # a page's URL is looked up, then filed: canonicalized once (~25 us)
 def canonical_url(url: str) -> str:
     """The URL as Scrapy's request fingerprint sees it: query sorted, fragment dropped, escapes
     normalized. Two URLs with the same canonical form are one page."""
@@ -250,7 +252,7 @@ class NearDupIndex:
         """The page kept for `url` (or any URL of the same canonical form), if any."""
         doc_id = txn.url_get(url_key(url))
         doc = None if doc_id is None else self.doc(txn, doc_id)
-        if doc is None or canonical_url(doc.url) != canonical_url(url):  # gone, or a 128-bit collision
+        if doc is None or (doc.url != url and canonical_url(doc.url) != canonical_url(url)):  # gone, or a collision
             return None
         return doc
 
