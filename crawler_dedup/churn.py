@@ -1,9 +1,11 @@
 """Part of step 7 for revisits: is a re-fetched page's text the same as the text kept for its URL,
 but for churn? Churn is what changes between two fetches of an unchanged page: dates and times
 ("Updated Nov 23, 2026 10:31 AM", "2026-11-23T10:31Z"), relative times ("5 minutes ago") and
-counters ("1,204 views", "12 comments"), in the short lines where pages print them (bylines,
-datelines, counters). Every other difference, a changed number included (a price, a score, a
-casualty figure) and a date in a sentence of the article, is an edit: the page is an update.
+counters ("1,204 views", "12 comments") in the page's metadata lines: bylines, datelines and
+counters, short lines whose other words are names or metadata words ("By Jane Doe | Published").
+Every other difference is an edit and the page is an update: a changed price, score or figure,
+a date or time inside a sentence ("Sentencing is scheduled for Feb. 14."), any changed word.
+Precision first: churn taken for an edit stores a page again; an edit taken for churn loses it.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import xxhash
 
 from .tokens import tokenize
 
-# names as written in dates, capitalized: "may 5" in a sentence is no date
-_MONTH = (r"(?-i:(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*|"
-          r"(?:JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)[A-Z]*)\.?")
-_DAY = r"(?-i:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*|(?:MON|TUE|WED|THU|FRI|SAT|SUN)[A-Z]*)\.?,?\s+"
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\s*(?:[ap]\.?m\b\.?)?(?:\s*(?:utc|gmt|[ecmp][sd]t|z)\b)?"
+_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
+           "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
+_DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun"
+# names as dates write them, capitalized or in capitals, whole words: "may 5" is no date, nor "Maryland 21"
+_MONTH = rf"(?-i:(?:{_MONTHS}|{_MONTHS.upper()}))\b\.?"
+_DAY = rf"(?-i:(?:{_DAYS}|{_DAYS.upper()}))\b\.?,?\s+"
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\s*(?:[ap]\.?m\b\.?)?(?:\s*(?:utc|gmt|[ecmp][sd]?t|z)\b)?"
 CHURN = re.compile(
     rf"""
     \b\d{{4}}-\d{{2}}-\d{{2}}(?:[T\s]{_TIME})?(?:z|[+-]\d{{2}}:?\d{{2}})?      # 2026-11-23T10:31:00Z
@@ -29,21 +33,39 @@ CHURN = re.compile(
   | \b\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}\b(?:,?\s+{_TIME})?                  # 11/23/2026 (10:31)
   | \b{_TIME}                                                                # 10:31 am (EST)
   | \b(?:\d+|an?|one)\s+(?:sec(?:ond)?|min(?:ute)?|h(?:ou)?r|day|week|month|year)s?\s+ago\b  # 5 minutes ago
-  | \b\d[\d,.\s]*[km]?\s+(?:views?|comments?|shares?|likes?|reads?|replies|reply|votes?|reactions?)\b  # 1,204 views
+  | \b\d[\d,.]*[km]?\s+(?:views?|comments?|shares?|likes?|reads?|replies|reactions?)\b  # 1,204 views
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+CHURN_LINE_WORDS = 15  # metadata lines are short
+# the words a metadata line holds besides its dates, counters and (capitalized) names
+META_WORDS = frozenset("""
+    a am and at by ago comment comments date dated edited et first from gmt in last min
+    mins minute minutes modified of on photo pm posted published read reads reply replies share shares
+    the time updated update upd utc via view views with written
+""".split())
+_WORD = re.compile(r"[^\W\d_]+")
+_PLACEHOLDER = "zzchurn"
 
 
-CHURN_LINE_WORDS = 15  # churn is masked in lines this short: bylines, datelines, counters
+def _metadata(masked: str) -> bool:
+    """A line whose words, once its churn is masked, are names (capitalized) or metadata words."""
+    for word in _WORD.findall(masked):
+        if word != _PLACEHOLDER and not word[0].isupper() and word.lower() not in META_WORDS:
+            return False
+    return True
 
 
 def mask(text: str) -> str:
-    """The text with every churn expression of its short lines replaced by one placeholder word.
-    A date in a sentence of the article ("Sentencing is scheduled for Feb. 14.") is content: a
-    change there is an edit."""
-    return "\n".join(CHURN.sub(" zzchurn ", line) if len(line.split()) <= CHURN_LINE_WORDS else line
-                     for line in text.splitlines())
+    """The text with the churn of its metadata lines replaced by a placeholder word."""
+    out = []
+    for line in text.splitlines():
+        if len(line.split()) <= CHURN_LINE_WORDS:
+            masked = CHURN.sub(f" {_PLACEHOLDER} ", line)
+            if masked != line and _metadata(masked):
+                line = masked
+        out.append(line)
+    return "\n".join(out)
 
 
 def churn_digest(text: str) -> bytes:

@@ -469,7 +469,11 @@ def _show(args) -> int:
     try:
         with ReadOnlyIndex(dir_) as index:
             kept = index.kept(rec.get("duplicate_of_fingerprint"), rec.get("duplicate_of"))
-        if kept is None:
+            now = index.by_url(rec["duplicate_of"]) if kept is None and isinstance(rec.get("duplicate_of"), str) else []
+        if kept is None and now:
+            note = (f"the kept page's entry in {dir_} was updated since: a later crawl kept a changed text at "
+                    f"{rec['duplicate_of']} (fingerprint {now[0].fingerprint:016x}), which is not the text this drop was compared with")
+        elif kept is None:
             note = f"the kept page is no longer in the index {dir_} (expired or removed)"
     except ShowError as exc:
         note = str(exc) + _index_hint(dir_)
@@ -493,8 +497,8 @@ def _show(args) -> int:
     p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
     p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
     p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
-    if exact:
-        pass  # no threshold decides an exact match
+    if exact or rec.get("reason") in ("unchanged", "superseded"):
+        pass  # no threshold decides an exact match, nor a revisit's sameness
     elif args.set:
         p("", "(thresholds as given by -s; the rest are defaults)")
     else:
@@ -510,7 +514,9 @@ def _show(args) -> int:
             missing.append("the drop-log line has no `text`")
         if kept is not None and kept_text is None:
             missing.append("the index holds no text for the kept page")
-        if missing:
+        if missing and kept is None and note:
+            print("no diff: " + note)
+        elif missing:
             print("no diff: " + " and ".join(missing) + " (crawled with DEDUP_STORE_TEXT off, or by an older "
                   "crawler-dedup); turn DEDUP_STORE_TEXT on to keep texts for later crawls")
         else:
@@ -638,6 +644,9 @@ def _restore(args) -> int:
     for url in filters.urls:
         if "*" not in url and url not in result.found:
             print(f"crawler-dedup restore: warning: no drop-log line for {_term(url)}", file=sys.stderr)
+    if result.unchanged:
+        print(f"{result.unchanged} selected drops are unchanged revisits with the very words of the page kept "
+              "before (storage holds it): nothing to restore", file=report)
     if result.nothing:
         print(_term(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
                     f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),

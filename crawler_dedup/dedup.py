@@ -379,11 +379,14 @@ class Deduplicator:
                         verdict.text = fp.text
                 return verdict  # the index holds this text already
             replace_id = prior.doc_id
-        found = self._match(txn, verdict, fp, cutoff, exclude=replace_id)
+        # (a revisit is never a copy of its own URL: older records of it, if any, are no match)
+        found = self._match(txn, verdict, fp, cutoff, exclude=replace_id, own_url=verdict.url if revisit else None)
         match, reason, distance, similarity, measure = found or (None, None, None, None, None)
         if match is not None:
             verdict.guard = None
         if match is not None and cfg.canonical and self._supersedes(verdict, fp, match, distance, similarity, measure):
+            if cfg.dry_run:
+                return verdict  # flagged only: the kept copy stays, this page is not filed
             replace_ids = [match.doc_id]
             match = None
         else:
@@ -471,6 +474,8 @@ class Deduplicator:
         named = match.extras.get(CANONICAL)
         if not named or canonical_url(named.decode("utf-8", "surrogatepass")) != canonical_url(verdict.url):
             return False
+        if verdict.canonical and canonical_url(verdict.canonical) == canonical_url(match.url):
+            return False  # the two pages name each other: the one kept first stays (no swap on every crawl)
         verdict.superseded = {
             "url": match.url, "title": match.title, "fingerprint": match.fingerprint, "time": match.time,
             "distance": distance, "similarity": round(similarity, 4), "measure": measure,
@@ -478,12 +483,16 @@ class Deduplicator:
         }
         return True
 
-    def _match(self, txn, verdict: Verdict, fp: Fingerprinted, cutoff, exclude: int | None = None):
+    def _match(self, txn, verdict: Verdict, fp: Fingerprinted, cutoff, exclude: int | None = None,
+               own_url: str | None = None):
         """The kept page this one duplicates: (doc, reason, distance, similarity, measure), or None.
-        `exclude`: a doc id never matched (the URL's own earlier page, on a revisit)."""
+        `exclude`: a doc id never matched (the URL's own earlier page, on a revisit); `own_url`:
+        no page at this URL is matched either."""
         index, cfg = self.index, self.config
+        own = canonical_url(own_url) if own_url else None
+        mine = lambda doc: doc.doc_id == exclude or (own is not None and canonical_url(doc.url) == own)  # noqa: E731
         match, reason, distance, similarity, measure = index.exact(txn, fp.digest), "exact", None, 1.0, "exact"
-        if match is not None and match.doc_id == exclude:
+        if match is not None and mine(match):
             match = None
         if match is not None and cutoff is not None and match.time < cutoff:
             match = None  # out of the window: no longer matches, removal may lag
@@ -497,7 +506,7 @@ class Deduplicator:
         if short and contain:
             contain, contain_min = max(contain, SHORT_CONTAINMENT), max(contain_min, SHORT_MIN_RESEMBLANCE)
         best = None
-        candidates = [doc for doc in self._candidates(txn, fp) if doc.doc_id != exclude]
+        candidates = [doc for doc in self._candidates(txn, fp) if not mine(doc)]
         if cutoff is not None:
             candidates = [doc for doc in candidates if doc.time >= cutoff]
         for doc in candidates:

@@ -131,9 +131,7 @@ class NearDupIndex:
         store.open()
         version, plan_json, params_json = store.read(
             lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))
-        if version is not None and int(version) in MIGRATABLE:
-            migrate(store, int(version))
-        elif version is not None and int(version) != FORMAT_VERSION:
+        if version is not None and int(version) not in MIGRATABLE and int(version) != FORMAT_VERSION:
             store.close()
             raise StoreFormat(
                 f"the index at {store.location} has format version {int(version)}, this crawler-dedup "
@@ -168,7 +166,10 @@ class NearDupIndex:
 
             plan = store.write(init)
         store.open_tables(len(plan.tables))
-        return cls(store, plan)
+        index = cls(store, plan)
+        if version is not None and int(version) in MIGRATABLE:
+            migrate(index, int(version))
+        return index
 
     def new_run(self, txn) -> int:
         run = from_u64(txn.meta_get("runs") or u64(0)) + 1
@@ -318,25 +319,40 @@ class NearDupIndex:
 MIGRATE_BATCH = 10_000
 
 
-def migrate(store, version: int) -> int:
+def migrate(index: NearDupIndex, version: int) -> int:
     """Bring an index of an older format up to FORMAT_VERSION in place; how many records were
-    read. 3 -> 4: the URL table, filled from the kept records (a URL's newest page wins). Runs
-    in batches of write transactions; the format is bumped by the last, so an interrupted
-    migration starts again on the next open."""
+    read. 3 -> 4: the URL table, filled from the kept records. Format 3 could keep several
+    records for one URL (a page that changed a lot was kept again): the newest is the URL's page,
+    the older ones are removed, as an update removes them now, so that no revisit matches its own
+    URL's old text. In batches of write transactions; the format is bumped by the last, so an
+    interrupted migration starts again on the next open."""
+    store = index.store
     if version != 3:
         raise StoreFormat(f"the index at {store.location} has format version {version}: cannot migrate it")
     logger.info("crawler-dedup: migrating the index at %s from format %d to %d (adding the URL table)",
                 store.location, version, FORMAT_VERSION)
-    after, seen = 0, 0
+    after, seen, older = 0, 0, []
     while True:
         def batch(txn, after=after):
-            rows = txn.doc_scan(after, MIGRATE_BATCH)
-            for doc_id, raw in rows:
-                txn.url_put(url_key(DocRecord.decode(raw, doc_id).url), doc_id)  # id order: newest last
-            if len(rows) < MIGRATE_BATCH:
-                txn.meta_put("format", str(FORMAT_VERSION).encode())
-            return rows[-1][0] if rows else after, len(rows)
-        after, count = store.write(batch)
+            rows, replaced = txn.doc_scan(after, MIGRATE_BATCH), []
+            for doc_id, raw in rows:  # in id order: a URL's newest record comes last
+                key = url_key(DocRecord.decode(raw, doc_id).url)
+                previous = txn.url_get(key)
+                if previous is not None and previous != doc_id:
+                    replaced.append(previous)
+                txn.url_put(key, doc_id)
+            return (rows[-1][0] if rows else after), len(rows), replaced
+        after, count, replaced = store.write(batch)
         seen += count
+        older += replaced
         if count < MIGRATE_BATCH:
-            return seen
+            break
+    for start in range(0, len(older) + 1, MIGRATE_BATCH):
+        def remove(txn, ids=older[start:start + MIGRATE_BATCH], last=start + MIGRATE_BATCH > len(older)):
+            for doc_id in ids:
+                index.remove(txn, doc_id)
+            if last:
+                txn.meta_put("format", str(FORMAT_VERSION).encode())
+        store.write(remove)
+    logger.info("crawler-dedup: migrated %d records; %d older records of a URL kept again removed", seen, len(older))
+    return seen

@@ -24,6 +24,8 @@ class DedupMiddleware:
 
     async def process_response(self, request, response):
         rt = self.runtime
+        for key in ("dedup_unchanged", "dedup_revisit", "dedup_fingerprint"):
+            request.meta.pop(key, None)  # a spider that copies response.meta into its requests passes them on
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, "dont_dedup")
             rt.remember(response.url, "dont_dedup")  # and its items too
@@ -50,7 +52,7 @@ class DedupMiddleware:
         if verdict.revisit:
             request.meta["dedup_revisit"] = verdict.revisit
         if verdict.action == "drop" and verdict.reason == "unchanged":
-            request.meta["dedup_unchanged"] = True  # its items go no further (DedupSpiderMiddleware)
+            request.meta["dedup_unchanged"] = response.url  # its items go no further (DedupSpiderMiddleware)
             return response
         if verdict.action == "drop":
             raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
@@ -68,7 +70,7 @@ class DedupSpiderMiddleware(BaseSpiderMiddleware):
         return cls(crawler)
 
     def get_processed_item(self, item, response):
-        if response is not None and response.meta.get("dedup_unchanged"):
+        if response is not None and response.meta.get("dedup_unchanged") == response.url:
             self.crawler.stats.inc_value("dedup/dropped_items/unchanged")
             return None
         return item

@@ -133,6 +133,7 @@ def write_report(log: str, output: str, filters: Filters | None = None, dir_: st
     summary = Summary(limit=0, top=15)
     rows: deque = deque(maxlen=max_rows)
     texts: deque = deque(maxlen=min(TEXT_ROWS, max_rows))
+    same: deque = deque(maxlen=min(TEXT_ROWS, max_rows))
     for rec in stream(log, summary.malformed, progress):
         summary.total += 1
         if not filters.match(rec):
@@ -143,7 +144,9 @@ def write_report(log: str, output: str, filters: Filters | None = None, dir_: st
             rows.append([seq] + [_cell(rec.get(c)) for c in COLUMNS] + [rec.get("duplicate_of_fingerprint")])
             if isinstance(rec.get("text"), str):
                 texts.append((seq, rec["text"][:TEXT_CHARS]))
-    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts}) if dir_ else {}
+            elif rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
+                same.append(seq)  # the same words as the kept page: its text serves for both sides
+    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts} | set(same)) if dir_ else {}
     data = {
         "columns": ["n"] + COLUMNS,
         "rows": [row[:-1] for row in rows],

@@ -17,6 +17,7 @@ class Restored:
     from_items: int = 0
     from_text: int = 0
     nothing: int = 0  # selected lines with neither `item` nor `text`
+    unchanged: int = 0  # of those, unchanged revisits: the same words as the page storage holds
     nothing_examples: list = field(default_factory=list)
     urls: list = field(default_factory=list)  # restored URLs, in order, once each
     found: set = field(default_factory=set)  # the --url URLs (no glob) that have a line in the log
@@ -48,6 +49,9 @@ def restore(path: str, filters: Filters, out, select_all: bool = False, progress
             if isinstance(rec.get("title"), str):
                 item["title"] = rec["title"]
             result.from_text += 1
+        elif rec.get("reason") == "unchanged":
+            result.unchanged += 1  # its text is the kept page's, which storage has: nothing was lost
+            continue
         else:
             result.nothing += 1
             if len(result.nothing_examples) < 5:

@@ -65,8 +65,14 @@ def _appendable_file(setting: str, value, path: str) -> None:
         raise ConfigError(setting, value, f"a file that can be appended to ({exc.strerror or exc})") from None
 
 
-def _truthy(value) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
+def _spider_reset(spider) -> bool:
+    """-a dedup_reset=1: checked like a setting, so a typo stops the crawl instead of being ignored."""
+    value = getattr(spider, "dedup_reset", None)
+    if value is None:
+        return False
+    from .config import _bool
+
+    return _bool("-a dedup_reset", value)
 
 
 def reset_index(path: str) -> str | None:
@@ -128,7 +134,7 @@ class DedupRuntime:
                 overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
             _appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog", config.droplog))
         self.config = DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
-        if self.config.enabled and (self.config.reset or _truthy(getattr(crawler.spider, "dedup_reset", "0"))):
+        if self.config.enabled and (self.config.reset or _spider_reset(crawler.spider)):
             self._reset()
         if not self.config.debug:  # trafilatura logs several DEBUG lines per page
             logging.getLogger("trafilatura").setLevel(logging.INFO)
@@ -233,7 +239,8 @@ class DedupRuntime:
             checked, stats.get_value("dedup/kept", 0), dropped,
             "flagged" if self.config.dry_run else "dropped", 100.0 * dropped / checked if checked else 0.0,
             f"; {revisits} revisits: {stats.get_value('dedup/unchanged', 0)} unchanged, "
-            f"{stats.get_value('dedup/updated', 0)} updated" if revisits else "",
+            f"{stats.get_value('dedup/updated', 0)} updated, {stats.get_value('dedup/revisits/copy', 0)} now "
+            "copies of another URL's page" if revisits else "",
             self.config.droplog,
         )
         if self.pool is not None:
@@ -387,6 +394,8 @@ class DedupRuntime:
             stats.inc_value("dedup/revisits")
             if verdict.revisit in ("unchanged", "updated"):
                 stats.inc_value(f"dedup/{verdict.revisit}")
+            elif verdict.action != "keep":
+                stats.inc_value("dedup/revisits/copy")
         if verdict.superseded:
             self._superseded(verdict, stage)
         if verdict.action == "keep":
@@ -441,9 +450,11 @@ class DedupRuntime:
             stats.inc_value("dedup/errors/droplog")
             self._error_once("droplog", "Dedup could not write the drop log %s (superseded %s): %s",
                              self.config.droplog, record["url"], exc)
-        logger.info("Dedup: %s supersedes %s (its rel=canonical names it)", verdict.url, record["url"])
-        self.crawler.signals.send_catch_log(page_superseded, url=record["url"], canonical_url=verdict.url,
-                                            record=record)
+        logger.info("Dedup: %s %s %s (its rel=canonical names it)", verdict.url,
+                    "would supersede" if self.config.dry_run else "supersedes", record["url"])
+        if not self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
+            self.crawler.signals.send_catch_log(page_superseded, url=record["url"], canonical_url=verdict.url,
+                                                record=record)
 
 
 def _warm_worker() -> None:

@@ -1,6 +1,7 @@
 """Recrawls as a user runs them: real `scrapy crawl` runs over one DEDUP_DIR, pages served on
 127.0.0.1. The Deduplicator-level rules are in test_revisit.py."""
 
+import html as htmllib
 import json
 import os
 import subprocess
@@ -46,6 +47,9 @@ def test_reset_starts_from_an_empty_index_and_keeps_the_old_one(tmp_path, articl
     assert len([p for p in os.listdir(tmp_path) if p.startswith("idx.reset-")]) == 2
     proc = crawl(tmp_path, urls, tmp_path / "o4.jsonl")  # and without it, the new index is used
     assert items(tmp_path / "o4.jsonl") == [] and dedup_stats(proc.stderr)["dedup/unchanged"] == 3
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-a", "dedup_reset=maybe")
+    assert proc.returncode != 0 and "-a dedup_reset='maybe' is not allowed" in proc.stderr
+    assert len([p for p in os.listdir(tmp_path) if p.startswith("idx.reset-")]) == 2  # nothing moved
 
 
 @pytest.mark.parametrize("workers", ["0", "1"])
@@ -89,6 +93,62 @@ def test_canonical_page_supersedes_its_copy_with_a_line_and_a_signal(tmp_path, a
               for r in list(read_droplog(str(drops)))[1:]}
     assert second == {"amp.html": ("exact", "story.html"), "other.html": ("unchanged", "other.html"),
                       "story.html": ("unchanged", "story.html")}
+
+
+def test_dry_run_canonical_rule_sends_no_signal(tmp_path, articles, serve):
+    html = articles[3][0]
+    head_start = html.index(b">", html.lower().index(b"<head")) + 1
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "story.html").write_bytes(html)
+    (root / "amp.html").write_bytes(html[:head_start] + b'<link rel="canonical" href="/story.html">' + html[head_start:])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/amp.html", f"{base}/story.html"])
+    spider = os.path.join(ROOT, "tests", "spiders", "canonical_spider.py")
+    drops, signals = tmp_path / "drops.jsonl", tmp_path / "signals.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-a", f"signals={signals}",
+         "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}", "-s", "DEDUP_DRY_RUN=1",
+         "-s", "CONCURRENT_REQUESTS=1", "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = read_droplog(str(drops))
+    assert (line["reason"], line["action"], line["url"]) == ("superseded", "flagged", f"{base}/amp.html")
+    assert not signals.exists() and "would supersede" in proc.stderr
+
+
+def test_update_below_an_unchanged_page_is_kept_when_the_spider_copies_meta(tmp_path, articles, serve):
+    """A spider passing response.meta on to its requests must not pass on the hub's `unchanged`."""
+    root = tmp_path / "site"
+    root.mkdir()
+    links = "".join(f'<a href="/a{i}.html">a{i}</a>' for i in range(3))
+    hub = "".join(f"<p>{htmllib.escape(p)}</p>" for p in articles[5][1].split("\n") if p.strip())
+    (root / "hub.html").write_text(f"<html><head><title>Hub</title></head><body><article>{hub}</article>{links}"
+                                   "</body></html>", encoding="utf-8")
+    for i in range(3):
+        (root / f"a{i}.html").write_bytes(articles[i][0])
+    base = serve(str(root)).base_url
+    spider = os.path.join(ROOT, "tests", "spiders", "metacopy_spider.py")
+    runs = []
+    for run in range(2):
+        if run == 1:  # a correction on a1
+            body = articles[1][0]
+            at = body.rfind(b"</p>")
+            (root / "a1.html").write_bytes(body[:at] + b"</p><p>Correction: an earlier version of this story gave "
+                                           b"the wrong name for the agency that published the report.</p>" + body[at:])
+        out = tmp_path / f"out{run}.jsonl"
+        proc = subprocess.run(
+            [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"start={base}/hub.html",
+             "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "CONCURRENT_REQUESTS=1",
+             "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}", "-o", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(({i["url"].rsplit("/", 1)[-1] for i in items(out)}, dedup_stats(proc.stderr)))
+    assert runs[0][0] == {"hub.html", "a0.html", "a1.html", "a2.html"}
+    second, stats = runs[1]
+    assert second == {"a1.html"}  # the update reached storage; the unchanged pages did not
+    assert stats["dedup/updated"] == 1 and stats["dedup/unchanged"] == 3
+    assert stats["dedup/dropped_items/unchanged"] == 3
 
 
 def test_item_pipeline_revisits(tmp_path, articles):

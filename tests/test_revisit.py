@@ -59,6 +59,17 @@ def test_only_churn_changed_is_unchanged(dedup):
     ("Price: $19.99", "Price: $17.99", False),  # a changed number is an edit, not churn
     ("Final score 3-2", "Final score 1-0", False),
     ("Updated Nov 23, 2026", "Corrected Nov 24, 2026", False),  # a changed word
+    ("By Jane Doe | Published 10:31 a.m. ET Nov. 23, 2026", "By Jane Doe | Published 9:02 p.m. ET Nov. 24, 2026", True),
+    ("1,204 views · 12 comments", "1,388 views · 15 comments", True),
+    # short sentences of the article are content, not metadata lines
+    ("Sentencing is scheduled for Feb. 14.", "Sentencing is scheduled for Feb. 21.", False),
+    ("Polls close at 8:00 p.m.", "Polls close at 9:00 p.m.", False),
+    ("He died 2 days ago", "He died 3 days ago", False),
+    ("52 votes", "48 votes", False),
+    # capitalized words that begin like a month are no month
+    ("Maryland 21, Ohio State 17", "Maryland 24, Ohio State 17", False),
+    ("C. Martinez 1 goal", "C. Martinez 2 goal", False),
+    ("Decker 12 points", "Decker 14 points", False),
 ])
 def test_churn_lines_against_edits(old, new, unchanged, store_text):
     body = "\n".join(A[i:i + 200] for i in range(0, len(A), 200))  # lines of a real length
@@ -187,15 +198,18 @@ def test_self_canonical_changes_nothing(dedup):
 
 
 def _make_format3(path):
-    """An index as format 3 wrote it: no URL table, format 3 in meta."""
-    with Deduplicator(dir=path, lmdb_sync=False) as d:
+    """An index as format 3 wrote it: no URL table, format 3 in meta, and two records of one URL
+    (format 3 kept a page that changed a lot again, beside its old record)."""
+    with Deduplicator(dir=path, lmdb_sync=False, revisit="drop") as d:
         d.check("https://s/a", text=A)
         d.check("https://s/b", text=B)
         d.check("https://s/copy", text=A)
+        d.check("https://s/b", text=C)  # kept again at the same URL
     env = lmdb.open(path, max_dbs=1100)
     with env.begin(write=True) as txn:
         txn.drop(env.open_db(b"urls", txn=txn), delete=True)
         txn.put(b"format", b"3", db=env.open_db(b"meta", txn=txn))
+        assert txn.stat(env.open_db(b"docs", txn=txn))["entries"] == 3
     env.close()
 
 
@@ -203,9 +217,57 @@ def test_format3_index_is_migrated_in_place(tmp_path):
     path = str(tmp_path / "idx")
     _make_format3(path)
     with Deduplicator(dir=path) as d:
-        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count())) == (str(FORMAT_VERSION).encode(), 2)
+        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
+            str(FORMAT_VERSION).encode(), 2, 2)  # b's older record is gone: b's page is its newest
         assert d.check("https://s/a", text=A).reason == "unchanged"
-        assert d.check("https://s/b", text=A_FIXED).duplicate_of != "https://s/b"
+        assert d.check("https://s/b", text=C).reason == "unchanged"
+        v = d.check("https://s/b", text=B)  # b's old text: an update, never a copy of itself
+        assert (v.action, v.revisit) == ("keep", "updated")
+        assert d.check("https://t/b", text=C).action == "keep"  # b's C entry was replaced by B
+
+
+def test_migration_runs_through_the_cli_too(tmp_path):
+    from .conftest import cli
+
+    path = str(tmp_path / "idx")
+    _make_format3(path)
+    proc = cli("index", "stats", path)
+    assert proc.returncode == 0 and "format 3 (migrated to 4" in proc.stdout
+    proc = cli("index", "remove", "https://s/b", "--dir", path)
+    assert proc.returncode == 0, proc.stderr
+    with Deduplicator(dir=path) as d:  # every record of b is gone: its texts are new again
+        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
+            str(FORMAT_VERSION).encode(), 1, 1)
+        assert d.check("https://t/x", text=B).action == d.check("https://t/y", text=C).action == "keep"
+
+
+def test_an_orphan_record_of_the_url_is_never_its_match(tmp_path):
+    """DEDUP_REVISIT=drop can leave an older record of a URL; a later revisit does not match it."""
+    from crawler_dedup.stores import MemoryStore
+
+    store = MemoryStore()
+    with Deduplicator(store=store, revisit="drop") as d:
+        d.check("https://s/b", text=B)
+        assert d.check("https://s/b", text=C).action == "keep"  # a second record of the URL
+    with Deduplicator(store=store) as d:
+        v = d.check("https://s/b", text=B)
+        assert (v.action, v.revisit) == ("keep", "updated")
+
+
+def test_dry_run_canonical_rule_changes_nothing():
+    with Deduplicator(backend="memory", dry_run=True) as d:
+        d.check("https://m/copy", text=A, canonical="https://s/a")
+        v = d.check("https://s/a", text=A)
+        assert v.action == "keep" and v.superseded["url"] == "https://m/copy"
+        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (1, 1)
+        assert d.index.store.read(lambda t: d.index.by_url(t, "https://m/copy")) is not None
+
+
+def test_pages_naming_each_other_do_not_swap():
+    with Deduplicator(backend="memory") as d:
+        d.check("https://s/x", text=A, canonical="https://s/y")
+        v = d.check("https://s/y", text=A, canonical="https://s/x")  # y names x: y is not the canonical page
+        assert (v.action, v.duplicate_of, v.superseded) == ("drop", "https://s/x", None)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
