@@ -111,6 +111,7 @@ class Verdict:
     revisit: str | None = None  # the URL was in the index: unchanged | updated | copy (of another URL's page)
     kept_at: float | None = None  # a revisit: when the URL's page in the index was kept
     superseded: dict | None = None  # a kept page this one replaced as its canonical URL (url, title, ...)
+    resent: bool = False  # unchanged, but filed by a crawl that never ended (killed): passed on again
 
     @property
     def is_duplicate(self) -> bool:
@@ -183,6 +184,8 @@ class Deduplicator:
             try:
                 if self.df.docs:
                     self.index.store.write(lambda txn: self.df.maybe_save(txn, force=True))
+                if self.run:  # ended: what it passed on was handed to storage
+                    self.index.store.write(lambda txn: self.index.end_run(txn, self.run))
             finally:
                 self.index.store.close()
                 self.index = None
@@ -373,6 +376,12 @@ class Deduplicator:
         if revisit:
             verdict.kept_at = prior.time
             if self._unchanged(verdict, fp, prior):
+                if prior.run != self.run and not index.run_ended(txn, prior.run):
+                    # filed by a crawl that was killed: it may never have reached storage, pass it on
+                    verdict.resent = True
+                    prior.run = self.run  # (once: if this run ends, the next crawl drops it)
+                    txn.doc_put(prior.doc_id, prior.encode())
+                    return verdict
                 if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
                     verdict.action = "flag" if cfg.dry_run else "drop"
                     if cfg.store_text and verdict.measure != "exact":

@@ -112,6 +112,10 @@ def url_key(url: str) -> bytes:
     return xxhash.xxh3_128_digest(canonical_url(url).encode("utf-8", "surrogatepass"))
 
 
+def _open_run(run: int) -> str:
+    return f"run_open_{run}"
+
+
 def _keys8(values: np.ndarray) -> list[bytes]:
     raw = values.astype(">u8").tobytes()
     return [raw[i:i + 8] for i in range(0, len(raw), 8)]
@@ -172,9 +176,18 @@ class NearDupIndex:
         return index
 
     def new_run(self, txn) -> int:
+        """A new run number, marked open until end_run: pages filed by a run that never ended
+        (a killed crawl) may not have reached storage."""
         run = from_u64(txn.meta_get("runs") or u64(0)) + 1
         txn.meta_put("runs", u64(run))
+        txn.meta_put(_open_run(run), b"1")
         return run
+
+    def end_run(self, txn, run: int) -> None:
+        txn.meta_delete(_open_run(run))
+
+    def run_ended(self, txn, run: int) -> bool:
+        return txn.meta_get(_open_run(run)) is None  # (runs before the marker existed count as ended)
 
     def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
         """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""

@@ -394,6 +394,8 @@ class DedupRuntime:
             stats.inc_value("dedup/revisits")
             if verdict.revisit in ("unchanged", "updated"):
                 stats.inc_value(f"dedup/{verdict.revisit}")
+                if verdict.resent:
+                    stats.inc_value("dedup/unchanged/resent")
             elif verdict.action != "keep":
                 stats.inc_value("dedup/revisits/copy")
         if verdict.superseded:

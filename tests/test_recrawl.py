@@ -203,3 +203,66 @@ def test_recrawl_of_real_pages_keeps_every_update(tmp_path):
     stats = f["stats"]
     assert stats["dedup/updated"] >= f["updated"]["total"] + f["figures"]["total"]
     assert stats["dedup/unchanged"] == stats["dedup/dropped/unchanged"] == stats["dedup/dropped_items/unchanged"]
+
+
+def _corrected(html: bytes, gold: str) -> bytes | None:
+    """The page with a correction paragraph after the paragraph holding a sentence of its text."""
+    for sentence in gold.split(". "):
+        at = html.find(sentence[:40].encode()) if len(sentence) > 60 else -1
+        end = html.find(b"</p>", at) if at >= 0 else -1
+        if end >= 0:
+            return (html[:end] + b"</p><p>Correction: an earlier version of this article misstated the year the "
+                    b"agency was founded and the name of its first director.</p>" + html[end + 4:])
+    return None
+
+
+def test_a_recrawl_killed_midway_loses_no_update(tmp_path, articles, serve):
+    """SIGKILL a recrawl once it has passed pages on, then run it again: every corrected page
+    reaches storage (a killed crawl's feed may not hold what it passed on, so the pages it filed
+    are passed on again by the next crawl instead of being dropped as unchanged)."""
+    import signal
+    import threading
+
+    from crawler_dedup.extract import extract
+
+    root = tmp_path / "site"
+    root.mkdir()
+    names = [f"p{i:02d}.html" for i in range(len(articles))]
+    for name, (html, _) in zip(names, articles):
+        (root / name).write_bytes(html)
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{n}" for n in names])
+    crawl(tmp_path, urls, tmp_path / "o1.jsonl")
+    updated = []
+    for name, (html, gold) in zip(names, articles):
+        new = _corrected(html, gold)
+        got = extract(new, f"{base}/{name}") if new else None
+        if got is not None and "misstated the year" in got.text and len(updated) < 6:
+            (root / name).write_bytes(new)
+            updated.append(f"{base}/{name}")
+    assert len(updated) >= 4
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+           "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.3",
+           "-s", "RANDOMIZE_DOWNLOAD_DELAY=0", "-o", str(tmp_path / "o2a.jsonl")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = []
+
+    def watch():  # kill once half the pages were crawled (and passed on, or dropped)
+        for line in proc.stderr:
+            if "Crawled (200)" in line:
+                seen.append(line)
+                if len(seen) == len(names) // 2:
+                    proc.send_signal(signal.SIGKILL)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    proc.wait(timeout=180)
+    thread.join(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    proc = crawl(tmp_path, urls, tmp_path / "o2b.jsonl")
+    stored = {i["url"] for i in items(tmp_path / "o2a.jsonl")} | {i["url"] for i in items(tmp_path / "o2b.jsonl")}
+    assert set(updated) <= stored
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/revisits"] == len(names) and stats.get("dedup/unchanged/resent", 0) >= 1
+    drops = list(read_droplog(str(tmp_path / "idx" / "droplog.jsonl")))
+    assert not [d for d in drops if d["duplicate_of"] == d["url"] and d["reason"] != "unchanged"]

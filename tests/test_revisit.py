@@ -316,3 +316,29 @@ def test_canonical_link(html, expected):
     from crawler_dedup.extract import canonical_link
 
     assert canonical_link(html, "https://h/p/q") == expected
+
+
+def test_pages_filed_by_a_killed_crawl_are_passed_on_again(tmp_path):
+    """A crawl killed after filing a page may not have stored it (a feed exporter buffers): the
+    next crawl passes such a page on again once, instead of dropping it as unchanged."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "idx")
+    script = ("import os, sys; from crawler_dedup import Deduplicator\n"
+              "d = Deduplicator(dir=sys.argv[1]).open()\n"
+              "assert d.check('https://s/a', text=sys.argv[2]).revisit == 'updated'\n"
+              "os._exit(0)  # killed: never closed\n")
+    with Deduplicator(dir=path) as d:  # a crawl that ended
+        d.check("https://s/a", text=A)
+        d.check("https://s/b", text=B)
+    proc = subprocess.run([sys.executable, "-c", script, path, A_FIXED], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with Deduplicator(dir=path) as d:
+        v = d.check("https://s/a", text=A_FIXED)  # filed by the killed run: passed on again
+        assert (v.action, v.reason, v.resent) == ("keep", "unchanged", True)
+        assert d.check("https://s/b", text=B).action == "drop"  # filed by a run that ended
+        assert d.check("https://s/a", text=A_FIXED).action == "drop"  # once only
+    with Deduplicator(dir=path) as d:
+        v = d.check("https://s/a", text=A_FIXED)
+        assert (v.action, v.reason, v.resent) == ("drop", "unchanged", False)

@@ -36,6 +36,9 @@ class _LmdbTxn:
     def meta_put(self, name, value):
         self.txn.put(name.encode(), bytes(value), db=self.s.meta)
 
+    def meta_delete(self, name):
+        self.txn.delete(name.encode(), db=self.s.meta)
+
     def _table_cursors(self):
         if self._cursors is None:  # one cursor per table for the transaction's lookups
             self._cursors = [self.txn.cursor(db=db) for db in self.s.tables]

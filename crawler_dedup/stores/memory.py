@@ -25,6 +25,9 @@ class _MemoryTxn:
     def meta_put(self, name, value):
         self._set(self.s.meta, name, bytes(value))
 
+    def meta_delete(self, name):
+        self._pop(self.s.meta, name)
+
     def buckets(self, keys):
         out = []
         for table, key in enumerate(keys):
