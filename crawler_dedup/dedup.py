@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .churn import churn_digest, mask, same_but_churn
 from .conceptual import LsiModel, cosine, term_vector
 from .config import DedupConfig
 from .exceptions import DedupError, StoreError
 from .extract import canonical_link, extract, page_title
-from .churn import churn_digest, mask, same_but_churn
 from .features import content_hash, document_image, shingles, token_hashes
 from .guards import looks_like_notice, titles_disagree
 from .index import DocRecord, NearDupIndex, canonical_url
