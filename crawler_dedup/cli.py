@@ -87,9 +87,24 @@ def _eval(args) -> int:
         decided = ev.decide_pairs(texts, settings)
         skipped = Counter(why for said, why in decided if said is None)
         p, r, f, used = ev.pr([said for said, _ in decided], labels)
+        num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
         print(f"{len(pairs)} pairs, {sum(labels)} labelled duplicate; {used} decided"
-              + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())})" if skipped else ""))
-        print(f"\nthese settings: P {p:.3f}  R {r:.3f}  F1 {f:.3f}")
+              + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())}; "
+                 "a skipped pair counts as kept, as a crawl keeps such a page)" if skipped else ""))
+        print(f"\nthese settings: P {num(p)}  R {num(r)}  F1 {num(f)}"
+              + ("  (nothing was dropped: no precision)" if p is None else ""))
+        scores_all = ev.score_pairs(pairs, DedupConfig.from_settings(settings))
+        for title, wrong in (("missed duplicates (labelled duplicate, kept)", lambda said, dup: dup and not said),
+                             ("false drops (labelled distinct, dropped)", lambda said, dup: said and not dup)):
+            rows = [(pair, why, sc) for pair, (said, why), sc in zip(pairs, decided, scores_all)
+                    if wrong(bool(said), pair["duplicate"])]
+            if not rows:
+                continue
+            print(f"\n{title}: {len(rows)}" + (" (the first 20)" if len(rows) > 20 else ""))
+            for pair, why, sc in rows[:20]:
+                how = why if why and not why.startswith(("kept", "dropped")) else None
+                scores = (f"; resemblance {sc.resemblance:.2f}, containment {sc.containment:.2f}" if sc else "")
+                print(f"  {args.pairs}:{pair['_line']}: {('skipped: ' + how) if how else why}{scores}")
         name = "DEDUP_THRESHOLD"
         print(f"\n{name} swept, the other settings as given (what a crawl would drop):")
         print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
@@ -98,14 +113,14 @@ def _eval(args) -> int:
             t = round(0.05 * step, 2)
             said = [d for d, _ in ev.decide_pairs(texts, {**settings, name: t})]
             rows.append((t, *ev.pr(said, labels)[:3]))
-        good = [row for row in rows if row[1] >= 0.995]
+        good = [row for row in rows if row[1] is not None and row[1] >= 0.995 and row[3] is not None]
         best = max(good, key=lambda row: (row[3], row[0])) if good else None
         for row in rows:
             mark = "  <- best F1 at P >= 0.995" if row == best else ""
-            print(f"  {row[0]:>9.2f} {row[1]:>6.3f} {row[2]:>6.3f} {row[3]:>6.3f}{mark}")
+            print(f"  {row[0]:>9.2f} {num(row[1]):>6} {num(row[2]):>6} {num(row[3]):>6}{mark}")
         if best is None:
             print("  no threshold reaches precision 0.995 on these pairs")
-        scored = [s for s in ev.score_pairs(pairs, DedupConfig.from_settings(settings)) if s is not None]
+        scored = [s for s in scores_all if s is not None]
         for measure in ("resemblance", "containment", "qgram", "swlr"):
             rows = ev.sweep(scored, measure)
             print(f"\n{measure} alone (the verifier's score, no guards):")

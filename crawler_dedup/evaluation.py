@@ -476,7 +476,7 @@ def read_pairs(path: str) -> list[dict]:
             raise ValueError(f'{path}:{number}: needs "a" (or "a_html"), "b" (or "b_html") and "duplicate"')
         if not isinstance(pair["duplicate"], bool):
             raise ValueError(f'{path}:{number}: "duplicate" must be true or false, not {pair["duplicate"]!r}')
-        pairs.append(pair)
+        pairs.append({**pair, "_line": number})
     return pairs
 
 
@@ -502,7 +502,7 @@ def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
 
 def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, str | None]]:
     """What crawler-dedup with `settings` does with b after keeping a, for each pair:
-    (dropped?, or None when a side was skipped; the skip reason)."""
+    (dropped?, or None when a side was skipped; the skip reason, or what decided)."""
     from .config import DedupConfig
     from .dedup import Deduplicator
     from .stores import MemoryStore
@@ -522,23 +522,27 @@ def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, 
         if second.skipped:
             out.append((None, second.skipped))
             continue
-        out.append((second.action in ("drop", "flag") and second.reason != "conceptual", None))
+        dropped = second.action in ("drop", "flag") and second.reason != "conceptual"
+        detail = (f"dropped: {second.reason}, {second.measure} {second.similarity}" if dropped
+                  else "kept" + (f" (the {second.guard} guard)" if second.guard else ""))
+        out.append((dropped, detail))
     return out
 
 
-def pr(decisions: list[bool | None], labels: list[bool]) -> tuple[float, float, float, int]:
-    """(precision, recall, F1, pairs used) of decisions against labels, skipping None."""
+def pr(decisions: list[bool | None], labels: list[bool]) -> tuple[float | None, float | None, float | None, int]:
+    """(precision, recall, F1, pairs decided) of decisions against labels. A pair with a skipped
+    side (None) counts as kept, as a crawl keeps such a page: a skipped duplicate is a miss.
+    Precision is None when nothing was dropped, recall None when no pair is a duplicate."""
     tp = fp = fn = used = 0
     for said, truth in zip(decisions, labels):
-        if said is None:
-            continue
-        used += 1
-        tp += said and truth
-        fp += said and not truth
+        used += said is not None
+        tp += bool(said) and truth
+        fp += bool(said) and not truth
         fn += (not said) and truth
-    p = tp / (tp + fp) if tp + fp else 1.0
-    r = tp / (tp + fn) if tp + fn else 1.0
-    return p, r, (2 * p * r / (p + r) if p + r else 0.0), used
+    p = tp / (tp + fp) if tp + fp else None
+    r = tp / (tp + fn) if tp + fn else None
+    f = None if p is None or r is None else (2 * p * r / (p + r) if p + r else 0.0)
+    return p, r, f, used
 
 
 def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScores | None]:

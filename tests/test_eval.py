@@ -45,7 +45,7 @@ def test_eval_cli_prints_a_sweep_and_rejects_bad_files(tmp_path, articles):
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "14 pairs, 7 labelled duplicate; 13 decided, 1 skipped (1 too_short)" in proc.stdout
+    assert "14 pairs, 7 labelled duplicate; 13 decided, 1 skipped (1 too_short; a skipped pair counts as kept" in proc.stdout
     assert "these settings: P 1.000  R 1.000" in proc.stdout
     assert "DEDUP_THRESHOLD swept" in proc.stdout and "<- best F1 at P >= 0.995" in proc.stdout
     bad = tmp_path / "bad.jsonl"
@@ -83,3 +83,32 @@ def test_default_settings_meet_the_quality_targets_on_the_labelled_stream():
     lsh = score_stream("lsh", stream, minhash_lsh("lsh", texts, 0.5)[1])
     assert ours_score.precision >= 0.995 and ours_score.recall >= 0.95 and ours_score.f1 >= 0.97
     assert ours_score.precision > lsh.precision and ours_score.recall > lsh.recall
+
+
+def test_eval_pairs_counts_skipped_duplicates_as_missed_and_lists_them(tmp_path, articles):
+    gold = articles[0][1]
+    rows = [{"a": "too short", "b": "too short too", "duplicate": True},
+            {"a": gold, "b": "also short", "duplicate": True},
+            {"a": "tiny", "b": "text", "duplicate": False}]
+    path = tmp_path / "skipped.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 decided, 3 skipped" in proc.stdout
+    assert "these settings: P n/a  R 0.000" in proc.stdout  # never P 1.000 R 1.000 when nothing was decided
+    assert "missed duplicates (labelled duplicate, kept): 2" in proc.stdout
+    assert f"{path}:1: skipped: too_short" in proc.stdout and f"{path}:2: skipped: too_short" in proc.stdout
+
+
+def test_eval_pairs_lists_a_missed_pair_with_its_scores(tmp_path, articles):
+    golds = [a[1] for a in articles]
+    rows = [{"a": golds[0], "b": golds[0], "duplicate": True},
+            {"a": golds[1], "b": golds[2], "duplicate": True}]  # labelled duplicate, wrongly: a miss
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "these settings: P 1.000  R 0.500  F1 0.667" in proc.stdout
+    assert f"{path}:2: kept; resemblance 0.0" in proc.stdout
