@@ -2,7 +2,8 @@
 but for churn? Churn is what changes between two fetches of an unchanged page: dates and times
 ("Updated Nov 23, 2026 10:31 AM", "2026-11-23T10:31Z"), relative times ("5 minutes ago") and
 counters ("1,204 views", "12 comments") in the page's metadata lines: bylines, datelines and
-counters, short lines whose other words are names or metadata words ("By Jane Doe | Published").
+counters, short lines that hold nothing else, or a cue word ("by", "updated", "published", "views")
+with names and metadata words around it ("By Jane Doe | Published").
 Every other difference is an edit and the page is an update: a changed price, score or figure,
 a date or time inside a sentence ("Sentencing is scheduled for Feb. 14."), any changed word.
 Precision first: churn taken for an edit stores a page again; an edit taken for churn loses it.
@@ -48,12 +49,24 @@ _WORD = re.compile(r"[^\W\d_]+")
 _PLACEHOLDER = "zzchurn"
 
 
+# one of them must be there when the line holds other words: "Application Deadline: March 14" or
+# "Polls Close At 8:00 PM" (title case, no cue) are content, "By Jane Doe, Nov 23" a byline
+CUE_WORDS = frozenset("""
+    by ago comment comments dated edited modified posted published read reads replies reply share shares
+    updated update upd view views likes reactions
+""".split())
+
+
 def _metadata(masked: str) -> bool:
-    """A line whose words, once its churn is masked, are names (capitalized) or metadata words."""
-    for word in _WORD.findall(masked):
-        if word != _PLACEHOLDER and not word[0].isupper() and word.lower() not in META_WORDS:
-            return False
-    return True
+    """A line whose words, once its churn is masked, are none but the churn (a dateline, a counter),
+    or a metadata cue word ("by", "updated", "published", ...) with names (capitalized) and
+    metadata words around it."""
+    words = [w for w in _WORD.findall(masked) if w != _PLACEHOLDER]
+    if not words:
+        return True
+    if not any(w.lower() in CUE_WORDS for w in words):
+        return False
+    return all(w[0].isupper() or w.lower() in META_WORDS for w in words)
 
 
 def mask(text: str) -> str:

@@ -376,7 +376,7 @@ class Deduplicator:
         if revisit:
             verdict.kept_at = prior.time
             if self._unchanged(verdict, fp, prior):
-                if prior.run != self.run and not index.run_ended(txn, prior.run):
+                if prior.run != self.run and index.run_killed(txn, prior.run):
                     # filed by a crawl that was killed: it may never have reached storage, pass it on
                     verdict.resent = True
                     prior.run = self.run  # (once: if this run ends, the next crawl drops it)
@@ -425,6 +425,8 @@ class Deduplicator:
             if not (reason == "conceptual" and cfg.conceptual == "flag" and not cfg.dry_run):
                 return verdict
             # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
+            if revisit:
+                verdict.revisit = "updated"  # (and replaces the URL's entry)
         elif revisit:
             verdict.revisit = "updated"
         if replace_id is not None:
@@ -488,7 +490,7 @@ class Deduplicator:
         verdict.superseded = {
             "url": match.url, "title": match.title, "fingerprint": match.fingerprint, "time": match.time,
             "distance": distance, "similarity": round(similarity, 4), "measure": measure,
-            "text": match.text if self.config.store_text else None,
+            "text": match.text if self.config.store_text else None, "run": match.run,
         }
         return True
 

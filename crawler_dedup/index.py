@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import socket
 import struct
 import time
 import zlib
@@ -176,18 +178,32 @@ class NearDupIndex:
         return index
 
     def new_run(self, txn) -> int:
-        """A new run number, marked open until end_run: pages filed by a run that never ended
-        (a killed crawl) may not have reached storage."""
+        """A new run number, marked open (with this host and process) until end_run: pages filed
+        by a run that never ended (a killed crawl) may not have reached storage."""
         run = from_u64(txn.meta_get("runs") or u64(0)) + 1
         txn.meta_put("runs", u64(run))
-        txn.meta_put(_open_run(run), b"1")
+        txn.meta_put(_open_run(run), json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
         return run
 
     def end_run(self, txn, run: int) -> None:
         txn.meta_delete(_open_run(run))
 
-    def run_ended(self, txn, run: int) -> bool:
-        return txn.meta_get(_open_run(run)) is None  # (runs before the marker existed count as ended)
+    def run_killed(self, txn, run: int) -> bool:
+        """The run never ended and its process is gone. A run that ended (or predates the marker)
+        is not; nor is one still running (another crawl on this index), nor one on another host."""
+        marker = txn.meta_get(_open_run(run))
+        if marker is None:
+            return False
+        try:
+            who = json.loads(marker)
+            if who.get("host") != socket.gethostname():
+                return False
+            os.kill(int(who["pid"]), 0)
+        except ProcessLookupError:
+            return True
+        except (ValueError, TypeError, KeyError, AttributeError, PermissionError, OSError):
+            return False  # unreadable, or alive under another user: not known to be killed
+        return False
 
     def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
         """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""
@@ -287,7 +303,8 @@ class NearDupIndex:
             record.extras["dg"] = bytes(digest)
         digest = digest if exact else None
         txn.doc_put(doc_id, record.encode())
-        txn.url_put(url_key(record.url), doc_id)  # the URL's latest kept page
+        if record.url:  # the URL's latest kept page (an item without a URL has no entry)
+            txn.url_put(url_key(record.url), doc_id)
         txn.time_add(int(record.time), doc_id)
         txn.fp_add(record.fingerprint, doc_id)
         if digest is not None:
@@ -304,8 +321,8 @@ class NearDupIndex:
         if doc is None:
             return False
         txn.doc_delete(doc_id)
-        key = url_key(doc.url)
-        if txn.url_get(key) == doc_id:
+        key = url_key(doc.url) if doc.url else None
+        if key is not None and txn.url_get(key) == doc_id:
             txn.url_delete(key)
         txn.time_remove(int(doc.time), doc_id)
         txn.fp_remove(doc.fingerprint, doc_id)
@@ -349,11 +366,17 @@ def migrate(index: NearDupIndex, version: int) -> int:
         def batch(txn, after=after):
             rows, replaced = txn.doc_scan(after, MIGRATE_BATCH), []
             for doc_id, raw in rows:  # in id order: a URL's newest record comes last
-                key = url_key(DocRecord.decode(raw, doc_id).url)
+                url = DocRecord.decode(raw, doc_id).url
+                if not url:  # (an item without a URL: no URL entry, as add() files it)
+                    continue
+                key = url_key(url)
                 previous = txn.url_get(key)
-                if previous is not None and previous != doc_id:
-                    replaced.append(previous)
-                txn.url_put(key, doc_id)
+                if previous is None or previous < doc_id:
+                    txn.url_put(key, doc_id)
+                    if previous is not None:
+                        replaced.append(previous)
+                elif previous > doc_id:  # a migration run before and cut short filed the newer one
+                    replaced.append(doc_id)
             return (rows[-1][0] if rows else after), len(rows), replaced
         after, count, replaced = store.write(batch)
         seen += count

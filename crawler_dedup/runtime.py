@@ -144,6 +144,7 @@ class DedupRuntime:
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logged: set[str] = set()
         self._pending: list = []  # (Pending, Deferred): pages waiting for the group commit
+        self._superseded_later: list = []  # page_superseded signals held until the spider closes
         self._flush_call = None
         if self.config.enabled:
             with _shared_lock:
@@ -153,6 +154,7 @@ class DedupRuntime:
                 Deduplicator(self.config).open(new_run=False).close()
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+            crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
 
     def _reset(self) -> None:
         """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""
@@ -230,6 +232,9 @@ class DedupRuntime:
         if task is not None and task.running:
             task.stop()
         self.flush()  # normally empty: the engine waits for responses in the middlewares
+        for args in self._superseded_later:  # every item of this run has gone through the pipelines now
+            self.crawler.signals.send_catch_log(page_superseded, **args)
+        self._superseded_later = []
         stats = self.crawler.stats
         checked = stats.get_value("dedup/checked", 0)
         dropped = stats.get_value("dedup/dropped", 0) + stats.get_value("dedup/flagged", 0)
@@ -246,12 +251,17 @@ class DedupRuntime:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
-        if self.dedup is not None:
-            _release(self.dedup)
-            self.dedup = None
         if self.droplog is not None:
             self.droplog.close()
             self.droplog = None
+
+    def engine_stopped(self):
+        """Close the index (and so end the run) only now: Scrapy runs the spider_closed handlers
+        side by side, and a feed export may still be uploading what this run passed on there.
+        A run that never ends has its unchanged pages passed on again by the next crawl."""
+        if self.dedup is not None:
+            _release(self.dedup)
+            self.dedup = None
 
     # -- one page -------------------------------------------------------------------------
     def decided_as_response(self, url: str) -> str | None:
@@ -454,9 +464,15 @@ class DedupRuntime:
                              self.config.droplog, record["url"], exc)
         logger.info("Dedup: %s %s %s (its rel=canonical names it)", verdict.url,
                     "would supersede" if self.config.dry_run else "supersedes", record["url"])
-        if not self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
-            self.crawler.signals.send_catch_log(page_superseded, url=record["url"], canonical_url=verdict.url,
-                                                record=record)
+        if self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
+            return
+        args = {"url": record["url"], "canonical_url": verdict.url, "record": record}
+        if self.dedup is not None and verdict.superseded.get("run") == self.dedup.run:
+            # kept earlier in this crawl: its item may still be on its way to storage, so a
+            # deletion now could come first; told when the spider closes instead
+            self._superseded_later.append(args)
+        else:
+            self.crawler.signals.send_catch_log(page_superseded, **args)
 
 
 def _warm_worker() -> None:

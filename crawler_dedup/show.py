@@ -78,8 +78,11 @@ class ReadOnlyIndex:
 
         with self.env.begin() as txn:
             try:
+                meta = self.env.open_db(b"meta", txn=txn, create=False)
+                if int(txn.get(b"format", db=meta) or b"0") < 4:
+                    raise lmdb.NotFoundError("not migrated yet")  # (its urls table may exist, empty)
                 urls = self.env.open_db(b"urls", txn=txn, create=False)
-            except lmdb.Error:  # an index older than the URL table (format 3): scan the records
+            except (lmdb.Error, ValueError):  # an index older than the URL table (format 3): scan the records
                 return [DocRecord.decode(bytes(raw), int.from_bytes(key, "big"))
                         for key, raw in txn.cursor(db=self.docs)
                         if canonical_url(DocRecord.decode(bytes(raw)).url) == canonical_url(url)]

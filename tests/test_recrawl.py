@@ -95,6 +95,30 @@ def test_canonical_page_supersedes_its_copy_with_a_line_and_a_signal(tmp_path, a
                       "story.html": ("unchanged", "story.html")}
 
 
+def test_superseded_signal_comes_after_the_earlier_pages_item_in_one_crawl(tmp_path, articles, serve):
+    """The copy and its canonical page decided in one group commit: storage must get the copy's
+    item before it is told to remove it, or it keeps both."""
+    html = articles[3][0]
+    head_start = html.index(b">", html.lower().index(b"<head")) + 1
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "story.html").write_bytes(html)
+    (root / "amp.html").write_bytes(html[:head_start] + b'<link rel="canonical" href="/story.html">' + html[head_start:])
+    base = serve(str(root)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/amp.html", f"{base}/story.html"])
+    spider = os.path.join(ROOT, "tests", "spiders", "canonical_spider.py")
+    events = tmp_path / "events.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-a", f"signals={events}",
+         "-a", "items=1", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "CONCURRENT_REQUESTS=8",
+         "-s", "DEDUP_COMMIT_DELAY=0.5", "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = [e.get("item") or ("superseded", e["url"]) for e in items(events)]
+    assert ("superseded", f"{base}/amp.html") in seen
+    assert seen.index(f"{base}/amp.html") < seen.index(("superseded", f"{base}/amp.html"))
+
+
 def test_dry_run_canonical_rule_sends_no_signal(tmp_path, articles, serve):
     html = articles[3][0]
     head_start = html.index(b">", html.lower().index(b"<head")) + 1

@@ -70,6 +70,15 @@ def test_only_churn_changed_is_unchanged(dedup):
     ("Maryland 21, Ohio State 17", "Maryland 24, Ohio State 17", False),
     ("C. Martinez 1 goal", "C. Martinez 2 goal", False),
     ("Decker 12 points", "Decker 14 points", False),
+    # title-case headings and labels are content: no byline cue word
+    ("Application Deadline: March 14, 2026", "Application Deadline: April 30, 2026", False),
+    ("Hearing Postponed To Feb. 14", "Hearing Postponed To Feb. 21", False),
+    ("Polls Close At 8:00 PM", "Polls Close At 9:00 PM", False),
+    ("Senate Vote 52:48", "Senate Vote 49:51", False),
+    ("Release 2.4.10", "Release 2.4.11", False),
+    ("Company Buys Back 5M Shares", "Company Buys Back 9M Shares", False),
+    ("EVENT STARTS 7:30 PM", "EVENT STARTS 9:30 PM", False),
+    ("Monday 23 November 2026", "Tuesday 24 November 2026", True),  # a dateline alone
 ])
 def test_churn_lines_against_edits(old, new, unchanged, store_text):
     body = "\n".join(A[i:i + 200] for i in range(0, len(A), 200))  # lines of a real length
@@ -342,3 +351,46 @@ def test_pages_filed_by_a_killed_crawl_are_passed_on_again(tmp_path):
     with Deduplicator(dir=path) as d:
         v = d.check("https://s/a", text=A_FIXED)
         assert (v.action, v.reason, v.resent) == ("drop", "unchanged", False)
+
+
+def test_an_interrupted_migration_run_again_keeps_each_urls_newest_record(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "idx")
+    _make_format3(path)
+    cut = ("import os, sys\nfrom crawler_dedup import Deduplicator\nfrom crawler_dedup.index import NearDupIndex\n"
+           "NearDupIndex.remove = lambda *a: os._exit(9)  # killed as the older records go\n"
+           "Deduplicator(dir=sys.argv[1]).open()\n")
+    proc = subprocess.run([sys.executable, "-c", cut, path], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    with Deduplicator(dir=path) as d:
+        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (2, 2)
+        assert d.index.store.read(lambda t: d.index.by_url(t, "https://s/b")).text == C
+        assert d.check("https://t/c", text=C).duplicate_of == "https://s/b"
+
+
+def test_items_without_a_url_have_no_url_entry_and_survive_migration(tmp_path):
+    path = str(tmp_path / "idx")
+    texts = [words(tag) for tag in ("red", "green", "blue")]
+    with Deduplicator(dir=path, lmdb_sync=False) as d:
+        for text in texts:
+            assert d.check("", text=text, stage="item").action == "keep"
+        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
+    env = lmdb.open(path, max_dbs=1100)
+    with env.begin(write=True) as txn:
+        txn.put(b"format", b"3", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    with Deduplicator(dir=path) as d:
+        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
+        assert d.check("", text=texts[0], stage="item").action == "drop"
+
+
+def test_two_live_crawls_on_one_index_do_not_resend_each_others_pages():
+    from crawler_dedup.stores import MemoryStore
+
+    store = MemoryStore()
+    first, second = Deduplicator(store=store).open(), Deduplicator(store=store).open()
+    first.check("https://s/n", text=B)
+    for _ in range(3):  # both runs are open, both processes alive: neither was killed
+        assert (second.check("https://s/n", text=B).action, first.check("https://s/n", text=B).action) == ("drop", "drop")
