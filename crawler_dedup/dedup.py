@@ -172,10 +172,10 @@ class Deduplicator:
                       "weighting": self.config.weighting}
             self.index = NearDupIndex.open(store, self.config.k, plan, params)
             if new_run:
-                self.run = store.write(self.index.new_run)
-            store.read(self.df.load)
+                self.run = self.index.write(self.index.new_run)
+            self.index.read(self.df.load)
             if self.config.conceptual != "off":
-                blob = store.read(lambda txn: txn.meta_get("lsi"))
+                blob = self.index.read(lambda txn: txn.meta_get("lsi"))
                 self.lsi = LsiModel.from_bytes(blob) if blob else None
         return self
 
@@ -183,9 +183,9 @@ class Deduplicator:
         if self.index is not None:
             try:
                 if self.df.docs:
-                    self.index.store.write(lambda txn: self.df.maybe_save(txn, force=True))
+                    self.index.write(lambda txn: self.df.maybe_save(txn, force=True))
                 if self.run:  # ended: what it passed on was handed to storage
-                    self.index.store.write(lambda txn: self.index.end_run(txn, self.run))
+                    self.index.write(lambda txn: self.index.end_run(txn, self.run))
             finally:
                 self.index.store.close()
                 self.index = None
@@ -325,7 +325,7 @@ class Deduplicator:
         try:
             if self.index is None:
                 self.open()
-            verdicts = self.index.store.write(run)
+            verdicts = self.index.write(run)
         except (DedupError, OSError) as exc:
             self._rollback(lsi, lsi_pending)
             return [self._failed(page.verdict, "store", exc) for page in pages]

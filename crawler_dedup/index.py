@@ -16,6 +16,7 @@ import struct
 import time
 import zlib
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import numpy as np
 import xxhash
@@ -23,10 +24,11 @@ from w3lib.url import canonicalize_url
 
 from .exceptions import StoreFormat
 from .simhash import hamming_many
-from .stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
+from .stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, SINGLE, from_u64, u64
 from .tables import Plan
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
 _HEAD = struct.Struct(">QdIIIHHBI")
@@ -123,11 +125,139 @@ def _keys8(values: np.ndarray) -> list[bytes]:
     return [raw[i:i + 8] for i in range(0, len(raw), 8)]
 
 
+# the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
+# id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
+# few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
+# (seconds -> doc ids, for the time window); t000.. one per Manku permutation (permuted prefix ->
+# the fingerprints in that bucket)
+TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
+          "fps": MULTI, "mins": MULTI, "times": MULTI}
+
+
+def table_name(t: int) -> str:
+    return "t%03d" % t
+
+
+class IndexTxn:
+    """The index's words for a store transaction: what NearDupIndex and the Deduplicator call,
+    each a line or two over the generic contract (stores/base.py)."""
+
+    def __init__(self, raw, tables: int = 0):
+        self.raw, self._names = raw, [table_name(t) for t in range(tables)]
+
+    def meta_get(self, name: str) -> bytes | None:
+        return self.raw.get("meta", name.encode())
+
+    def meta_put(self, name: str, value: bytes) -> None:
+        self.raw.put("meta", name.encode(), value)
+
+    def meta_delete(self, name: str) -> None:
+        self.raw.delete("meta", name.encode())
+
+    def counter(self, name: str, start: int) -> int:
+        """Advance a counter; its value before (`start` when new)."""
+        return self.raw.incr("meta", name.encode(), 1, start) - 1
+
+    def bucket_union(self, keys: list[bytes]) -> np.ndarray:
+        return self.raw.union_u64(self._names[:len(keys)], keys)
+
+    def bucket_add(self, table: int, key: bytes, fp: int) -> None:
+        self.raw.add(self._names[table], key, u64(fp))
+
+    def bucket_remove(self, table: int, key: bytes, fp: int) -> None:
+        self.raw.remove(self._names[table], key, u64(fp))
+
+    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
+        """Doc ids filed under `key`; None when more than `limit` (a boilerplate shingle)."""
+        n = self.raw.value_count("mins", key)
+        if n > limit:
+            return None
+        return _ids(self.raw.values("mins", key)) if n else np.empty(0, np.uint64)
+
+    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
+        if self.raw.value_count("mins", key) > limit:
+            return  # its list stops growing
+        self.raw.add("mins", key, u64(doc_id))
+
+    def posting_remove(self, key: bytes, doc_id: int) -> None:
+        self.raw.remove("mins", key, u64(doc_id))
+
+    def fp_docs(self, fp: int) -> list[int]:
+        return [from_u64(v) for v in self.raw.values("fps", u64(fp))]
+
+    def fp_add(self, fp: int, doc_id: int) -> None:
+        self.raw.add("fps", u64(fp), u64(doc_id))
+
+    def fp_remove(self, fp: int, doc_id: int) -> None:
+        self.raw.remove("fps", u64(fp), u64(doc_id))
+
+    def exact_get(self, digest: bytes) -> int | None:
+        value = self.raw.get("exact", bytes(digest))
+        return None if value is None else from_u64(value)
+
+    def exact_put(self, digest: bytes, doc_id: int) -> None:
+        self.raw.put("exact", bytes(digest), u64(doc_id))
+
+    def exact_delete(self, digest: bytes) -> None:
+        self.raw.delete("exact", bytes(digest))
+
+    def doc_get(self, doc_id: int) -> bytes | None:
+        return self.raw.get("docs", u64(doc_id))
+
+    def doc_put(self, doc_id: int, record: bytes) -> None:
+        self.raw.put("docs", u64(doc_id), record)
+
+    def doc_delete(self, doc_id: int) -> None:
+        self.raw.delete("docs", u64(doc_id))
+
+    def doc_count(self) -> int:
+        return self.raw.count("docs")
+
+    def doc_scan(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to `limit` (doc id, record) with doc id > after, in id order."""
+        return [(from_u64(k), v) for k, v in self.raw.scan("docs", u64(after + 1), limit)]
+
+    def url_get(self, key: bytes) -> int | None:
+        value = self.raw.get("urls", bytes(key))
+        return None if value is None else from_u64(value)
+
+    def url_put(self, key: bytes, doc_id: int) -> None:
+        self.raw.put("urls", bytes(key), u64(doc_id))
+
+    def url_delete(self, key: bytes) -> None:
+        self.raw.delete("urls", bytes(key))
+
+    def url_count(self) -> int:
+        return self.raw.count("urls")
+
+    def time_add(self, seconds: int, doc_id: int) -> None:
+        self.raw.add("times", u64(seconds), u64(doc_id))
+
+    def time_oldest(self, before: int, limit: int) -> list[tuple[int, int]]:
+        """Up to `limit` (seconds, doc id) with seconds < before, oldest first."""
+        rows = self.raw.scan("times", b"", limit)
+        return [(from_u64(k), from_u64(v)) for k, v in rows if from_u64(k) < before]
+
+    def time_remove(self, seconds: int, doc_id: int) -> None:
+        self.raw.remove("times", u64(seconds), u64(doc_id))
+
+
+def _ids(values: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(values), dtype=">u8").astype(np.uint64)
+
+
 class NearDupIndex:
     """The plan is chosen when the index is created and stored in its meta record."""
 
     def __init__(self, store, plan: Plan):
         self.store, self.plan = store, plan
+
+    def read(self, fn: Callable[[IndexTxn], T]) -> T:
+        return self.store.read(lambda raw: fn(IndexTxn(raw, len(self.plan.tables))))
+
+    def write(self, fn: Callable[[IndexTxn], T]) -> T:
+        """fn(txn) atomically and exclusively; it may be run again (stores/base.py)."""
+        return self.store.write(lambda raw: fn(IndexTxn(raw, len(self.plan.tables))))
 
     @classmethod
     def open(cls, store, k: int, make_plan, params: dict | None = None) -> "NearDupIndex":
@@ -135,8 +265,9 @@ class NearDupIndex:
         `params` (settings that change fingerprints, e.g. shingle), fail clearly."""
         params = params or {}
         store.open()
+        store.ensure(TABLES)
         version, plan_json, params_json = store.read(
-            lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))
+            lambda raw: (lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))(IndexTxn(raw)))
         if version is not None and int(version) not in MIGRATABLE and int(version) != FORMAT_VERSION:
             store.close()
             raise StoreFormat(
@@ -163,7 +294,12 @@ class NearDupIndex:
         else:
             plan = make_plan()
 
-            def init(txn):
+            if getattr(store, "readonly", False):
+                store.close()
+                raise StoreFormat(f"the index at {store.location} has no plan yet (never used)")
+
+            def init(raw):
+                txn = IndexTxn(raw)
                 if txn.meta_get("plan") is None:  # another process may have won the race
                     txn.meta_put("format", str(FORMAT_VERSION).encode())
                     txn.meta_put("plan", plan.to_json().encode())
@@ -171,17 +307,16 @@ class NearDupIndex:
                 return Plan.from_json(txn.meta_get("plan"))
 
             plan = store.write(init)
-        store.open_tables(len(plan.tables))
+        store.ensure({table_name(t): MULTI for t in range(len(plan.tables))})
         index = cls(store, plan)
-        if version is not None and int(version) in MIGRATABLE:
+        if version is not None and int(version) in MIGRATABLE and not getattr(store, "readonly", False):
             migrate(index, int(version))
         return index
 
     def new_run(self, txn) -> int:
         """A new run number, marked open (with this host and process) until end_run: pages filed
         by a run that never ended (a killed crawl) may not have reached storage."""
-        run = from_u64(txn.meta_get("runs") or u64(0)) + 1
-        txn.meta_put("runs", u64(run))
+        run = txn.counter("runs", 0) + 1
         txn.meta_put(_open_run(run), json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
         return run
 
@@ -219,7 +354,7 @@ class NearDupIndex:
     def candidates_many(self, txn, fps) -> list[list[tuple[int, int]]]:
         """candidates() for a batch: one read per table for the whole batch, not one per page."""
         fps = np.asarray(fps, dtype=np.uint64)
-        if not hasattr(txn, "buckets_many"):  # a store without batch reads
+        if not hasattr(txn.raw, "values_batch"):  # a store without batch reads
             return [self.candidates(txn, int(fp)) for fp in fps.tolist()]
         prefixes = self.plan.prefixes(fps)
         hits_q, hits_fp, hits_d = [], [], []
@@ -234,7 +369,7 @@ class NearDupIndex:
                 queries = order[rank == r]  # sorted by key, keys distinct
                 raw = ranked[rank == r].astype(">u8").tobytes()
                 keys = [raw[i + 8 - size:i + 8] for i in range(0, len(raw), 8)]
-                which, found_counts, stored = txn.buckets_many(table, keys)
+                which, found_counts, stored = txn.raw.values_batch(table_name(table), keys)
                 if not stored.size:
                     continue
                 q_entry = queries[np.repeat(which, found_counts)]
@@ -293,8 +428,7 @@ class NearDupIndex:
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match)."""
-        doc_id = from_u64(txn.meta_get("next_id") or u64(1))
-        txn.meta_put("next_id", u64(doc_id + 1))
+        doc_id = txn.counter("next_id", 1)
         record.doc_id = doc_id
         record.time = record.time or time.time()
         # what remove() needs to undo every entry below
@@ -378,7 +512,7 @@ def migrate(index: NearDupIndex, version: int) -> int:
                 elif previous > doc_id:  # a migration run before and cut short filed the newer one
                     replaced.append(doc_id)
             return (rows[-1][0] if rows else after), len(rows), replaced
-        after, count, replaced = store.write(batch)
+        after, count, replaced = index.write(batch)
         seen += count
         older += replaced
         if count < MIGRATE_BATCH:
@@ -389,6 +523,6 @@ def migrate(index: NearDupIndex, version: int) -> int:
                 index.remove(txn, doc_id)
             if last:
                 txn.meta_put("format", str(FORMAT_VERSION).encode())
-        store.write(remove)
+        index.write(remove)
     logger.info("crawler-dedup: migrated %d records; %d older records of a URL kept again removed", seen, len(older))
     return seen

@@ -35,7 +35,7 @@ def test_same_page_at_once_in_two_processes_is_kept_once(tmp_path, articles):
         actions = sorted(r[2] for r in results if r[0] == i)
         assert actions == ["drop", "keep"], (i, results)
     with Deduplicator(dir=str(tmp_path / "idx")) as d:
-        assert d.index.store.read(lambda t: t.doc_count()) == ROUNDS
+        assert d.index.read(lambda t: t.doc_count()) == ROUNDS
 
 
 def _append(path, name, n):
@@ -97,8 +97,8 @@ def test_a_killed_process_leaves_a_consistent_index(tmp_path, articles):
     proc.wait(timeout=30)
     reported += sum(line.split()[1:2] == ["keep"] for line in proc.stdout.read().splitlines())
     with Deduplicator(dir=str(tmp_path / "idx")) as d:
-        stored = d.index.store.read(lambda t: t.doc_count())
+        stored = d.index.read(lambda t: t.doc_count())
         assert stored in (reported, reported + 1)  # + the one committed and not yet printed
-        first = d.index.store.read(lambda t: d.index.doc(t, 1))
+        first = d.index.read(lambda t: d.index.doc(t, 1))
         assert first.url == "https://k/0"
         assert d.check("https://again/0", text="a fresh page " * 20).action == "keep"

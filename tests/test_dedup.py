@@ -45,7 +45,7 @@ def test_too_short_empty_and_textless_pages_are_skipped_not_indexed(dedup):
     assert dedup.check("https://a", text="only a few words here").skipped == "too_short"
     assert dedup.check("https://b", html=b"").skipped == "empty"
     assert dedup.check("https://c", html=b"<html><head><script>var x = 1;</script></head><body><img src=a.png></body></html>").skipped == "no_text"
-    assert dedup.index.store.read(lambda t: t.doc_count()) == 0
+    assert dedup.index.read(lambda t: t.doc_count()) == 0
 
 
 def test_oversized_body_is_skipped(tmp_path):
@@ -65,7 +65,7 @@ def test_dry_run_flags_and_does_not_index_the_copy(tmp_path, articles):
         d.check("https://site/1", articles[0][0])
         v = d.check("https://site/2", articles[0][0])
         assert (v.action, v.reason, v.is_duplicate) == ("flag", "exact", True)
-        assert d.index.store.read(lambda t: t.doc_count()) == 1
+        assert d.index.read(lambda t: t.doc_count()) == 1
 
 
 def test_item_of_a_page_kept_as_response_in_this_run_is_not_its_own_duplicate(dedup, articles):
@@ -303,7 +303,7 @@ def test_window_pages_stop_matching_and_leave_the_index(tmp_path, articles):
         v = d.check("https://c/0", text=golds[0], now=1000 + 3601)  # outside: a page again
         assert v.action == "keep"
         assert d.check("https://d/0", text=golds[0], now=1000 + 3602).duplicate_of == "https://c/0"
-        assert d.index.store.read(lambda t: t.doc_count()) == 1  # a/0 went when c/0 came
+        assert d.index.read(lambda t: t.doc_count()) == 1  # a/0 went when c/0 came
 
 
 def test_a_steady_stream_keeps_the_index_flat(tmp_path, articles):
@@ -314,7 +314,7 @@ def test_a_steady_stream_keeps_the_index_flat(tmp_path, articles):
         for i in range(600):  # a page a second, a 100-second window
             d.check(f"https://s/{i}", text=" ".join(rnd.choices(vocab, k=60)), now=10_000 + i)
             if i % 100 == 99:
-                counts.append(d.index.store.read(lambda t: t.doc_count()))
+                counts.append(d.index.read(lambda t: t.doc_count()))
     assert counts[0] == 100 and all(c <= 101 for c in counts), counts
 
 

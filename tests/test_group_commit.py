@@ -48,7 +48,7 @@ def test_batches_decide_as_one_by_one(tmp_path_factory, seed, cuts):
             decided = iter(d.decide_many([p for _, p in prepared if p is not None]))
             got += [_outcome(v if p is None else next(decided)) for v, p in prepared]
             n += size
-        assert d.index.store.read(lambda txn: txn.doc_count()) == sum(1 for o in expected if o[1] == "keep")
+        assert d.index.read(lambda txn: txn.doc_count()) == sum(1 for o in expected if o[1] == "keep")
     assert got == expected
     assert sum(o[1] == "drop" for o in expected) >= 5  # the stream does hold duplicates
 
@@ -140,7 +140,7 @@ def test_a_crawl_killed_during_group_commits_passed_on_only_committed_pages(tmp_
                 doc_id += 1
             return out
 
-        indexed = d.index.store.read(urls_in)
+        indexed = d.index.read(urls_in)
         assert set(parsed) <= indexed
         first = parsed[0]
         html = pages[first.rsplit("/", 1)[-1]]
@@ -177,7 +177,7 @@ def test_an_aborted_batch_takes_back_its_document_frequencies(tmp_path):
         d.index.add = add
         verdicts = d.decide_many(prepared)
         assert [v.error for v in verdicts].count("internal") == 1 and verdicts[3].error == "internal"
-        stored = d.index.store.read(lambda txn: txn.doc_count())
+        stored = d.index.read(lambda txn: txn.doc_count())
         assert stored == len(stream) - 1 and d.df.docs == stored  # the aborted attempt is not counted
 
 

@@ -48,17 +48,17 @@ def test_candidates_equal_brute_force(kind, k, r, seed, size):
     with tempfile.TemporaryDirectory() as tmp:
         index = _index(kind, k, r, tmp)
         try:
-            index.store.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(stored)])
+            index.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(stored)])
             for q in queries + [fp ^ 1 for fp in stored[:5]]:
-                got = index.store.read(lambda txn: index.candidates(txn, q))
+                got = index.read(lambda txn: index.candidates(txn, q))
                 want = sorted({fp for fp in stored if (fp ^ q).bit_count() <= k})
                 assert sorted(fp for fp, _ in got) == want
                 assert all(d == (fp ^ q).bit_count() for fp, d in got)
                 assert [d for _, d in got] == sorted(d for _, d in got)  # nearest first
             # the batch read gives each query exactly what one-by-one lookups give
             batch = queries + [fp ^ 1 for fp in stored[:5]]
-            assert index.store.read(lambda txn: index.candidates_many(txn, batch)) == [
-                index.store.read(lambda txn: index.candidates(txn, q)) for q in batch]
+            assert index.read(lambda txn: index.candidates_many(txn, batch)) == [
+                index.read(lambda txn: index.candidates(txn, q)) for q in batch]
         finally:
             index.store.close()
 
@@ -68,15 +68,15 @@ def test_big_bucket_comes_back_whole_from_lmdb(tmp_path):
     index = _index("lmdb", 3, 4, str(tmp_path))
     base = 0xABCD_0000_0000_0000
     fps = [base | (i << 20) for i in range(3000)]  # same top 16 bits: one bucket of table 0
-    index.store.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(fps)])
-    bucket = index.store.read(lambda txn: txn.buckets(index.plan.keys(base))[0])
+    index.write(lambda txn: [index.add(txn, _record(fp, i)) for i, fp in enumerate(fps)])
+    bucket = index.read(lambda txn: txn.bucket_union(index.plan.keys(base)[:1]))
     assert sorted(bucket.tolist()) == sorted(fps)
-    assert {fp for fp, _ in index.store.read(lambda txn: index.candidates(txn, base))} == {
+    assert {fp for fp, _ in index.read(lambda txn: index.candidates(txn, base))} == {
         fp for fp in fps if (fp ^ base).bit_count() <= 3}
     queries = [base, base ^ 1, fps[5], 0x1234_5678_9ABC_DEF0, base]  # a repeated query too
-    assert index.store.read(lambda txn: index.candidates_many(txn, queries)) == [
-        index.store.read(lambda txn: index.candidates(txn, q)) for q in queries]
-    assert index.store.read(lambda txn: index.candidates_many(txn, [])) == []
+    assert index.read(lambda txn: index.candidates_many(txn, queries)) == [
+        index.read(lambda txn: index.candidates(txn, q)) for q in queries]
+    assert index.read(lambda txn: index.candidates_many(txn, [])) == []
     index.store.close()
 
 
@@ -85,13 +85,13 @@ def test_records_round_trip_and_docs_per_fingerprint(tmp_path):
     rec = DocRecord(url="https://ex.com/ä?x=1", fingerprint=2**64 - 1, sketch=np.array([1, 2**63], np.uint64),
                     tokens=99, time=12.5, run=7, title="Tïtle")
     twin = DocRecord(url="https://ex.com/b", fingerprint=2**64 - 1, sketch=np.array([3], np.uint64), tokens=5, time=1)
-    ids = index.store.write(lambda txn: (index.add(txn, rec, b"d" * 16), index.add(txn, twin)))
-    docs = index.store.read(lambda txn: index.docs(txn, 2**64 - 1))
+    ids = index.write(lambda txn: (index.add(txn, rec, b"d" * 16), index.add(txn, twin)))
+    docs = index.read(lambda txn: index.docs(txn, 2**64 - 1))
     assert [d.doc_id for d in docs] == list(ids)
     got = docs[0]
     assert (got.url, got.fingerprint, got.sketch.tolist(), got.tokens, got.time, got.run, got.title) == (
         rec.url, rec.fingerprint, [1, 2**63], 99, 12.5, 7, "Tïtle")
-    assert index.store.read(lambda txn: index.exact(txn, b"d" * 16)).url == rec.url
+    assert index.read(lambda txn: index.exact(txn, b"d" * 16)).url == rec.url
     index.store.close()
 
 
@@ -104,16 +104,16 @@ def test_candidates_equal_brute_force_after_removals(kind, seed, size):
     with tempfile.TemporaryDirectory() as tmp:
         index = _index(kind, 3, 4, tmp)
         try:
-            ids = index.store.write(lambda txn: [index.add(txn, _record(fp, i), bytes([i % 256]) * 16, probes=1)
+            ids = index.write(lambda txn: [index.add(txn, _record(fp, i), bytes([i % 256]) * 16, probes=1)
                                                  for i, fp in enumerate(stored)])
             gone = set(rnd.sample(range(size), size // 2))
-            index.store.write(lambda txn: [index.remove(txn, ids[i]) for i in gone])
+            index.write(lambda txn: [index.remove(txn, ids[i]) for i in gone])
             live = [fp for i, fp in enumerate(stored) if i not in gone]
             for q in stored:
-                got = index.store.read(lambda txn: index.candidates(txn, q))
+                got = index.read(lambda txn: index.candidates(txn, q))
                 assert sorted(fp for fp, _ in got) == sorted({fp for fp in live if (fp ^ q).bit_count() <= 3})
-            assert index.store.read(lambda t: t.doc_count()) == size - len(gone)
-            assert index.store.read(lambda t: t.time_oldest(2**40, 10**6)) == sorted(
+            assert index.read(lambda t: t.doc_count()) == size - len(gone)
+            assert index.read(lambda t: t.time_oldest(2**40, 10**6)) == sorted(
                 (1, ids[i]) for i in range(size) if i not in gone)
         finally:
             index.store.close()

@@ -33,7 +33,7 @@ def dedup(request, tmp_path):
 
 
 def urls_and_docs(d):
-    return d.index.store.read(lambda t: (t.url_count(), t.doc_count()))
+    return d.index.read(lambda t: (t.url_count(), t.doc_count()))
 
 
 def test_same_text_is_unchanged_not_a_copy_of_itself(dedup):
@@ -97,13 +97,13 @@ def test_a_date_inside_a_sentence_is_content():
 
 def test_a_correction_is_an_update_that_replaces_the_entry(dedup):
     dedup.check("https://s/a", text=A)
-    old = dedup.index.store.read(lambda t: dedup.index.by_url(t, "https://s/a"))
+    old = dedup.index.read(lambda t: dedup.index.by_url(t, "https://s/a"))
     v = dedup.check("https://s/a", text=A_FIXED)
     assert (v.action, v.revisit, v.reason) == ("keep", "updated", None)
     assert urls_and_docs(dedup) == (1, 1)
-    doc = dedup.index.store.read(lambda t: dedup.index.by_url(t, "https://s/a"))
+    doc = dedup.index.read(lambda t: dedup.index.by_url(t, "https://s/a"))
     assert doc.doc_id == v.doc_id != old.doc_id and doc.fingerprint == v.fingerprint and doc.text == A_FIXED
-    assert dedup.index.store.read(lambda t: (t.doc_get(old.doc_id), t.fp_docs(old.fingerprint))) == (None, [v.doc_id] if old.fingerprint == v.fingerprint else [])
+    assert dedup.index.read(lambda t: (t.doc_get(old.doc_id), t.fp_docs(old.fingerprint))) == (None, [v.doc_id] if old.fingerprint == v.fingerprint else [])
     # copies of the new version elsewhere are caught, as copies of the updated page
     copy = dedup.check("https://mirror/a", text=A_FIXED)
     assert (copy.action, copy.reason, copy.duplicate_of) == ("drop", "exact", "https://s/a")
@@ -226,7 +226,7 @@ def test_format3_index_is_migrated_in_place(tmp_path):
     path = str(tmp_path / "idx")
     _make_format3(path)
     with Deduplicator(dir=path) as d:
-        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
+        assert d.index.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
             str(FORMAT_VERSION).encode(), 2, 2)  # b's older record is gone: b's page is its newest
         assert d.check("https://s/a", text=A).reason == "unchanged"
         assert d.check("https://s/b", text=C).reason == "unchanged"
@@ -245,7 +245,7 @@ def test_migration_runs_through_the_cli_too(tmp_path):
     proc = cli("index", "remove", "https://s/b", "--dir", path)
     assert proc.returncode == 0, proc.stderr
     with Deduplicator(dir=path) as d:  # every record of b is gone: its texts are new again
-        assert d.index.store.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
+        assert d.index.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
             str(FORMAT_VERSION).encode(), 1, 1)
         assert d.check("https://t/x", text=B).action == d.check("https://t/y", text=C).action == "keep"
 
@@ -268,8 +268,8 @@ def test_dry_run_canonical_rule_changes_nothing():
         d.check("https://m/copy", text=A, canonical="https://s/a")
         v = d.check("https://s/a", text=A)
         assert v.action == "keep" and v.superseded["url"] == "https://m/copy"
-        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (1, 1)
-        assert d.index.store.read(lambda t: d.index.by_url(t, "https://m/copy")) is not None
+        assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (1, 1)
+        assert d.index.read(lambda t: d.index.by_url(t, "https://m/copy")) is not None
 
 
 def test_pages_naming_each_other_do_not_swap():
@@ -305,10 +305,10 @@ def test_revisits_against_a_model(steps, seed):
                 else:  # dropped: another URL's entry holds this text or a near copy of it
                     assert v.duplicate_of in {f"https://s/{x}" for x in range(5)} - {url}
                     assert model[v.duplicate_of] in texts
-                count = d.index.store.read(lambda t: (t.url_count(), t.doc_count()))
+                count = d.index.read(lambda t: (t.url_count(), t.doc_count()))
                 assert count == (len(model), len(model))
                 for m_url, m_text in model.items():
-                    assert d.index.store.read(lambda t: d.index.by_url(t, m_url)).text == m_text
+                    assert d.index.read(lambda t: d.index.by_url(t, m_url)).text == m_text
 
 
 @pytest.mark.parametrize("html, expected", [
@@ -365,8 +365,8 @@ def test_an_interrupted_migration_run_again_keeps_each_urls_newest_record(tmp_pa
     proc = subprocess.run([sys.executable, "-c", cut, path], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr
     with Deduplicator(dir=path) as d:
-        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (2, 2)
-        assert d.index.store.read(lambda t: d.index.by_url(t, "https://s/b")).text == C
+        assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (2, 2)
+        assert d.index.read(lambda t: d.index.by_url(t, "https://s/b")).text == C
         assert d.check("https://t/c", text=C).duplicate_of == "https://s/b"
 
 
@@ -376,13 +376,13 @@ def test_items_without_a_url_have_no_url_entry_and_survive_migration(tmp_path):
     with Deduplicator(dir=path, lmdb_sync=False) as d:
         for text in texts:
             assert d.check("", text=text, stage="item").action == "keep"
-        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
+        assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
     env = lmdb.open(path, max_dbs=1100)
     with env.begin(write=True) as txn:
         txn.put(b"format", b"3", db=env.open_db(b"meta", txn=txn))
     env.close()
     with Deduplicator(dir=path) as d:
-        assert d.index.store.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
+        assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
         assert d.check("", text=texts[0], stage="item").action == "drop"
 
 

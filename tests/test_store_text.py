@@ -11,7 +11,7 @@ from crawler_dedup.exceptions import ConfigError
 
 
 def _doc(d, doc_id):
-    return d.index.store.read(lambda txn: d.index.doc(txn, doc_id))
+    return d.index.read(lambda txn: d.index.doc(txn, doc_id))
 
 
 def test_kept_text_is_stored_compressed_and_the_drop_carries_its_text(tmp_path, articles):

@@ -1,4 +1,9 @@
-"""One contract, every backend: the same tests run on each store."""
+"""One contract, every backend: the shipped suite (crawler_dedup.stores.contract) runs on the
+memory store, the LMDB store, and a third backend written here against the public contract only."""
+
+import os
+import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -6,57 +11,150 @@ import pytest
 from crawler_dedup import Deduplicator
 from crawler_dedup.exceptions import StoreError, StoreFormat
 from crawler_dedup.stores import LmdbStore, MemoryStore
+from crawler_dedup.stores.base import MULTI, SINGLE, TxnBase
+from crawler_dedup.stores.contract import StoreContract
 
 
-@pytest.fixture(params=["memory", "lmdb"])
-def store(request, tmp_path):
-    s = MemoryStore() if request.param == "memory" else LmdbStore(str(tmp_path / "idx"), map_size=1 << 20, sync=False)
-    s.open()
-    s.open_tables(3)
-    yield s
-    s.close()
+class TestMemoryStore(StoreContract):
+    def new_store(self, location=None, readonly=False):
+        return MemoryStore(readonly=readonly)
 
 
-def test_meta_docs_exact_fps(store):
-    def put(txn):
-        txn.meta_put("plan", b"{}")
-        txn.doc_put(1, b"one")
-        txn.exact_put(b"x" * 16, 1)
-        txn.fp_add(42, 1)
-        txn.fp_add(42, 2)
-        txn.fp_add(42, 1)  # a pair is stored once
+class TestLmdbStore(StoreContract):
+    persistent = True
 
-    store.write(put)
-    assert store.read(lambda t: (t.meta_get("plan"), t.meta_get("nope"))) == (b"{}", None)
-    assert store.read(lambda t: (t.doc_get(1), t.doc_get(2), t.doc_count())) == (b"one", None, 1)
-    assert store.read(lambda t: (t.exact_get(b"x" * 16), t.exact_get(b"y" * 16))) == (1, None)
-    assert store.read(lambda t: (t.fp_docs(42), t.fp_docs(43))) == ([1, 2], [])
+    def new_store(self, location=None, readonly=False):
+        return LmdbStore(location or self.fresh_location(), map_size=1 << 20, sync=False, readonly=readonly)
 
 
-def test_buckets_are_per_table_sorted_and_deduplicated(store):
-    def put(txn):
-        for fp in (9, 3, 3, 2**64 - 1):
-            txn.bucket_add(0, b"\x00\x01", fp)
-        txn.bucket_add(1, b"\x00\x01", 5)
+# -- a third backend, from the contract alone: SQLite, one table per store table ------------------
 
-    store.write(put)
-    b0, b1, b2 = store.read(lambda t: t.buckets([b"\x00\x01", b"\x00\x01", b"\x00\x01"]))
-    assert b0.dtype == np.uint64 and b0.tolist() == [3, 9, 2**64 - 1]
-    assert b1.tolist() == [5] and b2.size == 0
-    union = store.read(lambda t: t.bucket_union([b"\x00\x01", b"\x00\x01", b"\x00\x01"]))
-    assert union.dtype == np.uint64 and sorted(union.tolist()) == [3, 5, 9, 2**64 - 1]
+class _SqliteTxn(TxnBase):
+    def __init__(self, store, cur):
+        self.s, self.cur = store, cur
+
+    def _t(self, table, kind):
+        if self.s.kinds.get(table) != kind:
+            raise StoreError(f"no {kind} table {table!r}")
+        return f'"{table}"'
+
+    def get(self, table, key):
+        row = self.cur.execute(f"SELECT v FROM {self._t(table, SINGLE)} WHERE k = ?", (bytes(key),)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put(self, table, key, value):
+        self.cur.execute(f"INSERT OR REPLACE INTO {self._t(table, SINGLE)} VALUES (?, ?)", (bytes(key), bytes(value)))
+
+    def delete(self, table, key):
+        self.cur.execute(f'DELETE FROM "{table}" WHERE k = ?', (bytes(key),))
+
+    def values(self, table, key):
+        rows = self.cur.execute(f"SELECT v FROM {self._t(table, MULTI)} WHERE k = ? ORDER BY v", (bytes(key),))
+        return [bytes(r[0]) for r in rows]
+
+    def value_count(self, table, key):
+        return self.cur.execute(f"SELECT count(*) FROM {self._t(table, MULTI)} WHERE k = ?", (bytes(key),)).fetchone()[0]
+
+    def add(self, table, key, value):
+        self.cur.execute(f"INSERT OR IGNORE INTO {self._t(table, MULTI)} VALUES (?, ?)", (bytes(key), bytes(value)))
+
+    def remove(self, table, key, value):
+        self.cur.execute(f"DELETE FROM {self._t(table, MULTI)} WHERE k = ? AND v = ?", (bytes(key), bytes(value)))
+
+    def scan(self, table, start, limit):
+        rows = self.cur.execute(f'SELECT k, v FROM "{table}" WHERE k >= ? ORDER BY k, v LIMIT ?', (bytes(start), limit))
+        return [(bytes(k), bytes(v)) for k, v in rows]
+
+    def count(self, table):
+        return self.cur.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
-def test_write_is_all_or_nothing(store):
-    def fail(txn):
-        txn.doc_put(7, b"seven")
-        txn.bucket_add(0, b"\x00\x02", 1)
-        txn.meta_put("next_id", b"x")
-        raise RuntimeError("crash mid-transaction")
+class SqliteStore:
+    def __init__(self, path, readonly=False):
+        self.location, self.readonly, self.kinds, self.db = path, readonly, {}, None
+        self.lock = threading.Lock()
 
-    with pytest.raises(RuntimeError):
-        store.write(fail)
-    assert store.read(lambda t: (t.doc_get(7), t.meta_get("next_id"), t.buckets([b"\x00\x02"])[0].size)) == (None, None, 0)
+    def open(self):
+        if self.readonly and not os.path.exists(self.location):
+            raise StoreError(f"no index at {self.location}")
+        os.makedirs(os.path.dirname(self.location), exist_ok=True)
+        uri = f"file:{self.location}{'?mode=ro' if self.readonly else ''}"
+        self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+    def ensure(self, tables):
+        for name, kind in tables.items():
+            if kind not in (SINGLE, MULTI):
+                raise StoreError(f"unknown kind {kind!r}")
+            if not self.readonly:
+                key = "PRIMARY KEY (k)" if kind == SINGLE else "PRIMARY KEY (k, v)"
+                self.db.execute(f'CREATE TABLE IF NOT EXISTS "{name}" (k BLOB, v BLOB, {key}) WITHOUT ROWID')
+            self.kinds[name] = kind
+
+    def close(self):
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def read(self, fn):
+        with self.lock:
+            return fn(_SqliteTxn(self, self.db.cursor()))
+
+    def write(self, fn):
+        if self.readonly:
+            raise StoreError(f"{self.location} is open read-only")
+        with self.lock:
+            cur = self.db.cursor()
+            cur.execute("BEGIN IMMEDIATE")  # exclusive among writers, in this process and others
+            try:
+                out = fn(_SqliteTxn(self, cur))
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+            return out
+
+
+class TestSqliteStore(StoreContract):
+    persistent = True
+
+    def new_store(self, location=None, readonly=False):
+        return SqliteStore(location or self.fresh_location(), readonly=readonly)
+
+
+def test_a_broken_store_fails_the_suite():
+    """The suite can fail: a store whose writes are not atomic is caught."""
+
+    class Leaky(MemoryStore):
+        def write(self, fn):
+            with self.lock:
+                from crawler_dedup.stores.memory import _MemoryTxn
+
+                return fn(_MemoryTxn(self, write=True))  # no rollback
+
+    class TestLeaky(StoreContract):
+        def new_store(self, location=None, readonly=False):
+            return Leaky()
+
+    case = TestLeaky()
+    case.setup_method()
+    try:
+        with pytest.raises(AssertionError):
+            case.test_a_write_that_raises_leaves_nothing()
+    finally:
+        case.teardown_method()
+
+
+def test_a_custom_backend_is_loaded_by_dotted_path(tmp_path):
+    """DEDUP_BACKEND=module.Class: the third backend runs a real Deduplicator."""
+    with Deduplicator(backend="tests.test_stores.SqliteStoreFromConfig", dir=str(tmp_path / "x.sqlite")) as d:
+        assert d.check("https://a/1", text="one two three four five six seven eight nine ten " * 3).action == "keep"
+        assert d.check("https://b/1", text="one two three four five six seven eight nine ten " * 3).action == "drop"
+
+
+class SqliteStoreFromConfig(SqliteStore):
+    @classmethod
+    def from_config(cls, config, readonly=False):
+        return cls(os.path.join(config.dir, "index.sqlite"), readonly=readonly)
 
 
 def test_lmdb_map_grows_when_full(tmp_path):
@@ -65,7 +163,7 @@ def test_lmdb_map_grows_when_full(tmp_path):
         for i in range(3000):
             assert d.check(f"u{i}", text=f"page {i} word{i} other{i * 7} more{i * 13} text").action == "keep"
         assert d.index.store.env.info()["map_size"] > start
-        assert d.index.store.read(lambda t: t.doc_count()) == 3000
+        assert d.index.read(lambda t: t.doc_count()) == 3000
 
 
 def test_reopen_keeps_the_stored_plan_and_refuses_another_k(tmp_path):
@@ -81,7 +179,7 @@ def test_reopen_keeps_the_stored_plan_and_refuses_another_k(tmp_path):
 def test_other_format_version_fails_clearly(tmp_path):
     path = str(tmp_path / "idx")
     with Deduplicator(dir=path) as d:
-        d.index.store.write(lambda t: t.meta_put("format", b"999"))
+        d.index.write(lambda t: t.meta_put("format", b"999"))
     with pytest.raises(StoreFormat, match="format version 999"):
         Deduplicator(dir=path).open()
 
@@ -91,31 +189,3 @@ def test_unusable_directory_is_a_store_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(StoreError):
         LmdbStore(str(blocker / "idx")).open()
-
-
-def test_url_table_and_doc_scan(store):
-    def put(txn):
-        for i in (3, 1, 2):
-            txn.doc_put(i, b"r%d" % i)
-        txn.url_put(b"k" * 16, 1)
-        txn.url_put(b"k" * 16, 2)  # a URL's newer page replaces the older
-        txn.url_put(b"j" * 16, 3)
-
-    store.write(put)
-    assert store.read(lambda t: (t.url_get(b"k" * 16), t.url_get(b"j" * 16), t.url_get(b"z" * 16))) == (2, 3, None)
-    assert store.read(lambda t: t.url_count()) == 2
-    assert store.read(lambda t: t.doc_scan(0, 10)) == [(1, b"r1"), (2, b"r2"), (3, b"r3")]
-    assert store.read(lambda t: t.doc_scan(1, 1)) == [(2, b"r2")]
-    assert store.read(lambda t: t.doc_scan(3, 10)) == []
-    store.write(lambda t: t.url_delete(b"k" * 16))
-    assert store.read(lambda t: (t.url_get(b"k" * 16), t.url_count())) == (None, 1)
-
-
-def test_url_table_rolls_back_with_the_transaction(store):
-    def fail(txn):
-        txn.url_put(b"u" * 16, 9)
-        raise RuntimeError("crash mid-transaction")
-
-    with pytest.raises(RuntimeError):
-        store.write(fail)
-    assert store.read(lambda t: t.url_get(b"u" * 16)) is None

@@ -137,7 +137,7 @@ def test_conceptual_duplicates_are_flagged_not_dropped(articles):
     for i, gold in enumerate(golds[:10]):
         d.check(f"https://site/{i}", text=gold)
     assert d.lsi is not None  # fitted on the first 10 kept pages
-    stored = d.index.store.read(lambda t: d.index.doc(t, 1))
+    stored = d.index.read(lambda t: d.index.doc(t, 1))
     assert "lsi" in stored.extras  # training pages got their vectors
     # a rewrite: the same words of story 3, sentences reordered and every 4th word swapped
     sentences = golds[3].replace("\n", " ").split(". ")
@@ -146,4 +146,4 @@ def test_conceptual_duplicates_are_flagged_not_dropped(articles):
     v = d.check("https://other/3", text=rewrite)
     assert (v.action, v.reason, v.duplicate_of) == ("flag", "conceptual", "https://site/3"), v
     assert v.similarity >= 0.8
-    assert d.index.store.read(lambda t: t.doc_count()) == 11  # flagged, and kept
+    assert d.index.read(lambda t: t.doc_count()) == 11  # flagged, and kept

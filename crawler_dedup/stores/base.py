@@ -1,72 +1,96 @@
-"""The contract every index store meets (memory, LMDB, ...): typed buckets inside transactions.
+"""The contract every index store meets: named tables of bytes inside transactions.
 
-A store knows nothing of simhash: it keeps byte keys and 64-bit values. `NearDupIndex` gives
-them meaning. `write(fn)` runs `fn(txn)` atomically and exclusively (across processes for
-shared backends): either all of fn's puts land or none, and no other writer interleaves.
+A store knows nothing of simhash or pages; `index.NearDupIndex` gives the tables their meaning.
+A new backend implements `Store` and `Txn` below and passes the shipped contract suite
+(`crawler_dedup.stores.contract.StoreContract`, see tests/test_stores.py for its use).
+
+Tables (`Store.ensure` makes them usable; the index names them):
+- SINGLE: key -> one value (bytes -> bytes).
+- MULTI: key -> a set of 8-byte values, returned sorted (bytewise). Adding a value already there
+  and removing one that is not are no-ops.
+Keys are 1..511 bytes. Counters are SINGLE entries holding an 8-byte big-endian integer.
+
+Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its result):
+- write(fn) is atomic: every change fn made lands, or none does (fn raised, the process died).
+- write(fn) is exclusive: no other writer of the index, in this process or another (or, for a
+  networked store, on another machine), runs between fn's first read and its commit. The
+  index's decisions are made inside fn (look up, then add), so two crawlers sharing an index
+  cannot both keep one page. A networked store gets this from a lock held while fn runs (with a
+  lease, so a dead holder does not block the others) and applies fn's buffered writes in one
+  atomic step at the end; reads inside fn must see fn's own writes.
+- write(fn) may run fn again from the start (a local store growing its file, a networked store
+  retrying after a lost lease): fn must not keep side effects outside the store, or must undo
+  them when run again (Deduplicator does).
+- read(fn) sees one consistent state and must not write (Txn write methods may raise).
+- A store opened `readonly` (after-crawl tools on an index a crawl may be using) never writes
+  and never creates: write() raises StoreError.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, TypeVar
+from typing import Callable, Mapping, Protocol, TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
 
+SINGLE, MULTI = "single", "multi"
+
 FORMAT_VERSION = 4  # 2: sketch postings, shingle counts; 3: time index, digest in records; 4: URL table
 MIGRATABLE = (3,)  # older formats NearDupIndex.open upgrades in place
 
 
-class StoreTxn(Protocol):
-    def meta_get(self, name: str) -> bytes | None: ...
-    def meta_put(self, name: str, value: bytes) -> None: ...
-    def meta_delete(self, name: str) -> None: ...
-    def buckets(self, keys: list[bytes]) -> list[np.ndarray]:
-        """Fingerprints (uint64) stored under keys[t] in table t, for every table t."""
-    def bucket_union(self, keys: list[bytes]) -> np.ndarray:
-        """The buckets of buckets(keys) in one uint64 array (a lookup's read; repeats possible)."""
-    def bucket_add(self, table: int, key: bytes, fp: int) -> None: ...
-    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
-        """Doc ids (uint64) filed under `key` in the sketch postings; None when more than `limit`."""
-    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
-        """File doc_id under key, unless the key already holds `limit` doc ids."""
-    def fp_docs(self, fp: int) -> list[int]: ...
-    def fp_add(self, fp: int, doc_id: int) -> None: ...
-    def exact_get(self, digest: bytes) -> int | None: ...
-    def exact_put(self, digest: bytes, doc_id: int) -> None: ...
-    def doc_get(self, doc_id: int) -> bytes | None: ...
-    def doc_put(self, doc_id: int, record: bytes) -> None: ...
-    def doc_count(self) -> int: ...
-    def doc_scan(self, after: int, limit: int) -> list[tuple[int, bytes]]:
-        """Up to `limit` (doc id, record) with doc id > after, in id order."""
-    # the URL table: a key of the canonical URL (index.url_key) -> the doc id kept for that URL
-    def url_get(self, key: bytes) -> int | None: ...
-    def url_put(self, key: bytes, doc_id: int) -> None: ...
-    def url_delete(self, key: bytes) -> None: ...
-    def url_count(self) -> int: ...
-    # removal, for the time window: each undoes one of the puts above
-    def doc_delete(self, doc_id: int) -> None: ...
-    def fp_remove(self, fp: int, doc_id: int) -> None: ...
-    def bucket_remove(self, table: int, key: bytes, fp: int) -> None: ...
-    def exact_delete(self, digest: bytes) -> None: ...
-    def posting_remove(self, key: bytes, doc_id: int) -> None: ...
-    # the time index: (whole seconds, doc id), oldest first
-    def time_add(self, seconds: int, doc_id: int) -> None: ...
-    def time_oldest(self, before: int, limit: int) -> list[tuple[int, int]]:
-        """Up to `limit` (seconds, doc id) with seconds < before, oldest first."""
-    def time_remove(self, seconds: int, doc_id: int) -> None: ...
+class Txn(Protocol):
+    # SINGLE tables
+    def get(self, table: str, key: bytes) -> bytes | None: ...
+    def put(self, table: str, key: bytes, value: bytes) -> None: ...
+    def delete(self, table: str, key: bytes) -> None:
+        """Remove the key (no-op when absent). On a MULTI table: the key and all its values."""
+    # MULTI tables
+    def values(self, table: str, key: bytes) -> list[bytes]:
+        """The key's values, sorted; [] when absent."""
+    def value_count(self, table: str, key: bytes) -> int: ...
+    def add(self, table: str, key: bytes, value: bytes) -> None: ...
+    def remove(self, table: str, key: bytes, value: bytes) -> None: ...
+    def union_u64(self, tables: list[str], keys: list[bytes]) -> np.ndarray:
+        """The values under keys[i] in tables[i], for every i, as one uint64 array (big-endian
+        values; repeats kept): the index's hot read, one call per page looked up."""
+    # both kinds
+    def scan(self, table: str, start: bytes, limit: int) -> list[tuple[bytes, bytes]]:
+        """Up to `limit` (key, value) with key >= start, in key order (bytewise); a MULTI
+        table gives one row per value, in value order within a key."""
+    def count(self, table: str) -> int:
+        """Entries: keys of a SINGLE table, (key, value) pairs of a MULTI one."""
+    def incr(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
+        """Add `by` to the counter at key (`start` when absent) and return the new value."""
 
 
 class Store(Protocol):
     location: str
+    readonly: bool
 
     def open(self) -> None:
-        """Open, creating if needed; meta readable and writable from here on."""
-    def open_tables(self, count: int) -> None:
-        """Make `count` permuted tables usable (called once the plan is known)."""
+        """Open, creating the store unless readonly (then StoreError when there is none)."""
+    def ensure(self, tables: Mapping[str, str]) -> None:
+        """Make the named tables (name -> SINGLE | MULTI) usable; idempotent. Not in a
+        transaction; a readonly store only opens those that exist."""
     def close(self) -> None: ...
-    def read(self, fn: Callable[[StoreTxn], T]) -> T: ...
-    def write(self, fn: Callable[[StoreTxn], T]) -> T: ...
+    def read(self, fn: Callable[[Txn], T]) -> T: ...
+    def write(self, fn: Callable[[Txn], T]) -> T: ...
+
+
+class TxnBase:
+    """Generic parts of a Txn, built on the others; a backend overrides them to go faster."""
+
+    def union_u64(self, tables: list[str], keys: list[bytes]) -> np.ndarray:
+        raw = b"".join(b"".join(self.values(t, k)) for t, k in zip(tables, keys))  # type: ignore[attr-defined]
+        return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+    def incr(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
+        raw = self.get(table, key)  # type: ignore[attr-defined]
+        value = (start if raw is None else from_u64(raw)) + by
+        self.put(table, key, u64(value))  # type: ignore[attr-defined]
+        return value
 
 
 def u64(value: int) -> bytes:

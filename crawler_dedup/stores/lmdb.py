@@ -1,11 +1,7 @@
-"""LMDB store: one environment, named databases, big-endian keys, fixed-size sorted duplicates.
+"""LMDB store: one environment, a named database per table; the only module that imports lmdb.
 
-Layout (DESIGN.md): `meta`; `docs` (doc id -> record); `fps` (fingerprint -> doc ids);
-`exact` (content digest -> doc id); `mins` (each page's few smallest shingle hashes -> doc
-ids, a second way to candidates for copies whose simhash moved too far); `times` (seconds ->
-doc ids, for the time window); `urls` (key of the canonical URL -> doc id); `t000`.. one table per Manku permutation, key = the
-permuted prefix, values = the 8-byte fingerprints in that bucket (dupsort+dupfixed, so a
-bucket comes back in one getmulti straight into numpy).
+What the tables hold is the index's business (index.py). A MULTI table is a dupsort+dupfixed
+database: a bucket's 8-byte values are read with one getmulti straight into numpy.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import lmdb
 import numpy as np
 
 from ..exceptions import StoreError, StoreFull
-from .base import T, from_u64, u64
+from .base import MULTI, SINGLE, T, TxnBase
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -24,46 +20,61 @@ _BUCKET_DTYPE = np.dtype(">u8")
 _INT_KEYS = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
 
 
-class _LmdbTxn:
+class _LmdbTxn(TxnBase):
     def __init__(self, store: "LmdbStore", txn: lmdb.Transaction):
         self.s, self.txn = store, txn
-        self._cursors = self._mins = None
+        self._cursors: dict[str, lmdb.Cursor] = {}
 
-    def meta_get(self, name):
-        value = self.txn.get(name.encode(), db=self.s.meta)
+    def _db(self, table: str):
+        try:
+            return self.s.dbs[table]
+        except KeyError:
+            raise StoreError(f"no table {table!r} in the LMDB index at {self.s.location}") from None
+
+    def _cursor(self, table: str) -> lmdb.Cursor:
+        cur = self._cursors.get(table)
+        if cur is None:  # one cursor per table for the transaction's reads
+            cur = self._cursors[table] = self.txn.cursor(db=self._db(table))
+        return cur
+
+    def get(self, table, key):
+        value = self.txn.get(bytes(key), db=self._db(table))
         return None if value is None else bytes(value)
 
-    def meta_put(self, name, value):
-        self.txn.put(name.encode(), bytes(value), db=self.s.meta)
+    def put(self, table, key, value):
+        self.txn.put(bytes(key), bytes(value), db=self._db(table))
 
-    def meta_delete(self, name):
-        self.txn.delete(name.encode(), db=self.s.meta)
+    def delete(self, table, key):
+        self.txn.delete(bytes(key), db=self._db(table))
 
-    def _table_cursors(self):
-        if self._cursors is None:  # one cursor per table for the transaction's lookups
-            self._cursors = [self.txn.cursor(db=db) for db in self.s.tables]
-        return self._cursors
+    def values(self, table, key):
+        raw = self._cursor(table).getmulti([bytes(key)], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+        step = len(key) + 8
+        return [bytes(raw[i + len(key):i + step]) for i in range(0, len(raw), step)]
 
-    def buckets(self, keys):
-        out = []
-        for cur, key in zip(self._table_cursors(), keys):
-            raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
-            out.append(_values(raw, len(key)).astype(np.uint64))
-        return out
+    def value_count(self, table, key):
+        cur = self._cursor(table)
+        return cur.count() if cur.set_key(bytes(key)) else 0
 
-    def bucket_union(self, keys):
-        """Every table's bucket for keys[t], concatenated (one conversion, not one per table)."""
-        size = len(keys[0])
+    def add(self, table, key, value):
+        self.txn.put(bytes(key), bytes(value), db=self._db(table), dupdata=True)
+
+    def remove(self, table, key, value):
+        self.txn.delete(bytes(key), bytes(value), db=self._db(table))
+
+    def union_u64(self, tables, keys):
+        """Every bucket in one conversion, not one per table (getmulti packs key and value)."""
+        size = len(keys[0]) if keys else 0
         if any(len(k) != size for k in keys):
-            return np.concatenate(self.buckets(keys))
-        raw = b"".join([cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
-                        for cur, key in zip(self._table_cursors(), keys)])
+            return super().union_u64(tables, keys)
+        raw = b"".join([self._cursor(t).getmulti([k], dupdata=True, dupfixed_bytes=8, keyfixed=True)
+                        for t, k in zip(tables, keys)])
         return _values(raw, size).astype(np.uint64)
 
-    def buckets_many(self, table, keys):
-        """The entries under `keys` (sorted, distinct) in one table, in one read: (index in keys of
-        each key found, entries per such key, all entries as uint64 grouped by key in key order)."""
-        raw = self._table_cursors()[table].getmulti(keys, dupdata=True, dupfixed_bytes=8, keyfixed=True)
+    def values_batch(self, table, keys):
+        """The entries under `keys` (sorted, distinct) in one MULTI table, in one read: (index in
+        keys of each key found, entries per such key, all entries as uint64 grouped by key)."""
+        raw = self._cursor(table).getmulti(keys, dupdata=True, dupfixed_bytes=8, keyfixed=True)
         if not keys or not len(raw):
             return np.empty(0, np.intp), np.empty(0, np.intp), np.empty(0, np.uint64)
         size = len(keys[0])
@@ -89,111 +100,21 @@ class _LmdbTxn:
         counts = np.diff(np.concatenate((starts, [len(raw) // (size + 8)])))
         return which, counts, _values(raw, size).astype(np.uint64)
 
-    def bucket_add(self, table, key, fp):
-        self.txn.put(key, u64(fp), db=self.s.tables[table], dupdata=True)
-
-    def _mins_cursor(self):
-        if self._mins is None:
-            self._mins = self.txn.cursor(db=self.s.mins)
-        return self._mins
-
-    def postings(self, key, limit):
-        cur = self._mins_cursor()
-        if not cur.set_key(key):
-            return np.empty(0, np.uint64)
-        if cur.count() > limit:
-            return None
-        raw = cur.getmulti([key], dupdata=True, dupfixed_bytes=8, keyfixed=True)
-        return _values(raw, len(key)).astype(np.uint64)
-
-    def posting_add(self, key, doc_id, limit):
-        cur = self._mins_cursor()
-        if cur.set_key(key) and cur.count() > limit:
-            return  # a boilerplate shingle: its list stops growing
-        self.txn.put(key, u64(doc_id), db=self.s.mins, dupdata=True)
-
-    def fp_docs(self, fp):
-        cur = self.txn.cursor(db=self.s.fps)
-        if not cur.set_key(u64(fp)):
-            return []
-        return [from_u64(v) for v in cur.iternext_dup()]
-
-    def fp_add(self, fp, doc_id):
-        self.txn.put(u64(fp), u64(doc_id), db=self.s.fps, dupdata=True)
-
-    def exact_get(self, digest):
-        value = self.txn.get(bytes(digest), db=self.s.exact)
-        return None if value is None else from_u64(value)
-
-    def exact_put(self, digest, doc_id):
-        self.txn.put(bytes(digest), u64(doc_id), db=self.s.exact)
-
-    def doc_get(self, doc_id):
-        value = self.txn.get(u64(doc_id), db=self.s.docs)
-        return None if value is None else bytes(value)
-
-    def doc_put(self, doc_id, record):
-        self.txn.put(u64(doc_id), bytes(record), db=self.s.docs)
-
-    def doc_count(self):
-        return self.txn.stat(self.s.docs)["entries"]
-
-    def doc_delete(self, doc_id):
-        self.txn.delete(u64(doc_id), db=self.s.docs)
-
-    def doc_scan(self, after, limit):
-        out = []
-        cur = self.txn.cursor(db=self.s.docs)
-        if not cur.set_range(u64(after + 1)):
+    def scan(self, table, start, limit):
+        out: list[tuple[bytes, bytes]] = []
+        if limit <= 0:
+            return out
+        cur = self.txn.cursor(db=self._db(table))
+        if not cur.set_range(bytes(start)):
             return out
         for key, value in cur:
-            out.append((from_u64(key), bytes(value)))
+            out.append((bytes(key), bytes(value)))
             if len(out) >= limit:
                 break
         return out
 
-    def url_get(self, key):
-        value = self.txn.get(bytes(key), db=self.s.urls)
-        return None if value is None else from_u64(value)
-
-    def url_put(self, key, doc_id):
-        self.txn.put(bytes(key), u64(doc_id), db=self.s.urls)
-
-    def url_delete(self, key):
-        self.txn.delete(bytes(key), db=self.s.urls)
-
-    def url_count(self):
-        return self.txn.stat(self.s.urls)["entries"]
-
-    def fp_remove(self, fp, doc_id):
-        self.txn.delete(u64(fp), u64(doc_id), db=self.s.fps)
-
-    def bucket_remove(self, table, key, fp):
-        self.txn.delete(key, u64(fp), db=self.s.tables[table])
-
-    def exact_delete(self, digest):
-        self.txn.delete(bytes(digest), db=self.s.exact)
-
-    def posting_remove(self, key, doc_id):
-        self.txn.delete(key, u64(doc_id), db=self.s.mins)
-
-    def time_add(self, seconds, doc_id):
-        self.txn.put(u64(seconds), u64(doc_id), db=self.s.times, dupdata=True)
-
-    def time_oldest(self, before, limit):
-        out = []
-        cur = self.txn.cursor(db=self.s.times)
-        if not cur.first():
-            return out
-        for key, value in cur:
-            seconds = from_u64(key)
-            if seconds >= before or len(out) >= limit:
-                break
-            out.append((seconds, from_u64(value)))
-        return out
-
-    def time_remove(self, seconds, doc_id):
-        self.txn.delete(u64(seconds), u64(doc_id), db=self.s.times)
+    def count(self, table):
+        return self.txn.stat(self._db(table))["entries"]
 
 
 def _values(raw, key_size: int) -> np.ndarray:
@@ -207,20 +128,30 @@ def _values(raw, key_size: int) -> np.ndarray:
 class LmdbStore:
     """Open in the process that uses it (after any fork), once per process and directory."""
 
-    def __init__(self, path: str, map_size: int = 256 * 1024**2, sync: bool = True):
+    def __init__(self, path: str, map_size: int = 256 * 1024**2, sync: bool = True, readonly: bool = False):
         self.location = str(path)
-        self.map_size, self.sync = map_size, sync
+        self.map_size, self.sync, self.readonly = map_size, sync, readonly
         self.env: lmdb.Environment | None = None
-        self.tables: list = []
+        self.dbs: dict[str, object] = {}
 
     @classmethod
-    def from_config(cls, config) -> "LmdbStore":
+    def from_config(cls, config, readonly: bool = False) -> "LmdbStore":
         if not config.dir:
             raise StoreError("the LMDB backend needs DEDUP_DIR")
-        return cls(config.dir, map_size=config.lmdb_map_size, sync=config.lmdb_sync)
+        return cls(config.dir, map_size=config.lmdb_map_size, sync=config.lmdb_sync, readonly=readonly)
 
     def open(self) -> None:
         try:
+            if self.readonly:
+                if not os.path.isfile(os.path.join(self.location, "data.mdb")):
+                    raise StoreError(f"no LMDB index in {self.location}")
+                try:
+                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 8,
+                                         readahead=False)
+                except lmdb.Error:  # lock.mdb not writable here: read without the lock
+                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 8,
+                                         readahead=False, lock=False)
+                return
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 8, sync=self.sync,
@@ -230,31 +161,39 @@ class LmdbStore:
             )
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
-            self.meta = self.env.open_db(b"meta")
-            self.docs = self.env.open_db(b"docs")
-            self.exact = self.env.open_db(b"exact")
-            self.fps = self.env.open_db(b"fps", dupsort=True, dupfixed=True)
-            self.mins = self.env.open_db(b"mins", dupsort=True, dupfixed=True)
-            self.times = self.env.open_db(b"times", dupsort=True, dupfixed=True)
-            self.urls = self.env.open_db(b"urls")
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
 
-    def open_tables(self, count: int) -> None:
-        try:
-            self.tables = [self.env.open_db(b"t%03d" % t, dupsort=True, dupfixed=True) for t in range(count)]
-        except lmdb.Error as exc:
-            raise StoreError(f"cannot open the tables of the LMDB index at {self.location}: {exc}") from exc
+    def ensure(self, tables) -> None:
+        """A table is a named database; MULTI: sorted fixed-size duplicates (dupsort+dupfixed),
+        so a bucket comes back in one getmulti straight into numpy."""
+        if self.env is None:
+            raise StoreError(f"the LMDB index at {self.location} is not open")
+        for name, kind in tables.items():
+            if name in self.dbs:
+                continue
+            if kind not in (SINGLE, MULTI):
+                raise StoreError(f"table {name!r}: unknown kind {kind!r}")
+            try:
+                self.dbs[name] = self.env.open_db(name.encode(), create=not self.readonly,
+                                                  dupsort=kind == MULTI, dupfixed=kind == MULTI)
+            except lmdb.NotFoundError:
+                continue  # read-only: a table the index never made reads as missing
+            except lmdb.Error as exc:
+                raise StoreError(f"cannot open table {name} of the LMDB index at {self.location}: {exc}") from exc
 
     def close(self) -> None:
         if self.env is not None:
             self.env.close()
             self.env = None
+        self.dbs = {}
 
     def _run(self, fn, write: bool):
         if self.env is None:
             raise StoreError(f"the LMDB index at {self.location} is not open")
+        if write and self.readonly:
+            raise StoreError(f"the LMDB index at {self.location} is open read-only")
         while True:
             try:
                 with self.env.begin(write=write) as txn:
@@ -276,5 +215,35 @@ class LmdbStore:
     def write(self, fn) -> T:
         return self._run(fn, write=True)
 
+    # -- maintenance (not part of the contract: `crawler-dedup index stats|compact`) ---------
     def disk_bytes(self) -> int:
         return sum(os.path.getsize(os.path.join(self.location, n)) for n in os.listdir(self.location))
+
+    def table_stats(self) -> dict[str, tuple[int, int]]:
+        """Per open table: (entries, bytes of its pages)."""
+        def stats(txn):
+            out = {}
+            for name, db in self.dbs.items():
+                st = txn.txn.stat(db)
+                out[name] = (st["entries"], (st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
+            return out
+        return self.read(stats)
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite data.mdb without its free pages (no other process may use the index);
+        (bytes before, bytes after)."""
+        import shutil
+        import tempfile
+
+        data = os.path.join(self.location, "data.mdb")
+        before = os.path.getsize(data)
+        tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(self.location)), prefix=".compact-")
+        env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 8, readonly=False)
+        try:
+            env.copy(tmp, compact=True)  # a consistent snapshot without the free pages
+            env.close()
+            os.replace(os.path.join(tmp, "data.mdb"), data)
+        finally:
+            env.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return before, os.path.getsize(data)
