@@ -187,12 +187,7 @@ def lookup_rss(path: str, count: int = 5000) -> None:
     store = LmdbStore(path, sync=False)
     index = NearDupIndex.open(store, 3, lambda: None)
     rng = np.random.default_rng(5)
-    with store.env.begin() as raw:
-        from crawler_dedup.stores.lmdb import _LmdbTxn
-
-        txn = _LmdbTxn(store, raw)
-        for q in rng.integers(0, 2**63, size=count).tolist():
-            index.candidates(txn, q)
+    index.read(lambda txn: [index.candidates(txn, q) for q in rng.integers(0, 2**63, size=count).tolist()])
     status = dict(line.split(":", 1) for line in open("/proc/self/status"))
     print(int(status["RssAnon"].split()[0]) / 1024, int(status["RssFile"].split()[0]) / 1024)
 
@@ -205,7 +200,6 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
             f"{'1-by-1/s':>9} {'batch/s':>9} {'brute x':>8} {'sorted x':>8} {'LSH x':>7} "
             f"{'table B/pg':>10} {'all B/pg':>8} {'RSS MB':>7}")
     print(head)
-    from crawler_dedup.stores.lmdb import _LmdbTxn
 
     for n in sizes:
         fps = synthetic(n)
@@ -221,14 +215,14 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
             sketches.sort(axis=1)
             t0 = time.perf_counter()
             batch = 10_000
-            loaded = store.read(lambda txn: txn.doc_count())
+            loaded = index.read(lambda txn: txn.doc_count())
             for start in range(loaded, n, batch):
                 def load(txn, start=start):
                     for i in range(start, min(n, start + batch)):
                         rec = DocRecord(url=f"https://site{i % 997}.example/page/{i}", fingerprint=int(fps[i]),
                                         sketch=sketches[i % len(sketches)], tokens=800, time=1.0, shingles=700)
                         index.add(txn, rec, i.to_bytes(16, "big"), probes=8)
-                store.write(load)
+                index.write(load)
             insert_rate = (n - loaded) / (time.perf_counter() - t0) if loaded < n else float("nan")
             # loading ran without fsync: flush now, as a crawl's per-commit fsync would have, so the
             # lookups below do not race the kernel writing gigabytes back
@@ -237,8 +231,7 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
             queries = [int(fps[i]) ^ (1 << int(rng.integers(0, 64))) for i in picks]
             sims, posts, first = [], [], []
             sk = sketches[0]
-            with store.env.begin() as raw:  # one read transaction, as a batch of lookups would use
-                txn = _LmdbTxn(store, raw)
+            def lookups(txn):  # one read transaction, as a batch of lookups would use
                 for q in queries:  # first touch of their buckets, which may have to come from disk
                     t1 = time.perf_counter()
                     index.candidates(txn, q)
@@ -253,10 +246,11 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
                     posts.append(t3 - t1)
                 t0 = time.perf_counter()
                 index.candidates_many(txn, queries)
-                batch_rate = len(queries) / (time.perf_counter() - t0)
+                return len(queries) / (time.perf_counter() - t0)
+            batch_rate = index.read(lookups)
             t0 = time.perf_counter()
             for q in queries:  # each in its own read transaction, as a crawl's lookups are
-                store.read(lambda txn, q=q: index.candidates(txn, q))
+                index.read(lambda txn, q=q: index.candidates(txn, q))
             one_by_one = len(queries) / (time.perf_counter() - t0)
             ours = pct(sims, 0.5)
             # baselines, same queries: numpy brute force; the same tables as sorted arrays in memory
@@ -280,10 +274,7 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
             sorted_us = pct(times, 0.5)
             del order, sorted_keys
             lsh_us = _lsh_baseline(n, picks, rng) if n <= lsh_max else float("nan")
-            with store.env.begin() as raw:
-                table_bytes = sum(
-                    (lambda s: (s["branch_pages"] + s["leaf_pages"] + s["overflow_pages"]) * s["psize"])(raw.stat(db))
-                    for db in store.tables)
+            table_bytes = sum(b for name, (_, b) in store.table_stats().items() if name.startswith("t"))
             disk = store.disk_bytes()
             store.close()
             out = subprocess.run([sys.executable, __file__, "--lookup-rss", tmp], capture_output=True, text=True,
@@ -325,10 +316,10 @@ def window_table(total: int = 60_000, window: int = 10_000, every: int = 10_000)
                                     tokens=800, time=float(1_000_000 + i), shingles=700)
                     index.add(txn, rec, i.to_bytes(16, "big"), probes=8)
                     index.expire(txn, 1_000_000 + i - window, EXPIRE_BATCH)
-            store.write(load)
+            index.write(load)
             seen = start + 1000
             if seen % every == 0:
-                live = store.read(lambda t: t.doc_count())
+                live = index.read(lambda t: t.doc_count())
                 print(f"{seen:>11} {live:>15} {os.path.getsize(os.path.join(tmp, 'data.mdb')) / 2**20:>13.1f}", flush=True)
         store.close()
 
