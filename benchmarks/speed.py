@@ -349,7 +349,7 @@ class ExtractInWorkers:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from crawler_dedup.runtime import _warm_worker
+        from crawler_dedup.batching import warm_worker as _warm_worker
 
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                         initializer=_warm_worker)
@@ -365,7 +365,7 @@ class ExtractInWorkers:
     async def process_response(self, request, response):
         from scrapy.http import HtmlResponse
 
-        from crawler_dedup.runtime import _in_worker
+        from crawler_dedup.batching import in_worker as _in_worker
 
         if isinstance(response, HtmlResponse):
             await _in_worker(self.pool, _extract_text, response.text)  # as the dedup middleware sends it

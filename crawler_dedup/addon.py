@@ -1,10 +1,12 @@
-"""`ADDONS = {"crawler_dedup.addon.DedupAddon": 0}` enables the middlewares and the pipeline."""
+"""`ADDONS = {"crawler_dedup.addon.DedupAddon": 0}` enables the middlewares, the pipeline and the
+extension that owns the index."""
 
 from __future__ import annotations
 
 MIDDLEWARE = "crawler_dedup.middleware.DedupMiddleware"
 PIPELINE = "crawler_dedup.pipeline.DedupPipeline"
 SPIDER_MIDDLEWARE = "crawler_dedup.middleware.DedupSpiderMiddleware"
+EXTENSION = "crawler_dedup.extension.DedupExtension"
 # 100: below HttpCompression (590) and Redirect (600), so it sees the final, decoded page
 MIDDLEWARE_PRIORITY = 100
 # 100: early, so storage pipelines never see a duplicate
@@ -23,3 +25,5 @@ class DedupAddon:
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", MIDDLEWARE, MIDDLEWARE_PRIORITY)
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", PIPELINE, PIPELINE_PRIORITY)
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARE, SPIDER_MIDDLEWARE_PRIORITY)
+        # owns the index, drop log and stats (the components above reach it through the crawler)
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", EXTENSION, 0)

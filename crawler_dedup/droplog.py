@@ -26,7 +26,7 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
         "time": iso_time(),
         "url": verdict.url,
         "duplicate_of": verdict.duplicate_of,
-        "action": _ACTIONS[verdict.action],
+        "action": _ACTIONS[str(verdict.action)],
         "reason": verdict.reason,
         "distance": verdict.distance,
         "similarity": verdict.similarity,
@@ -37,6 +37,8 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
     }
     if verdict.measure:
         record["measure"] = verdict.measure
+    if verdict.thresholds is not None:  # what it was verified against (`show` prints them)
+        record["thresholds"] = verdict.thresholds.as_dict()
     if verdict.reason == "unchanged" and verdict.kept_at is not None:
         record["kept_at"] = iso_time(verdict.kept_at)  # when the URL's text was first kept
     if verdict.title:

@@ -37,6 +37,17 @@ _STAGES = ("response", "item")
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
 
 
+class Extra:
+    """Names of a record's extras (stored in the index: never renamed). The verifiers and the
+    LSI check add their own (qg, qn, seq, lsi)."""
+
+    DIGEST = "dg"  # the content digest (a revisit compares it)
+    PROBES = "pr"  # how many sketch postings the page was filed under (remove() undoes them)
+    TEXT = "tx"  # the zlib-compressed extracted text (DEDUP_STORE_TEXT)
+    CHURN = "cd"  # the digest with churn masked, when no text is stored and it differs
+    CANONICAL = "cu"  # the page's rel=canonical, when it names another URL
+
+
 @dataclass
 class DocRecord:
     url: str
@@ -51,7 +62,7 @@ class DocRecord:
     stage: str = "response"
     extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
 
-    TEXT = "tx"  # extras key of the zlib-compressed extracted text (DEDUP_STORE_TEXT)
+    TEXT = Extra.TEXT
 
     def set_text(self, text: str) -> None:
         self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)  # 1: a third the time of 6, 9% larger
@@ -432,9 +443,9 @@ class NearDupIndex:
         record.doc_id = doc_id
         record.time = record.time or time.time()
         # what remove() needs to undo every entry below
-        record.extras = {**record.extras, "pr": bytes([min(probes, 255)])}
+        record.extras = {**record.extras, Extra.PROBES: bytes([min(probes, 255)])}
         if digest is not None:
-            record.extras["dg"] = bytes(digest)
+            record.extras[Extra.DIGEST] = bytes(digest)
         digest = digest if exact else None
         txn.doc_put(doc_id, record.encode())
         if record.url:  # the URL's latest kept page (an item without a URL has no entry)
@@ -463,10 +474,10 @@ class NearDupIndex:
         if not txn.fp_docs(doc.fingerprint):
             for table, key in enumerate(self.plan.keys(doc.fingerprint)):
                 txn.bucket_remove(table, key, doc.fingerprint)
-        digest = doc.extras.get("dg")
+        digest = doc.extras.get(Extra.DIGEST)
         if digest is not None and txn.exact_get(digest) == doc_id:
             txn.exact_delete(digest)
-        probes = doc.extras.get("pr", b"\x00")[0]
+        probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
         for value in doc.sketch[:probes].tolist():
             txn.posting_remove(u64(value), doc_id)
         return True

@@ -8,53 +8,54 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from .runtime import get_runtime
+from .extension import DedupExtension
+from .verdict import Action, Reason, Skip
 
 
 class DedupMiddleware:
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, ext: DedupExtension):
+        self.ext = ext
 
     @classmethod
     def from_crawler(cls, crawler):
-        runtime = get_runtime(crawler)
-        if not runtime.config.enabled:
+        ext = DedupExtension.of(crawler)
+        if not ext.config.enabled:
             raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(runtime)
+        return cls(ext)
 
     async def process_response(self, request, response):
-        rt = self.runtime
+        rt = self.ext
         for key in ("dedup_unchanged", "dedup_revisit", "dedup_fingerprint"):
             request.meta.pop(key, None)  # a spider that copies response.meta into its requests passes them on
         if request.meta.get("dont_dedup"):
-            rt.skip(response.url, "dont_dedup")
+            rt.skip(response.url, Skip.DONT_DEDUP)
             rt.remember(response.url, "dont_dedup")  # and its items too
             return response
         if not 200 <= response.status < 300:
-            rt.skip(response.url, "status")
+            rt.skip(response.url, Skip.STATUS)
             return response
         if not isinstance(response, HtmlResponse):
-            rt.skip(response.url, "not_html")
+            rt.skip(response.url, Skip.NOT_HTML)
             return response
         if not response.body:
-            rt.skip(response.url, "empty")
+            rt.skip(response.url, Skip.EMPTY)
             return response
         if len(response.body) > rt.config.max_bytes:
-            rt.skip(response.url, "too_large")
+            rt.skip(response.url, Skip.TOO_LARGE)
             return response
         try:
             html = response.text
         except (UnicodeError, LookupError):
-            rt.skip(response.url, "undecodable")
+            rt.skip(response.url, Skip.UNDECODABLE)
             return response
         verdict = await rt.check_response(response.url, html, never_drop=bool(request.meta.get("dedup_never_drop")))
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.revisit:
             request.meta["dedup_revisit"] = verdict.revisit
-        if verdict.action == "drop" and verdict.reason == "unchanged":
+        if verdict.action == Action.DROP and verdict.reason == Reason.UNCHANGED:
             request.meta["dedup_unchanged"] = response.url  # its items go no further (DedupSpiderMiddleware)
             return response
-        if verdict.action == "drop":
+        if verdict.action == Action.DROP:
             raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
         return response
 
@@ -65,7 +66,7 @@ class DedupSpiderMiddleware(BaseSpiderMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler):
-        if not get_runtime(crawler).config.enabled:
+        if not DedupExtension.of(crawler).config.enabled:
             raise NotConfigured("DEDUP_ENABLED is off")
         return cls(crawler)
 

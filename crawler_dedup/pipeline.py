@@ -6,22 +6,23 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
 from .exceptions import DuplicateItem
-from .runtime import get_runtime
+from .extension import DedupExtension
+from .verdict import Action, Skip
 
 
 class DedupPipeline:
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, ext: DedupExtension):
+        self.ext = ext
 
     @classmethod
     def from_crawler(cls, crawler):
-        runtime = get_runtime(crawler)
-        if not runtime.config.enabled:
+        ext = DedupExtension.of(crawler)
+        if not ext.config.enabled:
             raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(runtime)
+        return cls(ext)
 
     def process_item(self, item):
-        rt, cfg = self.runtime, self.runtime.config
+        rt, cfg = self.ext, self.ext.config
         adapter = ItemAdapter(item)
         html, text = adapter.get(cfg.item_html_field), adapter.get(cfg.item_text_field)
         if not html and not text:
@@ -30,10 +31,10 @@ class DedupPipeline:
         how = rt.decided_as_response(url)
         if how is not None:
             # the middleware already decided this page (or was told not to): not again
-            rt.skip(url, "dont_dedup" if how == "dont_dedup" else "checked_as_response")
+            rt.skip(url, Skip.DONT_DEDUP if how == "dont_dedup" else Skip.CHECKED_AS_RESPONSE)
             return item
         verdict = rt.check(url, html=html if text is None else None, text=text, stage="item",
                            item=adapter.asdict())
-        if verdict.action == "drop":
+        if verdict.action == Action.DROP:
             raise DuplicateItem(f"duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")
         return item

@@ -98,7 +98,7 @@ def test_store_failure_fails_open(tmp_path, articles, caplog):
 
 
 def test_extraction_failure_fails_open(dedup, monkeypatch):
-    import crawler_dedup.dedup as mod
+    import crawler_dedup.fingerprint as mod
 
     def boom(*a, **k):
         raise ValueError("parser exploded")

@@ -153,12 +153,12 @@ def test_batches_decide_as_one_by_one_when_fingerprints_depend_on_the_index(tmp_
     fingerprinted again after the pages before it, as one by one."""
     stream = _stream(7)
     with Deduplicator(dir=str(tmp_path / "one"), lmdb_sync=False, **settings) as d:
-        expected = [_outcome(d.check(url, text=text, now=1000.0 + n)) + (d.df.docs,)
+        expected = [_outcome(d.check(url, text=text, now=1000.0 + n)) + (d.features.df.docs,)
                     for n, (url, text) in enumerate(stream)]
     with Deduplicator(dir=str(tmp_path / "batch"), lmdb_sync=False, **settings) as d:
         prepared = [d.prepare(url, text=text, now=1000.0 + n)[1] for n, (url, text) in enumerate(stream)]
         got = [_outcome(v) for v in d.decide_many(prepared)]
-        assert d.df.docs == expected[-1][-1]
+        assert d.features.df.docs == expected[-1][-1]
     assert got == [e[:-1] for e in expected]
 
 
@@ -178,18 +178,18 @@ def test_an_aborted_batch_takes_back_its_document_frequencies(tmp_path):
         verdicts = d.decide_many(prepared)
         assert [v.error for v in verdicts].count("internal") == 1 and verdicts[3].error == "internal"
         stored = d.index.read(lambda txn: txn.doc_count())
-        assert stored == len(stream) - 1 and d.df.docs == stored  # the aborted attempt is not counted
+        assert stored == len(stream) - 1 and d.features.df.docs == stored  # the aborted attempt is not counted
 
 
 def _runtime(tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from crawler_dedup.runtime import DedupRuntime
+    from crawler_dedup.extension import DedupExtension
 
     crawler = get_crawler(settings_dict={"DEDUP_DIR": str(tmp_path / "idx"), "DEDUP_LOGSTATS_INTERVAL": 0})
-    runtime = DedupRuntime(crawler)
-    runtime.spider_opened(None)
-    return crawler, runtime
+    ext = DedupExtension.of(crawler)
+    ext.spider_opened(None)
+    return crawler, ext
 
 
 def test_a_page_that_cannot_be_recorded_is_kept_and_every_page_released(tmp_path):
@@ -202,7 +202,7 @@ def test_a_page_that_cannot_be_recorded_is_kept_and_every_page_released(tmp_path
         for i, text in enumerate(texts):
             _, pending = runtime.dedup.prepare(f"https://s/{i}", text=text)
             waiting.append((pending, defer.Deferred()))
-        runtime._pending = list(waiting)
+        runtime.commits.pending = list(waiting)
         real = runtime.record
 
         def record(verdict, stage, item=None):
@@ -211,7 +211,7 @@ def test_a_page_that_cannot_be_recorded_is_kept_and_every_page_released(tmp_path
             return real(verdict, stage, item)
 
         runtime.record = record
-        runtime.flush()
+        runtime.commits.flush()
         got = [d.result for _, d in waiting]  # every page released: none left hanging
         assert [v.action for v in got] == ["keep", "keep", "keep", "keep"]
         assert got[3].error == "internal" and got[3].duplicate_of == "https://s/0"
@@ -226,12 +226,12 @@ def test_a_page_alone_in_the_downloader_is_committed_at_once(tmp_path):
 
     crawler, runtime = _runtime(tmp_path)
     try:
-        assert runtime._alone() is False  # no engine: cannot tell, so wait as configured
-        runtime._pending = [object()]
+        assert runtime.commits.alone() is False  # no engine: cannot tell, so wait as configured
+        runtime.commits.pending = [object()]
         crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active={"only this one"}))
-        assert runtime._alone() is True
+        assert runtime.commits.alone() is True
         crawler.engine.downloader.active = {"this one", "another download"}
-        assert runtime._alone() is False
+        assert runtime.commits.alone() is False
     finally:
-        runtime._pending = []
+        runtime.commits.pending = []
         runtime.spider_closed(None, "finished")

@@ -83,9 +83,9 @@ def test_doc_frequencies_persist_in_the_index(tmp_path, articles):
     with Deduplicator(dir=path, weighting="tfidf") as d:
         for i, (_, gold) in enumerate(articles[:5]):
             d.check(f"u{i}", text=gold)
-        counts = d.df.counts.copy()
+        counts = d.features.df.counts.copy()
     with Deduplicator(dir=path, weighting="tfidf") as d:
-        assert d.df.docs == 5 and np.array_equal(d.df.counts, counts)
+        assert d.features.df.docs == 5 and np.array_equal(d.features.df.counts, counts)
 
 
 @pytest.mark.parametrize("settings", [
@@ -136,7 +136,7 @@ def test_conceptual_duplicates_are_flagged_not_dropped(articles):
     golds = [a[1] for a in articles]
     for i, gold in enumerate(golds[:10]):
         d.check(f"https://site/{i}", text=gold)
-    assert d.lsi is not None  # fitted on the first 10 kept pages
+    assert d.conceptual.lsi is not None  # fitted on the first 10 kept pages
     stored = d.index.read(lambda t: d.index.doc(t, 1))
     assert "lsi" in stored.extras  # training pages got their vectors
     # a rewrite: the same words of story 3, sentences reordered and every 4th word swapped

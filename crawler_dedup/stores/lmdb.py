@@ -128,6 +128,8 @@ def _values(raw, key_size: int) -> np.ndarray:
 class LmdbStore:
     """Open in the process that uses it (after any fork), once per process and directory."""
 
+    one_per_process = True  # crawlers of one process on one directory share one open store
+
     def __init__(self, path: str, map_size: int = 256 * 1024**2, sync: bool = True, readonly: bool = False):
         self.location = str(path)
         self.map_size, self.sync, self.readonly = map_size, sync, readonly

@@ -1,0 +1,124 @@
+"""Step 7 as pure functions: a page's fingerprint, the kept pages found for it and the settings
+in; a typed match out. No store, no clock, no state: `show` and the crawl apply the same rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .churn import churn_digest, same_but_churn
+from .conceptual import cosine
+from .guards import titles_disagree
+from .index import DocRecord, Extra, canonical_url
+from .verdict import Reason, Thresholds
+
+GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped ...
+GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
+SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
+SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
+SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
+
+Scorer = Callable[[object, DocRecord], "tuple[float, float]"]  # (score, containment) of a page and a kept page
+
+
+@dataclass(frozen=True)
+class Match:
+    """A kept page this page duplicates, and how."""
+
+    doc: DocRecord
+    reason: Reason
+    distance: int
+    similarity: float
+    measure: str  # exact | churn | the verifier's name | containment | lsi
+
+
+def thresholds_for(config, tokens: int) -> Thresholds:
+    """The settings' thresholds, raised for a short text (mostly template: a stricter bar)."""
+    if tokens >= SHORT_TOKENS:
+        return Thresholds(config.threshold, config.containment, config.min_resemblance)
+    containment, min_resemblance = config.containment, config.min_resemblance
+    if containment:
+        containment, min_resemblance = max(containment, SHORT_CONTAINMENT), max(min_resemblance, SHORT_MIN_RESEMBLANCE)
+    return Thresholds(max(config.threshold, SHORT_THRESHOLD), containment, min_resemblance, short=True)
+
+
+def title_guarded(tokens: int, resemblance: float, title: str | None, other_title: str | None) -> bool:
+    """The title guard: a match under an unrelated title is not the same page when the text is
+    short (a promo or "related stories" block taken for the content) or not nearly the same
+    (two press releases sharing a long "About us" block)."""
+    return (tokens < GUARD_TOKENS or resemblance < GUARD_RESEMBLANCE) and titles_disagree(title, other_title)
+
+
+def _distance(fp, doc: DocRecord) -> int:
+    return (doc.fingerprint ^ fp.fingerprint).bit_count()
+
+
+def exact_match(fp, title: str | None, doc: DocRecord | None) -> tuple[Match | None, bool]:
+    """The kept page with the same words, unless the title guard keeps this one; (match, guarded)."""
+    if doc is None:
+        return None, False
+    if title_guarded(fp.tokens, 1.0, title, doc.title):
+        return None, True
+    return Match(doc, Reason.EXACT, _distance(fp, doc), 1.0, "exact"), False
+
+
+def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
+               measure: str) -> tuple[Match | None, bool]:
+    """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
+    verifier's score or by containment; (match, whether the title guard rejected one)."""
+    best, guarded = None, False
+    for doc in candidates:
+        j, c = score(fp, doc)
+        if j >= thresholds.threshold:
+            value, how = j, measure
+        elif thresholds.containment and c >= thresholds.containment and j >= thresholds.min_resemblance:
+            value, how = c, "containment"
+        else:
+            continue
+        if title_guarded(fp.tokens, j, title, doc.title):
+            guarded = True
+            continue
+        dist = _distance(fp, doc)
+        rank = (-value, dist, doc.doc_id)
+        if best is None or rank < best[0]:
+            best = (rank, Match(doc, Reason.NEAR, dist, value, how))
+    return (best[1] if best else None), guarded
+
+
+def conceptual_match(fp, candidates: Iterable[DocRecord], threshold: float) -> Match | None:
+    """The textually related candidate closest in LSI space, if within the threshold (seed 000)."""
+    mine = fp.extras.get("lsi")
+    if mine is None:
+        return None
+    best, best_cos = None, threshold
+    for doc in candidates:
+        if "lsi" in doc.extras:
+            cos = cosine(mine, doc.extras["lsi"])
+            if cos >= best_cos:
+                best, best_cos = doc, cos
+    return None if best is None else Match(best, Reason.CONCEPTUAL, _distance(fp, best), best_cos, "lsi")
+
+
+def unchanged(fp, prior: DocRecord, score: Scorer) -> Match | None:
+    """A revisit whose text is the one kept for its URL: the same words (measure `exact`), or the
+    same but for churn (dates, times, counters: churn.py; measure `churn`)."""
+    same_words = prior.extras.get(Extra.DIGEST) == fp.digest
+    if not same_words:
+        old = prior.text
+        if old is not None:
+            churn_only = same_but_churn(old, fp.text)
+        else:  # no stored text: the digest with churn masked, kept when it differed
+            churn_only = prior.extras.get(Extra.CHURN, prior.extras.get(Extra.DIGEST)) == churn_digest(fp.text)
+        if not churn_only:
+            return None
+    similarity = 1.0 if same_words else round(score(fp, prior)[0], 4)
+    return Match(prior, Reason.UNCHANGED, _distance(fp, prior), similarity, "exact" if same_words else "churn")
+
+
+def supersedes(url: str, canonical: str | None, kept: DocRecord) -> bool:
+    """The canonical rule: the kept page names `url` as its rel=canonical (or og:url), so the
+    page at `url` is the one to keep, unless the two name each other (the first kept stays)."""
+    named = kept.extras.get(Extra.CANONICAL)
+    if not named or canonical_url(named.decode("utf-8", "surrogatepass")) != canonical_url(url):
+        return False
+    return not (canonical and canonical_url(canonical) == canonical_url(kept.url))

@@ -1,0 +1,363 @@
+"""The Scrapy extension that owns one crawl's Deduplicator, drop log and stats.
+
+The middlewares and the pipeline hand it pages (`DedupExtension.of(crawler)`); it decides them
+(batching.py: group commit, workers), records each verdict (stats, drop-log line, log line) and
+sends page_superseded. Settings are checked when the first component is built, so a wrong
+value stops the crawl at start; the index is opened on spider_opened. Whatever fails later, a
+page is kept and the failure counted: nothing is dropped without a drop-log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.project import data_path
+
+from . import opening
+from .batching import GroupCommit, in_worker, start_workers
+from .config import DedupConfig
+from .dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .droplog import DropLog, make_record, superseded_record
+from .exceptions import ConfigError, DedupError
+from .extract import canonical_link
+from .signals import page_superseded
+from .verdict import Action, Failure, Reason, Revisit, Skip
+
+logger = logging.getLogger("crawler_dedup")
+
+_ATTR = "_crawler_dedup_extension"
+_RECENT = 100_000  # URLs decided at the response stage, remembered for the item stage
+
+
+class DedupExtension:
+    @classmethod
+    def from_crawler(cls, crawler) -> "DedupExtension":
+        ext = cls.of(crawler)
+        if not ext.config.enabled:
+            raise NotConfigured("DEDUP_ENABLED is off")
+        return ext
+
+    @classmethod
+    def of(cls, crawler) -> "DedupExtension":
+        """The crawler's one instance (made by whichever component asks first)."""
+        ext = getattr(crawler, _ATTR, None)
+        if ext is None:
+            try:
+                ext = cls(crawler)
+            except DedupError as exc:
+                logger.error("crawler-dedup cannot start: %s", exc)
+                raise
+            setattr(crawler, _ATTR, ext)
+        return ext
+
+    def __init__(self, crawler):
+        self.crawler, self.stats = crawler, crawler.stats
+        self.config = self._configure(DedupConfig.from_settings(crawler.settings))
+        if self.config.enabled and (self.config.reset or opening.spider_reset(crawler.spider)):
+            self._reset()
+        if not self.config.debug:  # trafilatura logs several DEBUG lines per page
+            logging.getLogger("trafilatura").setLevel(logging.INFO)
+        self.dedup: Deduplicator | None = None
+        self.droplog: DropLog | None = None
+        self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
+        self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, "response"), self.config.commit_batch,
+                                   self.config.commit_delay, self._downloads, self._count_failure)
+        self._recent: OrderedDict[str, str] = OrderedDict()
+        self._logged: set[str] = set()
+        self._superseded_later: list = []  # page_superseded signals held until the spider closes
+        self._logstats = None
+        if self.config.enabled:
+            if not opening.in_use(self.config):
+                # open once now, so an unusable index (other format, other k) stops the crawl here
+                Deduplicator(self.config).open(new_run=False).close()
+            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+            crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+            crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    @staticmethod
+    def _configure(config: DedupConfig) -> DedupConfig:
+        """Default paths under Scrapy's data dir, each checked usable before the crawl starts."""
+        overrides = {}
+        if config.dir is None:
+            overrides["dir"] = data_path("dedup", createdir=False)
+        dir_ = overrides.get("dir", config.dir)
+        if config.enabled:
+            if config.backend == "lmdb" or config.droplog is None:
+                opening.writable_dir("DEDUP_DIR", config.dir, dir_)
+            if config.droplog is None:
+                overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
+            opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog", config.droplog))
+        return DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
+
+    def _reset(self) -> None:
+        """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""
+        cfg = self.config
+        if cfg.backend != "lmdb":
+            logger.warning("crawler-dedup: DEDUP_RESET moves an LMDB DEDUP_DIR aside; with DEDUP_BACKEND=%s "
+                           "it does nothing", cfg.backend)
+            return
+        if opening.in_use(cfg):
+            raise ConfigError("DEDUP_RESET", True, f"an index no other crawler of this process is using ({cfg.dir} is open)")
+        try:
+            moved = opening.reset_index(cfg.dir)
+        except OSError as exc:
+            raise ConfigError("DEDUP_RESET", True, f"a DEDUP_DIR that can be moved aside ({exc.strerror or exc})") from None
+        if moved:
+            logger.info("crawler-dedup: DEDUP_RESET: the index %s was moved to %s; starting from an empty index",
+                        cfg.dir, moved)
+        opening.writable_dir("DEDUP_DIR", cfg.dir, cfg.dir)
+        opening.appendable_file("DEDUP_DROPLOG", cfg.droplog, cfg.droplog)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def spider_opened(self, spider):
+        try:
+            self.dedup = opening.acquire(self.config)
+            self.droplog = DropLog(self.config.droplog)
+        except (DedupError, OSError) as exc:
+            # Scrapy ignores errors raised here: say it loudly, then keep every page (fail open)
+            logger.error("crawler-dedup could not open %s (%s): every page will be kept unchecked",
+                         self.config.dir, exc)
+            self.stats.inc_value("dedup/errors/open")
+            return
+        if self.config.workers:
+            self.pool = start_workers(self.config.workers)
+        if self.config.logstats_interval:
+            from scrapy.utils.asyncio import create_looping_call
+
+            self._prev_checked = 0  # like Scrapy's LogStats: a looping call on the reactor or asyncio loop
+            self._logstats = create_looping_call(self.log_stats)
+            self._logstats.start(self.config.logstats_interval, now=False)
+        assert self.dedup.index is not None
+        plan = self.dedup.index.plan
+        logger.info(
+            "Dedup on: %s index at %s (k=%d, %d tables), drop log %s%s",
+            self.config.backend, self.dedup.index.store.location, plan.k, len(plan.tables),
+            self.config.droplog, " [DRY RUN: duplicates are flagged, not dropped]" if self.config.dry_run else "",
+        )
+
+    def log_stats(self) -> None:
+        """One periodic line from the stats: pages checked (and per minute since the last line),
+        dropped, the drop rate."""
+        get, all_stats = self.stats.get_value, self.stats.get_stats()
+        checked, dropped = get("dedup/checked", 0), get("dedup/dropped", 0)
+        skipped = sum(v for k, v in all_stats.items() if k.startswith("dedup/skipped/"))
+        errors = sum(v for k, v in all_stats.items() if k.startswith("dedup/errors/"))
+        rate = (checked - self._prev_checked) * 60.0 / self.config.logstats_interval
+        self._prev_checked = checked
+        logger.info(
+            "Dedup: checked %d pages (%d/min), dropped %d (%.1f%%), flagged %d, skipped %d, errors %d",
+            checked, rate, dropped, 100.0 * dropped / checked if checked else 0.0, get("dedup/flagged", 0),
+            skipped, errors,
+        )
+
+    def spider_closed(self, spider, reason):
+        if self._logstats is not None and self._logstats.running:
+            self._logstats.stop()
+        self.commits.flush()  # normally empty: the engine waits for responses in the middlewares
+        for args in self._superseded_later:  # every item of this run has gone through the pipelines now
+            self.crawler.signals.send_catch_log(page_superseded, **args)
+        self._superseded_later = []
+        get = self.stats.get_value
+        checked = get("dedup/checked", 0)
+        dropped = get("dedup/dropped", 0) + get("dedup/flagged", 0)
+        revisits = get("dedup/revisits", 0)
+        logger.info(
+            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s; drop log: %s",
+            checked, get("dedup/kept", 0), dropped, "flagged" if self.config.dry_run else "dropped",
+            100.0 * dropped / checked if checked else 0.0,
+            f"; {revisits} revisits: {get('dedup/unchanged', 0)} unchanged, {get('dedup/updated', 0)} updated, "
+            f"{get('dedup/revisits/copy', 0)} now copies of another URL's page" if revisits else "",
+            self.config.droplog,
+        )
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+        if self.droplog is not None:
+            self.droplog.close()
+            self.droplog = None
+
+    def engine_stopped(self):
+        """Close the index (and so end the run) only now: Scrapy runs the spider_closed handlers
+        side by side, and a feed export may still be uploading what this run passed on there.
+        A run that never ends has its unchanged pages passed on again by the next crawl."""
+        if self.dedup is not None:
+            opening.release(self.dedup)
+            self.dedup = None
+
+    # -- pages ------------------------------------------------------------------------------
+    def decided_as_response(self, url: str) -> str | None:
+        """How the middleware handled `url` in this crawl (kept, flagged, dont_dedup), if it did."""
+        return self._recent.get(url) if url else None
+
+    def remember(self, url: str, how: str) -> None:
+        if not url:
+            return
+        self._recent[url] = how
+        self._recent.move_to_end(url)
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+
+    def check(self, url: str, *, stage: str, item=None, **page) -> Verdict:
+        """Decide one page now, in a transaction of its own (the item pipeline's way)."""
+        if self.dedup is None:  # the index could not be opened: keep everything, counted
+            verdict = Verdict(url=url, error=Failure.OPEN)
+        else:
+            commits = self.dedup.commits
+            verdict = self.dedup.check(url, stage=stage, **page)
+            self._count_commits(commits)
+        return self.finish(verdict, stage, item)
+
+    async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
+        """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
+        worker process while the reactor goes on downloading. Lookup and insert stay here, in
+        the crawler's thread, so pages are decided in order, each seeing the ones before it."""
+        if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
+                or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
+            return await self._decided(url, never_drop, html=html)
+        canonical = canonical_link(html, url) if self.config.canonical else None
+        try:
+            kind, value, title = await in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
+        except Exception as exc:  # a worker died or the result did not come back
+            kind, value, title = "error", exc, None
+        if kind == "text":
+            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical)
+        if kind == "fingerprint":
+            return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical)
+        verdict = Verdict(url=url)
+        if kind == "skipped":
+            verdict = verdict.but(skipped=Skip(value))
+        else:
+            verdict = self.dedup.failed(verdict, Failure.EXTRACT, value)
+        return self.finish(verdict, "response")
+
+    async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
+        """A downloaded page through steps 1-4 here (unless a worker did them), then into the
+        next group commit: its decision and drop-log line come once the commit is durable."""
+        if self.dedup is None or self.config.commit_batch == 1 or not self.dedup.pure:
+            # (a plugin that learns from kept pages: fingerprinted and decided at once, alone)
+            return self.check(url, stage="response", never_drop=never_drop, **page)
+        verdict, pending = self.dedup.prepare(url, stage="response", never_drop=never_drop, **page)
+        if pending is None:
+            return self.finish(verdict, "response")
+        return await self.commits.submit(pending)
+
+    def _decide_batch(self, batch) -> list[Verdict]:
+        if self.dedup is None:  # closed under waiting pages: keep them
+            return [p.verdict.kept_because(Failure.OPEN) for p in batch]
+        commits = self.dedup.commits
+        verdicts = self.dedup.decide_many(batch)
+        self._count_commits(commits)
+        return verdicts
+
+    def _downloads(self) -> int | None:
+        try:
+            return len(self.crawler.engine.downloader.active)
+        except (AttributeError, RuntimeError):  # no engine (not crawling): cannot tell
+            return None
+
+    def _count_commits(self, before: int) -> None:
+        if self.dedup is not None and self.dedup.commits > before:
+            self.stats.inc_value("dedup/commits", self.dedup.commits - before)
+
+    def _count_failure(self, failure: Failure) -> None:
+        self.stats.inc_value(f"dedup/errors/{failure}")
+
+    # -- recording --------------------------------------------------------------------------
+    def skip(self, url: str, why: Skip | str) -> None:
+        self.stats.inc_value(f"dedup/skipped/{why}")
+        if self.config.debug:
+            logger.debug("Dedup skipped %s: %s", url, why)
+
+    def finish(self, verdict: Verdict, stage: str, item=None) -> Verdict:
+        """Record the verdict (stats, drop log); the verdict as recorded: a drop whose drop-log
+        line could not be written is a keep."""
+        verdict = self.record(verdict, stage, item)
+        if stage == "response" and verdict.fingerprint is not None and verdict.action != Action.DROP:
+            self.remember(verdict.url, "flagged" if verdict.action == Action.FLAG else "kept")
+        return verdict
+
+    def _error_once(self, where: str, message: str, *args) -> None:
+        if where not in self._logged:
+            self._logged.add(where)
+            logger.error(message + " (further %s errors are only counted)", *args, where)
+
+    def record(self, verdict: Verdict, stage: str, item=None) -> Verdict:
+        inc = self.stats.inc_value
+        if verdict.error:
+            inc(f"dedup/errors/{verdict.error}")
+            return verdict
+        if verdict.skipped:
+            self.skip(verdict.url, verdict.skipped)
+            return verdict
+        inc("dedup/checked")
+        if verdict.revisit:
+            inc("dedup/revisits")
+            if verdict.revisit in (Revisit.UNCHANGED, Revisit.UPDATED):
+                inc(f"dedup/{verdict.revisit}")
+                if verdict.resent:
+                    inc("dedup/unchanged/resent")
+            elif verdict.action != Action.KEEP:
+                inc("dedup/revisits/copy")
+        if verdict.superseded:
+            self._superseded(verdict, stage)
+        if verdict.action == Action.KEEP:
+            inc("dedup/kept")
+            if verdict.guard:
+                inc(f"dedup/guarded/{verdict.guard}")
+            if self.config.debug:
+                logger.debug("Dedup kept %s (fingerprint %016x)", verdict.url, verdict.fingerprint or 0)
+            return verdict
+        keep_item = item if (item is not None and self.config.droplog_items) else None
+        try:
+            self._write(make_record(verdict, stage, getattr(self.crawler.spider, "name", None), keep_item))
+        except (OSError, TypeError, ValueError) as exc:
+            # no drop-log line, no drop: the page is kept
+            inc("dedup/errors/droplog")
+            inc("dedup/kept")
+            self._error_once("droplog", "Dedup could not write the drop log %s, keeping %s: %s",
+                             self.config.droplog, verdict.url, exc)
+            return verdict.kept_because(Failure.DROPLOG)
+        done = "flagged" if verdict.action == Action.FLAG else "dropped"
+        inc(f"dedup/{done}")
+        inc(f"dedup/{done}/{verdict.reason}")
+        if verdict.reason == Reason.UNCHANGED:  # routine on a recrawl: one line a page only when debugging
+            logger.debug("Dedup %s %s: unchanged since %s", done, verdict.url,
+                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(verdict.kept_at or 0)))
+            return verdict
+        logger.info("Dedup %s %s: %s duplicate of %s (distance %s, similarity %.2f)", done, verdict.url,
+                    verdict.reason, verdict.duplicate_of, verdict.distance, verdict.similarity or 0.0)
+        return verdict
+
+    def _write(self, record: dict) -> None:
+        if self.droplog is None:
+            raise OSError("the drop log is not open")
+        self.droplog.write(record)
+
+    def _superseded(self, verdict: Verdict, stage: str) -> None:
+        """The kept page this one replaced as its canonical URL: a drop-log line and a signal, so
+        storage can remove it (the index already has)."""
+        self.stats.inc_value("dedup/superseded")
+        record = superseded_record(verdict, stage, getattr(self.crawler.spider, "name", None), self.config.dry_run)
+        try:
+            self._write(record)
+        except (OSError, TypeError, ValueError) as exc:
+            self.stats.inc_value("dedup/errors/droplog")
+            self._error_once("droplog", "Dedup could not write the drop log %s (superseded %s): %s",
+                             self.config.droplog, record["url"], exc)
+        logger.info("Dedup: %s %s %s (its rel=canonical names it)", verdict.url,
+                    "would supersede" if self.config.dry_run else "supersedes", record["url"])
+        if self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
+            return
+        args = {"url": record["url"], "canonical_url": verdict.url, "record": record}
+        assert verdict.superseded is not None
+        if self.dedup is not None and verdict.superseded.get("run") == self.dedup.run:
+            # kept earlier in this crawl: its item may still be on its way to storage, so a
+            # deletion now could come first; told when the spider closes instead
+            self._superseded_later.append(args)
+        else:
+            self.crawler.signals.send_catch_log(page_superseded, **args)

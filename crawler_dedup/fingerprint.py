@@ -1,0 +1,95 @@
+"""Steps 1-4 for one page: extract, tokenize, features, simhash and sketch -> `Fingerprinted`.
+
+Plain functions of the page and the settings (and, for the paper plugins that learn from kept
+pages, their state), so they also run in worker processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .extract import extract
+from .features import content_hash, shingles
+from .guards import looks_like_notice
+from .plugins import Conceptual, Shingles, feature_plugin, is_pure
+from .simhash import simhash
+from .sketch import SKETCH_SIZE
+from .tokens import tokenize
+from .verdict import Skip
+from .verify import VERIFIERS, Verifier
+
+
+@dataclass
+class Fingerprinted:
+    text: str
+    title: str | None
+    tokens: int
+    fingerprint: int
+    sketch: np.ndarray
+    digest: bytes
+    shingles: int = 0
+    extras: dict = field(default_factory=dict)  # what the verifier keeps per page
+    df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
+    terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
+
+
+def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[str, object, str | None]:
+    """Step 1: ("text", text, title), ("skipped", Skip, None) or ("error", exception, None)."""
+    if not html:
+        return "skipped", Skip.EMPTY, None
+    if not isinstance(html, (str, bytes, bytearray)):
+        return "skipped", Skip.BAD_INPUT, None
+    if len(html) > max_bytes:
+        return "skipped", Skip.TOO_LARGE, None
+    try:
+        extracted = extract(html, url, mode)
+    except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
+        return "error", exc, None
+    if extracted is None:
+        return "skipped", Skip.NO_TEXT, None
+    return "text", extracted.text, extracted.title
+
+
+def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
+                conceptual: Conceptual | None = None) -> Fingerprinted | Skip:
+    """Steps 2-4, or why the text is not checked (too short, a notice)."""
+    tokens = tokenize(text)
+    if len(tokens) < config.min_tokens:
+        return Skip.TOO_SHORT
+    if looks_like_notice(tokens):
+        return Skip.NOTICE
+    word_shingles = shingles(tokens, config.shingle)
+    values, weights, df_keys = features.features(tokens, word_shingles)
+    distinct = np.unique(values)
+    fp = Fingerprinted(
+        text=text, title=None, tokens=len(tokens), fingerprint=simhash(values, weights),
+        sketch=distinct[:SKETCH_SIZE].copy(), digest=content_hash(tokens), shingles=int(distinct.size),
+        extras=verifier.keep(tokens, word_shingles), df_keys=df_keys,
+    )
+    if conceptual is not None:
+        conceptual.describe(tokens, fp)
+    return fp
+
+
+_WORKER_PLUGINS: dict = {}
+
+
+def extract_and_fingerprint(html, url: str, config) -> tuple[str, object, str | None]:
+    """Steps 1-4 in a worker process: like extract_step, but ("fingerprint", Fingerprinted or the
+    Skip, title) when the fingerprint depends on the text alone (plugins.is_pure); otherwise the
+    text comes back, to be fingerprinted where the pages kept before are known."""
+    kind, value, title = extract_step(html, url, config.max_bytes, config.extract_mode)
+    if kind != "text" or not is_pure(config):
+        return kind, value, title
+    key = (config.features, config.weighting)
+    features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
+    try:
+        return "fingerprint", fingerprint(str(value), config, features, VERIFIERS[config.verifier]), title
+    except Exception:  # decided in the crawler process instead, where a failure is counted
+        return kind, value, title
+
+
+def fp_hex(fp: int | None) -> str | None:
+    return None if fp is None else f"{fp:016x}"

@@ -1,0 +1,102 @@
+"""Before a crawl: the settings' paths checked, DEDUP_RESET, and one open index per process
+for stores that allow only one (LMDB forbids opening an environment twice in a process)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+
+from .config import DedupConfig, _bool
+from .dedup import Deduplicator
+from .exceptions import ConfigError
+
+logger = logging.getLogger("crawler_dedup")
+
+_shared_lock = threading.Lock()
+_shared: dict[tuple, list] = {}  # (backend, realpath of DEDUP_DIR) -> [Deduplicator, users]
+
+
+def writable_dir(setting: str, value, path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ConfigError(setting, value, f"a writable directory ({exc.strerror or exc})") from None
+
+
+def appendable_file(setting: str, value, path: str) -> None:
+    writable_dir(setting, value, os.path.dirname(os.path.abspath(path)))
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(setting, value, f"a file that can be appended to ({exc.strerror or exc})") from None
+
+
+def spider_reset(spider) -> bool:
+    """-a dedup_reset=1: checked like a setting, so a typo stops the crawl instead of being ignored."""
+    value = getattr(spider, "dedup_reset", None)
+    return False if value is None else _bool("-a dedup_reset", value)
+
+
+def reset_index(path: str) -> str | None:
+    """Move the index directory at `path` aside as `<path>.reset-<UTC time>` (never deleted);
+    the moved path, or None when there was no index there."""
+    if not os.path.isfile(os.path.join(path, "data.mdb")):
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target, n = f"{path.rstrip(os.sep)}.reset-{stamp}", 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{path.rstrip(os.sep)}.reset-{stamp}-{n}"
+    os.rename(path, target)
+    return target
+
+
+def _one_per_process(config: DedupConfig) -> tuple | None:
+    """The sharing key of an index that may be open once per process, or None."""
+    from .stores import BUILTIN
+
+    cls = BUILTIN.get(config.backend)
+    if cls is None or not getattr(cls, "one_per_process", False) or not config.dir:
+        return None
+    return config.backend, os.path.realpath(config.dir)
+
+
+def in_use(config: DedupConfig) -> bool:
+    key = _one_per_process(config)
+    with _shared_lock:
+        return key is not None and key in _shared
+
+
+def acquire(config: DedupConfig) -> Deduplicator:
+    """An open Deduplicator for this crawler: shared with the other crawlers of this process on
+    the same one-per-process index (the first one's settings win)."""
+    key = _one_per_process(config)
+    if key is None:
+        return Deduplicator(config).open()
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is None:
+            entry = _shared[key] = [Deduplicator(config).open(), 0]
+        elif entry[0].config != config:
+            logger.warning("crawler-dedup: crawlers of this process share %s; using the first one's settings", key[1])
+        entry[1] += 1
+        return entry[0]
+
+
+def release(dedup: Deduplicator) -> None:
+    key = _one_per_process(dedup.config)
+    with _shared_lock:
+        entry = _shared.get(key) if key is not None else None
+        if entry is None or entry[0] is not dedup:
+            dedup.close()
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _shared[key]
+            dedup.close()

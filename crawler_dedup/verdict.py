@@ -1,0 +1,129 @@
+"""The data model of a decision: typed outcomes and an immutable Verdict.
+
+The enums are `str` subclasses whose str() and format() are their value, so stats keys
+(`dedup/dropped/near`), drop-log JSON and comparisons with plain strings keep working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+try:
+    from enum import StrEnum
+except ImportError:  # Python 3.10
+    class StrEnum(str, Enum):  # type: ignore[no-redef]
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return format(str(self.value), spec)
+
+
+class Action(StrEnum):
+    KEEP = "keep"
+    DROP = "drop"
+    FLAG = "flag"  # a dry run (or DEDUP_CONCEPTUAL=flag): would be dropped, is kept
+
+
+class Reason(StrEnum):
+    """Why a page is a duplicate (drop-log `reason`)."""
+
+    EXACT = "exact"  # the same words
+    NEAR = "near"  # the verifier's score over the threshold
+    CONCEPTUAL = "conceptual"  # LSI cosine (seed 000)
+    UNCHANGED = "unchanged"  # a revisit with the text kept for its URL
+    SUPERSEDED = "superseded"  # a kept page another one replaced as its canonical URL
+
+
+class Skip(StrEnum):
+    """Why a page was kept without a check (stats `dedup/skipped/<skip>`)."""
+
+    ALLOWED = "allowed"
+    EMPTY = "empty"
+    BAD_INPUT = "bad_input"
+    TOO_LARGE = "too_large"
+    NO_TEXT = "no_text"
+    TOO_SHORT = "too_short"
+    NOTICE = "notice"
+    NEVER_DROP = "never_drop"
+    CHECKED_AS_RESPONSE = "checked_as_response"
+    DONT_DEDUP = "dont_dedup"
+    STATUS = "status"
+    NOT_HTML = "not_html"
+    UNDECODABLE = "undecodable"
+
+
+class Failure(StrEnum):
+    """Where a failure made us keep a page (stats `dedup/errors/<failure>`)."""
+
+    OPEN = "open"
+    EXTRACT = "extract"
+    FINGERPRINT = "fingerprint"
+    STORE = "store"
+    INTERNAL = "internal"
+    DROPLOG = "droplog"
+
+
+class Revisit(StrEnum):
+    UNCHANGED = "unchanged"
+    UPDATED = "updated"
+    COPY = "copy"  # new text that copies another URL's page
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds a page was verified against: the settings, raised for short texts."""
+
+    threshold: float  # the verifier's score
+    containment: float  # 0: containment off
+    min_resemblance: float  # a containment match needs this resemblance too
+    short: bool = False  # raised: the text has fewer than SHORT_TOKENS words
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one page. Build changed copies with `verdict.but(field=value)`."""
+
+    url: str
+    action: Action = Action.KEEP
+    reason: Reason | None = None
+    duplicate_of: str | None = None
+    duplicate_of_title: str | None = None
+    distance: int | None = None
+    similarity: float | None = None
+    fingerprint: int | None = None
+    duplicate_of_fingerprint: int | None = None
+    skipped: Skip | None = None  # why the page was kept without a check
+    error: Failure | None = None  # where a failure made us keep the page (fail open)
+    guard: str | None = None  # a guard that kept a page the index matched (`title`)
+    measure: str | None = None  # what `similarity` is: exact, churn, resemblance, containment, qgram, swlr, lsi
+    thresholds: Thresholds | None = None  # what the page was verified against
+    title: str | None = None
+    excerpt: str | None = None
+    tokens: int = 0
+    doc_id: int | None = None
+    text: str | None = None  # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT)
+    never_drop: bool = False  # a hub page: indexed when new, kept (and not indexed again) when matched
+    canonical: str | None = None  # the page's rel=canonical (or og:url), absolute
+    revisit: Revisit | None = None  # the URL was in the index
+    kept_at: float | None = None  # a revisit: when the URL's page in the index was kept
+    superseded: dict | None = None  # a kept page this one replaced as its canonical URL (url, title, ...)
+    resent: bool = False  # unchanged, but filed by a crawl that never ended (killed): passed on again
+
+    @property
+    def is_duplicate(self) -> bool:
+        """Dropped, or flagged (would be dropped)."""
+        return self.action in (Action.DROP, Action.FLAG)
+
+    def but(self, **changes: Any) -> "Verdict":
+        return dataclasses.replace(self, **changes)
+
+    def kept_because(self, failure: Failure) -> "Verdict":
+        """This page kept after a failure: no drop without a drop-log line."""
+        return self.but(action=Action.KEEP, error=Failure(failure))
