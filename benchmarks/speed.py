@@ -35,11 +35,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from crawler_dedup import DedupConfig, Deduplicator  # noqa: E402
-from crawler_dedup.extract import extract  # noqa: E402
-from crawler_dedup.index import DocRecord, NearDupIndex  # noqa: E402
-from crawler_dedup.sketch import SKETCH_SIZE  # noqa: E402
+from crawler_dedup.core.extract import extract  # noqa: E402
+from crawler_dedup.core.index import DocRecord, NearDupIndex  # noqa: E402
+from crawler_dedup.core.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
-from crawler_dedup.tables import choose_plan, plan_for  # noqa: E402
+from crawler_dedup.core.tables import choose_plan, plan_for  # noqa: E402
 
 DATA = os.path.join(ROOT, "..", "shared", "data")
 
@@ -297,7 +297,7 @@ def index_table(sizes: list[int], sketch_size: int = SKETCH_SIZE, blocks: int | 
 
 def window_table(total: int = 60_000, window: int = 10_000, every: int = 10_000) -> None:
     """A steady stream, one page a second, with DEDUP_WINDOW: the index size over time."""
-    from crawler_dedup.dedup import EXPIRE_BATCH
+    from crawler_dedup.core.dedup import EXPIRE_BATCH
 
     fps = synthetic(total, seed=5)
     rng = np.random.default_rng(6)

@@ -152,7 +152,7 @@ def _index_stats(args) -> int:
 
     from .stores.base import from_u64
     from .stores.lmdb import LmdbStore
-    from .tables import Plan
+    from .core.tables import Plan
 
     if not os.path.isfile(os.path.join(args.dir, "data.mdb")):
         print(f"crawler-dedup index: no LMDB index in {args.dir}", file=sys.stderr)
@@ -228,7 +228,7 @@ def _text_cost(txn, docs, sample: int = 20_000) -> dict:
     """Bytes of stored text (DEDUP_STORE_TEXT) a page, from the first `sample` records."""
     import zlib
 
-    from .index import DocRecord
+    from .core.index import DocRecord
 
     pages = with_text = stored = raw = record = 0
     for _, value in txn.cursor(db=docs):
@@ -255,9 +255,9 @@ def _open_index(path: str):
     """The LMDB index at `path` with its own plan, or (None, message)."""
     import os
 
-    from .index import NearDupIndex
+    from .core.index import NearDupIndex
     from .stores.lmdb import LmdbStore
-    from .tables import Plan
+    from .core.tables import Plan
 
     if not os.path.isfile(os.path.join(path, "data.mdb")):
         return None, f"no LMDB index in {path}"
@@ -326,9 +326,9 @@ def _index_compact(args) -> int:
 
 
 def _index_plan(args) -> int:
-    from .tables import _CANDIDATE_COST, _DISK_COST, plan_rows
+    from .core.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
 
-    print(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.tables.choose_plan: cost = 1 per table "
+    print(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.tables.choose_plan: cost = 1 per table "
           f"probed + {_CANDIDATE_COST} per stored fingerprint read + {_DISK_COST} per byte of table a page")
     print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22} "
           f"{'table B/page':>13} {'cost':>6} {'best two-level':>19}")
@@ -453,7 +453,7 @@ def _show(args) -> int:
     from .exceptions import ConfigError
     from .inspection import LogError, Malformed, stream
     from .show import ReadOnlyIndex, ShowError, side_by_side, unified, why, xor_line
-    from .tokens import tokenize
+    from .core.tokens import tokenize
 
     try:
         config = DedupConfig.from_settings(_settings(args.set))
@@ -548,11 +548,11 @@ def _show(args) -> int:
 
 def _compare(args) -> int:
     from .config import DedupConfig
-    from .dedup import Deduplicator
+    from .core.dedup import Deduplicator
     from .evaluation import score_pairs
     from .exceptions import ConfigError
     from .show import ShowError, load_source, xor_line
-    from .tokens import tokenize
+    from .core.tokens import tokenize
 
     try:
         settings = _settings(args.set)

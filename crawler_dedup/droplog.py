@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from .dedup import Verdict, fp_hex
+from .core.dedup import Verdict, fp_hex
 
 REQUIRED_KEYS = (
     "time", "url", "duplicate_of", "action", "reason", "distance", "similarity",

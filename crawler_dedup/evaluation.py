@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
-from .extract import extract
-from .tokens import tokenize
+from .core.extract import extract
+from .core.tokens import tokenize
 
 VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
 REPORTED_KINDS = VARIANT_KINDS
@@ -94,7 +94,7 @@ def _strip_tags(markup: str) -> str:
 
 def load_bases(data_dir: str) -> list[Base]:
     """Every real page with a reference text in `data_dir` (../shared/data); [] when absent."""
-    from .extract import page_title
+    from .core.extract import page_title
 
     bases: list[Base] = []
     aeb = os.path.join(data_dir, "article-extraction-benchmark")
@@ -125,8 +125,8 @@ def load_bases(data_dir: str) -> list[Base]:
                               _strip_tags(open(exp, encoding="utf-8").read()), page_title(raw) or name))
     # keep pages with a real article, and one page per reference text: the readability set has
     # ~35 micro-pages sharing one lorem text under different markup, duplicates of each other
-    from .features import shingles
-    from .sketch import resemblance, sketch
+    from .core.features import shingles
+    from .core.sketch import resemblance, sketch
 
     kept: list[tuple[Base, object]] = []
     for b in bases:
@@ -306,8 +306,8 @@ def plain_simhash(name, texts, k=3, w=3):
     """What a simhash script does: word 3-shingle simhash, brute-force Hamming <= k, nothing else."""
     import numpy as np
 
-    from .features import shingles
-    from .simhash import simhash
+    from .core.features import shingles
+    from .core.simhash import simhash
 
     fps, urls = np.empty(0, np.uint64), []
 
@@ -482,7 +482,7 @@ def read_pairs(path: str) -> list[dict]:
 
 def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
     """((text, title), (text, title)) per pair, extracting "a_html"/"b_html" once."""
-    from .extract import page_title
+    from .core.extract import page_title
 
     out = []
     for i, pair in enumerate(pairs, 1):
@@ -504,7 +504,7 @@ def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, 
     """What crawler-dedup with `settings` does with b after keeping a, for each pair:
     (dropped?, or None when a side was skipped; the skip reason, or what decided)."""
     from .config import DedupConfig
-    from .dedup import Deduplicator
+    from .core.dedup import Deduplicator
     from .stores import MemoryStore
 
     config = DedupConfig.from_settings(settings)
@@ -550,11 +550,11 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
     import numpy as np
 
     from .config import DedupConfig
-    from .dedup import Deduplicator
-    from .features import shingles as make_shingles
-    from .index import DocRecord
-    from .verify import VERIFIERS
-    from .verify import swlr as swlr_score
+    from .core.dedup import Deduplicator
+    from .core.features import shingles as make_shingles
+    from .core.index import DocRecord
+    from .core.verify import VERIFIERS
+    from .core.verify import swlr as swlr_score
 
     d = Deduplicator(config or DedupConfig())
     out = []

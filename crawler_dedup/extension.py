@@ -21,12 +21,12 @@ from scrapy.utils.project import data_path
 from . import opening
 from .batching import GroupCommit, in_worker, start_workers
 from .config import DedupConfig
-from .dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .core.dedup import Deduplicator, Verdict, extract_and_fingerprint
 from .droplog import DropLog, make_record, superseded_record
 from .exceptions import ConfigError, DedupError
-from .extract import canonical_link
+from .core.extract import canonical_link
 from .signals import page_superseded
-from .verdict import Action, Failure, Reason, Revisit, Skip
+from .core.verdict import Action, Failure, Reason, Revisit, Skip
 
 logger = logging.getLogger("crawler_dedup")
 

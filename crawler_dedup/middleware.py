@@ -9,7 +9,7 @@ from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from .extension import DedupExtension
-from .verdict import Action, Reason, Skip
+from .core.verdict import Action, Reason, Skip
 
 
 class DedupMiddleware:

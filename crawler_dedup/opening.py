@@ -10,7 +10,7 @@ import threading
 import time
 
 from .config import DedupConfig, _bool
-from .dedup import Deduplicator
+from .core.dedup import Deduplicator
 from .exceptions import ConfigError
 
 logger = logging.getLogger("crawler_dedup")

@@ -7,7 +7,7 @@ from scrapy.exceptions import NotConfigured
 
 from .exceptions import DuplicateItem
 from .extension import DedupExtension
-from .verdict import Action, Skip
+from .core.verdict import Action, Skip
 
 
 class DedupPipeline:

@@ -98,7 +98,7 @@ def test_store_failure_fails_open(tmp_path, articles, caplog):
 
 
 def test_extraction_failure_fails_open(dedup, monkeypatch):
-    import crawler_dedup.fingerprint as mod
+    import crawler_dedup.core.fingerprint as mod
 
     def boom(*a, **k):
         raise ValueError("parser exploded")
@@ -207,7 +207,7 @@ def test_malformed_allow_lists_are_config_errors(value):
     ("A | The Daily Bugle New York Edition", "B | The Daily Bugle New York Edition", True),
 ])
 def test_title_agreement(a, b, disagree):
-    from crawler_dedup.guards import titles_disagree
+    from crawler_dedup.core.guards import titles_disagree
 
     assert titles_disagree(a, b) is disagree
 
@@ -241,8 +241,8 @@ def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_ot
      "said it would appeal against the fine in the coming weeks.", False),
 ])
 def test_notice_detection(text, is_notice):
-    from crawler_dedup.guards import looks_like_notice
-    from crawler_dedup.tokens import tokenize
+    from crawler_dedup.core.guards import looks_like_notice
+    from crawler_dedup.core.tokens import tokenize
 
     assert looks_like_notice(tokenize(text)) is is_notice
 
@@ -327,7 +327,7 @@ def test_misspelled_settings_and_keywords_are_errors():
 
 
 def test_worker_fingerprint_equals_the_in_process_one(articles):
-    from crawler_dedup.dedup import extract_and_fingerprint
+    from crawler_dedup.core.dedup import extract_and_fingerprint
 
     html = articles[3][0]
     config = DedupConfig.from_settings({})

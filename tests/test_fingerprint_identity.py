@@ -15,14 +15,14 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler_dedup import features, guards, simhash as simhash_mod, tokens as tokens_mod
+from crawler_dedup.core import features, guards, simhash as simhash_mod, tokens as tokens_mod
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.dedup import Deduplicator, Fingerprinted
-from crawler_dedup.features import content_hash, shingles, token_hashes
-from crawler_dedup.guards import looks_like_notice
-from crawler_dedup.simhash import simhash
-from crawler_dedup.sketch import SKETCH_SIZE, sketch
-from crawler_dedup.tokens import tokenize
+from crawler_dedup.core.dedup import Deduplicator, Fingerprinted
+from crawler_dedup.core.features import content_hash, shingles, token_hashes
+from crawler_dedup.core.guards import looks_like_notice
+from crawler_dedup.core.simhash import simhash
+from crawler_dedup.core.sketch import SKETCH_SIZE, sketch
+from crawler_dedup.core.tokens import tokenize
 
 from .conftest import SHARED_DATA
 
@@ -189,7 +189,7 @@ def dedup():
 
 
 def _shared_texts():
-    from crawler_dedup.extract import extract
+    from crawler_dedup.core.extract import extract
 
     files = sorted(glob.glob(os.path.join(SHARED_DATA, "**", "*.html"), recursive=True)
                    + glob.glob(os.path.join(SHARED_DATA, "**", "*.html.gz"), recursive=True))

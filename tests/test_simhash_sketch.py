@@ -2,10 +2,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler_dedup.features import shingles
-from crawler_dedup.simhash import hamming_many, simhash
-from crawler_dedup.sketch import SKETCH_SIZE, resemblance, sketch
-from crawler_dedup.tokens import tokenize
+from crawler_dedup.core.features import shingles
+from crawler_dedup.core.simhash import hamming_many, simhash
+from crawler_dedup.core.sketch import SKETCH_SIZE, resemblance, sketch
+from crawler_dedup.core.tokens import tokenize
 
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
 

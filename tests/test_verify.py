@@ -6,13 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.features import document_image, token_hashes
-from crawler_dedup.sketch import sketch
+from crawler_dedup.core.features import document_image, token_hashes
+from crawler_dedup.core.sketch import sketch
 from crawler_dedup.stores import MemoryStore
-from crawler_dedup.tokens import tokenize
-from crawler_dedup.verify import (lcs_length, qgram_hashes, qgram_overlap, sketch_scores, swlr,
+from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.verify import (lcs_length, qgram_hashes, qgram_overlap, sketch_scores, swlr,
                                   swlr_prefilter)
-from crawler_dedup.weights import DocFrequencies
+from crawler_dedup.core.weights import DocFrequencies
 
 
 def lcs_oracle(a, b):
@@ -113,7 +113,7 @@ def test_the_verifier_is_a_checked_setting():
 
 
 def test_batch_policy_keeps_the_longest_of_each_group(articles):
-    from crawler_dedup.policy import dedupe_batch
+    from crawler_dedup.core.policy import dedupe_batch
 
     gold = [a[1] for a in articles]
     short = " ".join(gold[0].split(" ")[: int(len(gold[0].split(" ")) * 0.8)])  # a truncated copy first

@@ -220,8 +220,8 @@ class StoreContract:
 
     # -- the index and the Deduplicator on this store ------------------------------------------
     def test_index_candidates_match_brute_force(self):
-        from ..index import DocRecord, NearDupIndex
-        from ..tables import choose_plan
+        from ..core.index import DocRecord, NearDupIndex
+        from ..core.tables import choose_plan
 
         rnd = random.Random(11)
         index = NearDupIndex.open(self.new_store(self.fresh_location()), 3, lambda: choose_plan(3, 10_000))
@@ -243,7 +243,7 @@ class StoreContract:
             assert index.read(lambda t, q=q: index.candidates_many(t, [q]))[0] == got
 
     def test_the_deduplicator_drops_a_copy_and_keeps_the_rest(self):
-        from ..dedup import Deduplicator
+        from ..core.dedup import Deduplicator
 
         words = "the council met on monday to discuss the new budget for parks roads and schools".split()
         rnd = random.Random(5)

@@ -11,15 +11,15 @@ import logging
 import time
 from dataclasses import dataclass
 
-from .config import DedupConfig
+from ..config import DedupConfig
 from .decide import Match, exact_match, near_match, supersedes, thresholds_for, unchanged
-from .exceptions import DedupError, StoreError
+from ..exceptions import DedupError, StoreError
 from .extract import canonical_link, page_title
 from .fingerprint import Fingerprinted, extract_and_fingerprint, extract_step, fingerprint, fp_hex
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .churn import churn_digest, mask
 from .plugins import Conceptual, Plugin, feature_plugin, is_pure
-from .stores import make_store
+from ..stores import make_store
 from .tables import choose_plan
 from .verdict import Action, Failure, Reason, Revisit, Skip, Verdict
 from .verify import VERIFIERS

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .config import DedupConfig
+from ..config import DedupConfig
 from .dedup import Deduplicator
-from .stores import MemoryStore
+from ..stores import MemoryStore
 
 
 @dataclass

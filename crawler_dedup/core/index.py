@@ -22,9 +22,9 @@ import numpy as np
 import xxhash
 from w3lib.url import canonicalize_url
 
-from .exceptions import StoreFormat
+from ..exceptions import StoreFormat
 from .simhash import hamming_many
-from .stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, SINGLE, from_u64, u64
+from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, SINGLE, from_u64, u64
 from .tables import Plan
 
 logger = logging.getLogger(__name__)
