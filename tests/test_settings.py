@@ -1,9 +1,10 @@
-"""The settings registry: DedupConfig's defaults and checks come from it."""
+"""The settings registry: DedupConfig's defaults and checks and defaults.py come from it."""
 
 from dataclasses import MISSING, fields
 
 import pytest
 
+from crawler_dedup import defaults
 from crawler_dedup.config import BOOL, CHOICE, FLOAT, INT, SETTINGS, DedupConfig, Setting
 from crawler_dedup.exceptions import ConfigError
 
@@ -22,6 +23,15 @@ def test_dataclass_fields_are_the_registrys_settings_with_its_defaults():
         assert (f.default, type(f.default)) == (expected, type(expected)), s.name
         assert f.type == ANNOTATION[s.kind], s.name
     assert DedupConfig() == DedupConfig.from_settings({})
+
+
+def test_defaults_module_lists_every_setting_with_the_registrys_default():
+    assert sorted(n for n in vars(defaults) if n.startswith("DEDUP_")) == sorted(s.name for s in SETTINGS)
+    for s in SETTINGS:
+        assert getattr(defaults, s.name) == s.default, s.name
+    from crawler_dedup.defaults import DEDUP_K  # noqa: F401  (users import the names)
+    with pytest.raises(AttributeError):
+        defaults.DEDUP_NO_SUCH  # noqa: B018
 
 
 # each message as it was before the registry: tests and users match on them
