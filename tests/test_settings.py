@@ -1,6 +1,10 @@
-"""The settings registry: DedupConfig's defaults and checks and defaults.py come from it."""
+"""The settings registry: DedupConfig, defaults.py and the README's table all come from it."""
 
+import importlib.util
+import subprocess
+import sys
 from dataclasses import MISSING, fields
+from pathlib import Path
 
 import pytest
 
@@ -8,8 +12,17 @@ from crawler_dedup import defaults
 from crawler_dedup.config import BOOL, CHOICE, FLOAT, INT, SETTINGS, DedupConfig, Setting
 from crawler_dedup.exceptions import ConfigError
 
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "settings_table.py"
 ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str",
               "path": "str | None", "regexes": "tuple"}
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("settings_table", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_dataclass_fields_are_the_registrys_settings_with_its_defaults():
@@ -32,6 +45,25 @@ def test_defaults_module_lists_every_setting_with_the_registrys_default():
     from crawler_dedup.defaults import DEDUP_K  # noqa: F401  (users import the names)
     with pytest.raises(AttributeError):
         defaults.DEDUP_NO_SUCH  # noqa: B018
+
+
+def test_readme_settings_table_is_the_registrys():
+    """A setting cannot be added (or its default changed) without the README saying so."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _script().with_table(readme) == readme, "run: python scripts/settings_table.py --write"
+
+
+def test_the_script_prints_one_table_row_a_setting():
+    out = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, check=True).stdout
+    rows = out.splitlines()
+    assert rows[0] == "| setting | default | meaning |" and len(rows) == 2 + len(SETTINGS)
+    assert "| `DEDUP_K` | `3` | simhash bits" in out and '| `DEDUP_BACKEND` | `"lmdb"` |' in out
+    assert "| `DEDUP_DIR` | `.scrapy/dedup` |" in out
+
+
+def test_the_table_needs_its_markers():
+    with pytest.raises(SystemExit, match="settings-table:start"):
+        _script().with_table("## Settings\n\nno markers\n")
 
 
 # each message as it was before the registry: tests and users match on them
