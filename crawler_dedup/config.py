@@ -1,14 +1,17 @@
-"""DEDUP_* settings parsed and checked once, from Scrapy settings or any mapping."""
+"""DEDUP_* settings parsed and checked once, from Scrapy settings or any mapping.
+
+SETTINGS is the one list of them: defaults.py, DedupConfig's defaults, the checks in
+DedupConfig._checked and the README's settings table (scripts/settings_table.py) all come from it.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
-from . import defaults
 from .exceptions import ConfigError
 
 BACKENDS = ("lmdb", "memory")
@@ -70,6 +73,215 @@ def _regexes(name: str, value: Any) -> list[re.Pattern]:
     return out
 
 
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(name, value, f"one of {', '.join(choices)}")
+    return value
+
+
+def _path(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ConfigError(name, value, "a file-system path")
+    return os.path.expanduser(str(value))
+
+
+def _field_name(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(name, value, "a non-empty item field name")
+    return value
+
+
+def _backend(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    backend = str(value).strip()
+    if backend not in choices and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
+        raise ConfigError(name, value, f"one of {', '.join(choices)} or a dotted path to a store class")
+    return backend
+
+
+# what a setting's value may be; each has one check above
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND = (
+    "bool", "int", "float", "choice", "path", "regexes", "field", "backend")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: str
+    default: Any
+    doc: str  # the README table's "meaning" cell (Markdown, one line)
+    lo: float | None = None  # INT, FLOAT: smallest allowed
+    hi: float | None = None  # INT: largest allowed (None = no limit); FLOAT: required
+    choices: tuple[str, ...] = ()  # CHOICE, BACKEND
+    shown: str | None = None  # the table's default when the value alone says little (None paths)
+
+    def __post_init__(self) -> None:
+        # a declaration missing what its check needs fails at import, not on a user's bad value
+        if not self.name.startswith("DEDUP_") or self.kind not in _CHECKS:
+            raise ValueError(f"bad setting declaration: {self.name} ({self.kind})")
+        if (self.kind in (INT, FLOAT) and self.lo is None or self.kind == FLOAT and self.hi is None
+                or self.kind in (CHOICE, BACKEND) and not self.choices):
+            raise ValueError(f"{self.name}: a {self.kind} setting needs its bounds or choices")
+        if "|" in self.doc or "\n" in self.doc:
+            raise ValueError(f"{self.name}: the doc is one Markdown table cell")
+
+    @property
+    def attr(self) -> str:
+        """The DedupConfig field and keyword name: DEDUP_LSI_DIMS -> lsi_dims."""
+        return self.name[len("DEDUP_"):].lower()
+
+    def check(self, value: Any) -> Any:
+        """`value` as DedupConfig holds it, or ConfigError naming the setting and what is allowed."""
+        return _CHECKS[self.kind](self, value)
+
+
+_CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
+    BOOL: lambda s, v: _bool(s.name, v),
+    INT: lambda s, v: _int(s.name, v, int(s.lo or 0), None if s.hi is None else int(s.hi)),
+    FLOAT: lambda s, v: _float(s.name, v, float(s.lo or 0), float(s.hi or 0)),
+    CHOICE: lambda s, v: _choice(s.name, v, s.choices),
+    PATH: lambda s, v: _path(s.name, v),
+    REGEXES: lambda s, v: tuple(_regexes(s.name, v)),
+    FIELD: lambda s, v: _field_name(s.name, v),
+    BACKEND: lambda s, v: _backend(s.name, v, s.choices),
+}
+
+# In the README table's order: ENABLED first, the rest alphabetical.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("DEDUP_ENABLED", BOOL, True, doc=(
+        "turn the add-on off without removing it")),
+    Setting("DEDUP_ALLOW", REGEXES, [], doc=(
+        "URL regexes that are never checked nor dropped: a list, or on the command line `^a,^b` or a JSON "
+        "list (`'[\"x{1,3}\"]'` for patterns with commas)")),
+    Setting("DEDUP_BACKEND", BACKEND, "lmdb", choices=BACKENDS, doc=(
+        "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), or a dotted path "
+        "to a store class")),
+    Setting("DEDUP_CANONICAL", BOOL, True, doc=(
+        "a page that a kept copy names as its `rel=canonical` (or `og:url`) replaces that copy, with a "
+        "`superseded` drop-log line and the `page_superseded` signal for it ([Recrawls](#recrawls)); "
+        "`False`: the first copy stays")),
+    Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
+        "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
+        "= a commit a page")),
+    Setting("DEDUP_COMMIT_DELAY", FLOAT, 0.02, lo=0, hi=1, doc=(
+        "seconds (0-1) a decided page may wait for others to share its commit; `0`: only pages ready in "
+        "the same reactor turn share one. A page alone in the downloader (`CONCURRENT_REQUESTS=1`, the "
+        "crawl's last pages) is committed at once. A response goes on (or is dropped, with its drop-log "
+        "line) only once its commit is durable. The LMDB write lock is held for a whole group, so other "
+        "processes on the same `DEDUP_DIR` wait that long. With `DEDUP_WEIGHTING=tfidf`, "
+        "`DEDUP_FEATURES=docimage` or `DEDUP_CONCEPTUAL` on, a fingerprint depends on the pages kept "
+        "before it, so each page gets a commit of its own. Items checked by the pipeline are committed "
+        "one at a time")),
+    Setting("DEDUP_CONCEPTUAL", CHOICE, "off", choices=("off", "flag", "drop"), doc=(
+        "`flag` or `drop` LSI conceptual duplicates (seed 000): same story, different words")),
+    Setting("DEDUP_CONCEPTUAL_THRESHOLD", FLOAT, 0.9, lo=0, hi=1, doc=(
+        "LSI cosine for a conceptual duplicate")),
+    Setting("DEDUP_CONTAINMENT", FLOAT, 0.9, lo=0, hi=1, doc=(
+        "also a duplicate when this share of the new page's shingles is in a kept page (a truncated copy, "
+        "or one that lost some boilerplate); a page that adds text of its own never is; `0` turns it off")),
+    Setting("DEDUP_DEBUG", BOOL, False, doc=(
+        "log every verdict (and let trafilatura's DEBUG lines through)")),
+    Setting("DEDUP_DIR", PATH, None, shown=".scrapy/dedup", doc=(
+        "the LMDB index directory (Scrapy's data dir when in a project)")),
+    Setting("DEDUP_DROPLOG", PATH, None, shown="<DEDUP_DIR>/droplog.jsonl", doc=(
+        "the JSONL drop log")),
+    Setting("DEDUP_DROPLOG_ITEMS", BOOL, True, doc=(
+        "at the item stage, write the whole dropped item into its drop-log line")),
+    Setting("DEDUP_DRY_RUN", BOOL, False, doc=(
+        "never drop: write `flagged` lines and count `dedup/flagged`")),
+    Setting("DEDUP_EXPECTED_PAGES", INT, 1_000_000, lo=1, doc=(
+        "sizes the permuted tables when a new index is created (an existing index keeps its plan)")),
+    Setting("DEDUP_EXTRACT_MODE", CHOICE, "thorough", choices=("thorough", "fast"), doc=(
+        "`fast`: trafilatura without its fallback extractors — median 10.3 ms a page instead of 13-20 ms "
+        "here, recall 0.981 instead of 0.987 on the quality stream (`python benchmarks/quality.py "
+        "--extract-mode fast`), precision still 1.000")),
+    Setting("DEDUP_FEATURES", CHOICE, "shingles", choices=("shingles", "docimage"), doc=(
+        "`docimage`: seed 001's document image (top-30 TF-IDF words of each 100-word part) instead of "
+        "word shingles")),
+    Setting("DEDUP_ITEM_HTML_FIELD", FIELD, "html", doc=(
+        "item field with a page's HTML")),
+    Setting("DEDUP_ITEM_TEXT_FIELD", FIELD, "text", doc=(
+        "item field with a page's text (used instead of extraction)")),
+    Setting("DEDUP_ITEM_URL_FIELD", FIELD, "url", doc=(
+        "item field with the page's URL")),
+    Setting("DEDUP_K", INT, 3, lo=0, hi=MAX_K, doc=(
+        "simhash bits two pages may differ in to be candidates (0-8); fixed per index")),
+    Setting("DEDUP_LMDB_MAP_SIZE", INT, 256 * 1024**2, lo=1024**2, doc=(
+        "initial LMDB map size in bytes (at least 1048576); doubles when full")),
+    Setting("DEDUP_LMDB_SYNC", BOOL, True, doc=(
+        "fsync the data of every commit: a killed crawl never loses a kept page, a power cut at worst "
+        "undoes the last commit (the meta page is synced with the next one). Off: no fsync, faster; a "
+        "machine crash may lose the last pages")),
+    Setting("DEDUP_LOGSTATS_INTERVAL", FLOAT, 60, lo=0, hi=86400, doc=(
+        "seconds between periodic `Dedup: checked N pages (x/min), dropped M (r%), ...` crawl-log lines, "
+        "like Scrapy's LogStats; `0` turns them off")),
+    Setting("DEDUP_LSI_DIMS", INT, 64, lo=2, hi=512, doc=(
+        "concepts of the LSI model")),
+    Setting("DEDUP_LSI_TRAIN", INT, 300, lo=10, doc=(
+        "kept pages the LSI model is fitted on, once per index (at least 10, and at least "
+        "`DEDUP_LSI_DIMS`)")),
+    Setting("DEDUP_MAX_BYTES", INT, 5 * 1024**2, lo=1, doc=(
+        "larger bodies are kept unchecked (`dedup/skipped/too_large`)")),
+    Setting("DEDUP_MIN_RESEMBLANCE", FLOAT, 0.2, lo=0, hi=1, doc=(
+        "a containment match needs at least this resemblance too")),
+    Setting("DEDUP_MIN_TOKENS", INT, 15, lo=1, doc=(
+        "texts with fewer words are kept unchecked (`dedup/skipped/too_short`)")),
+    Setting("DEDUP_RESET", BOOL, False, doc=(
+        "start from an empty index; the old `DEDUP_DIR` is moved aside to `DEDUP_DIR.reset-<UTC time>`. "
+        "Per crawl: `-a dedup_reset=1`")),
+    Setting("DEDUP_REVISIT", CHOICE, "update", choices=("update", "keep", "drop"), doc=(
+        "a page whose URL is in the index: `update` (unchanged pages per `DEDUP_UNCHANGED`, changed ones "
+        "kept and replacing the entry, copies of other URLs dropped), `keep` (never drop a revisit), "
+        "`drop` (no URL check: a page can be dropped as a copy of its own URL, the behaviour before the "
+        "URL table)")),
+    Setting("DEDUP_SHINGLE", INT, 3, lo=1, hi=16, doc=(
+        "words per shingle; fixed per index")),
+    Setting("DEDUP_SKETCH_PROBES", INT, 8, lo=0, hi=128, doc=(
+        "smallest shingle hashes each page files in the index: candidates whose simhash moved more than k "
+        "bits (0 = simhash tables only)")),
+    Setting("DEDUP_STORE_TEXT", BOOL, True, doc=(
+        "keep each kept page's extracted text (zlib) in the index and each dropped page's text in its "
+        "drop-log line (`text`), so `show` and `report` can diff a decision after the crawl; costs about "
+        "1.7 KB a kept page in the index and the text's size a drop-log line (see [the "
+        "cost](#inspecting-what-was-dropped))")),
+    Setting("DEDUP_THRESHOLD", FLOAT, 0.5, lo=0, hi=1, doc=(
+        "minimum verifier score for a candidate to be a duplicate")),
+    Setting("DEDUP_UNCHANGED", CHOICE, "drop", choices=("drop", "keep"), doc=(
+        "a revisit with the same words (churn aside: dates, times, counters): `drop` (a drop-log line "
+        "with `reason: unchanged`; the spider still parses it and follows its links, its items are "
+        "dropped) or `keep` (passed on, counted in `dedup/unchanged`)")),
+    Setting("DEDUP_VERIFIER", CHOICE, "resemblance", choices=VERIFIER_NAMES, doc=(
+        "`resemblance` (min-hash, seed 003), `qgram` (character 4-gram overlap, seed 004; use a threshold "
+        "of 0.7) or `swlr` (LCS of shingle sequences, seed 002)")),
+    Setting("DEDUP_WEIGHTING", CHOICE, "none", choices=("none", "tfidf"), doc=(
+        "`tfidf`: weight shingles by TF-IDF in the simhash (seed 000); document frequencies are kept in "
+        "the index")),
+    Setting("DEDUP_WINDOW", INT, 0, lo=0, doc=(
+        "seconds a kept page can be matched (0 = forever, seed 004 uses a day: `86400`); older pages stop "
+        "matching at once and leave the index a few at a time as new pages come, so its size stays flat "
+        "on a steady stream")),
+    Setting("DEDUP_WORKERS", INT, 0, lo=0, hi=64, doc=(
+        "worker processes for extraction and fingerprinting: the crawler keeps downloading while "
+        "trafilatura runs, and only the lookup and insert stay in the crawler (see [Speed](#speed)); in a "
+        'script that runs `CrawlerProcess`, keep the crawl under `if __name__ == "__main__":`, as the '
+        "workers are started fresh and import it")),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+_BY_ATTR = {s.attr: s for s in SETTINGS}
+# as DedupConfig holds them (a tuple for DEDUP_ALLOW); checking them also checks the declarations
+_DEFAULTS: dict[str, Any] = {s.attr: s.check(s.default) for s in SETTINGS}
+
+
+def _lsi_train_covers_dims(raw: Mapping[str, Any], out: Mapping[str, Any]) -> None:
+    if out["lsi_train"] < out["lsi_dims"]:
+        raise ConfigError("DEDUP_LSI_TRAIN", raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
+
+
+# rules between settings, checked after each setting's own
+CROSS_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] = (_lsi_train_covers_dims,)
+
+
 def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
     import difflib
 
@@ -82,53 +294,54 @@ def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
 
 @dataclass(frozen=True)
 class DedupConfig:
-    enabled: bool = defaults.DEDUP_ENABLED
-    allow: tuple = ()
-    backend: str = defaults.DEDUP_BACKEND
-    canonical: bool = defaults.DEDUP_CANONICAL
-    commit_batch: int = defaults.DEDUP_COMMIT_BATCH
-    commit_delay: float = defaults.DEDUP_COMMIT_DELAY
-    conceptual: str = defaults.DEDUP_CONCEPTUAL
-    conceptual_threshold: float = defaults.DEDUP_CONCEPTUAL_THRESHOLD
-    containment: float = defaults.DEDUP_CONTAINMENT
-    debug: bool = defaults.DEDUP_DEBUG
-    dir: str | None = defaults.DEDUP_DIR
-    droplog: str | None = defaults.DEDUP_DROPLOG
-    droplog_items: bool = defaults.DEDUP_DROPLOG_ITEMS
-    dry_run: bool = defaults.DEDUP_DRY_RUN
-    expected_pages: int = defaults.DEDUP_EXPECTED_PAGES
-    extract_mode: str = defaults.DEDUP_EXTRACT_MODE
-    features: str = defaults.DEDUP_FEATURES
-    item_html_field: str = defaults.DEDUP_ITEM_HTML_FIELD
-    item_text_field: str = defaults.DEDUP_ITEM_TEXT_FIELD
-    item_url_field: str = defaults.DEDUP_ITEM_URL_FIELD
-    k: int = defaults.DEDUP_K
-    logstats_interval: float = defaults.DEDUP_LOGSTATS_INTERVAL
-    lmdb_map_size: int = defaults.DEDUP_LMDB_MAP_SIZE
-    lsi_dims: int = defaults.DEDUP_LSI_DIMS
-    lsi_train: int = defaults.DEDUP_LSI_TRAIN
-    lmdb_sync: bool = defaults.DEDUP_LMDB_SYNC
-    max_bytes: int = defaults.DEDUP_MAX_BYTES
-    min_resemblance: float = defaults.DEDUP_MIN_RESEMBLANCE
-    min_tokens: int = defaults.DEDUP_MIN_TOKENS
-    reset: bool = defaults.DEDUP_RESET
-    revisit: str = defaults.DEDUP_REVISIT
-    shingle: int = defaults.DEDUP_SHINGLE
-    sketch_probes: int = defaults.DEDUP_SKETCH_PROBES
-    store_text: bool = defaults.DEDUP_STORE_TEXT
-    threshold: float = defaults.DEDUP_THRESHOLD
-    unchanged: str = defaults.DEDUP_UNCHANGED
-    verifier: str = defaults.DEDUP_VERIFIER
-    weighting: str = defaults.DEDUP_WEIGHTING
-    window: int = defaults.DEDUP_WINDOW
-    workers: int = defaults.DEDUP_WORKERS
+    # explicit annotations for type checkers; the defaults are the registry's (a test keeps both lists equal)
+    enabled: bool = _DEFAULTS["enabled"]
+    allow: tuple = _DEFAULTS["allow"]
+    backend: str = _DEFAULTS["backend"]
+    canonical: bool = _DEFAULTS["canonical"]
+    commit_batch: int = _DEFAULTS["commit_batch"]
+    commit_delay: float = _DEFAULTS["commit_delay"]
+    conceptual: str = _DEFAULTS["conceptual"]
+    conceptual_threshold: float = _DEFAULTS["conceptual_threshold"]
+    containment: float = _DEFAULTS["containment"]
+    debug: bool = _DEFAULTS["debug"]
+    dir: str | None = _DEFAULTS["dir"]
+    droplog: str | None = _DEFAULTS["droplog"]
+    droplog_items: bool = _DEFAULTS["droplog_items"]
+    dry_run: bool = _DEFAULTS["dry_run"]
+    expected_pages: int = _DEFAULTS["expected_pages"]
+    extract_mode: str = _DEFAULTS["extract_mode"]
+    features: str = _DEFAULTS["features"]
+    item_html_field: str = _DEFAULTS["item_html_field"]
+    item_text_field: str = _DEFAULTS["item_text_field"]
+    item_url_field: str = _DEFAULTS["item_url_field"]
+    k: int = _DEFAULTS["k"]
+    logstats_interval: float = _DEFAULTS["logstats_interval"]
+    lmdb_map_size: int = _DEFAULTS["lmdb_map_size"]
+    lsi_dims: int = _DEFAULTS["lsi_dims"]
+    lsi_train: int = _DEFAULTS["lsi_train"]
+    lmdb_sync: bool = _DEFAULTS["lmdb_sync"]
+    max_bytes: int = _DEFAULTS["max_bytes"]
+    min_resemblance: float = _DEFAULTS["min_resemblance"]
+    min_tokens: int = _DEFAULTS["min_tokens"]
+    reset: bool = _DEFAULTS["reset"]
+    revisit: str = _DEFAULTS["revisit"]
+    shingle: int = _DEFAULTS["shingle"]
+    sketch_probes: int = _DEFAULTS["sketch_probes"]
+    store_text: bool = _DEFAULTS["store_text"]
+    threshold: float = _DEFAULTS["threshold"]
+    unchanged: str = _DEFAULTS["unchanged"]
+    verifier: str = _DEFAULTS["verifier"]
+    weighting: str = _DEFAULTS["weighting"]
+    window: int = _DEFAULTS["window"]
+    workers: int = _DEFAULTS["workers"]
     extra: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None = None, **overrides: Any) -> "DedupConfig":
         """Read DEDUP_* names from `settings` (Scrapy Settings or a dict); overrides use field names."""
         settings = settings or {}
-        known = {"DEDUP_" + f.name.upper() for f in fields(cls) if f.name != "extra"}
+        known = set(_BY_NAME)
         for name in list(settings.keys()) if hasattr(settings, "keys") else []:
             if isinstance(name, str) and name.startswith("DEDUP_") and name not in known:
                 raise ConfigError(name, settings.get(name), _did_you_mean(name, known))
@@ -136,63 +349,15 @@ class DedupConfig:
             if "DEDUP_" + name.upper() not in known:
                 raise ConfigError(name, value, _did_you_mean("DEDUP_" + name.upper(), known, lower=True))
         raw = {}
-        for f in fields(cls):
-            if f.name == "extra":
-                continue
-            name = "DEDUP_" + f.name.upper()
-            value = settings.get(name)
-            raw[f.name] = getattr(defaults, name) if value is None else value
+        for s in SETTINGS:
+            value = settings.get(s.name)
+            raw[s.attr] = s.default if value is None else value
         raw.update(overrides)
         return cls._checked(raw)
 
     @classmethod
     def _checked(cls, raw: dict[str, Any]) -> "DedupConfig":
-        n = lambda key: "DEDUP_" + key.upper()  # noqa: E731
-        out: dict[str, Any] = {}
-        for key in ("enabled", "canonical", "debug", "droplog_items", "dry_run", "lmdb_sync", "reset", "store_text"):
-            out[key] = _bool(n(key), raw[key])
-        backend = str(raw["backend"]).strip()
-        if backend not in BACKENDS and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
-            raise ConfigError(n("backend"), raw["backend"], f"one of {', '.join(BACKENDS)} or a dotted path to a store class")
-        out["backend"] = backend
-        out["allow"] = tuple(_regexes(n("allow"), raw["allow"]))
-        for key in ("dir", "droplog"):
-            value = raw[key]
-            if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
-                raise ConfigError(n(key), value, "a file-system path")
-            out[key] = None if value is None else os.path.expanduser(str(value))
-        out["expected_pages"] = _int(n("expected_pages"), raw["expected_pages"], 1)
-        for key in ("item_html_field", "item_text_field", "item_url_field"):
-            if not isinstance(raw[key], str) or not raw[key]:
-                raise ConfigError(n(key), raw[key], "a non-empty item field name")
-            out[key] = raw[key]
-        out["k"] = _int(n("k"), raw["k"], 0, MAX_K)
-        out["lmdb_map_size"] = _int(n("lmdb_map_size"), raw["lmdb_map_size"], 1024 * 1024)
-        out["max_bytes"] = _int(n("max_bytes"), raw["max_bytes"], 1)
-        out["min_tokens"] = _int(n("min_tokens"), raw["min_tokens"], 1)
-        out["shingle"] = _int(n("shingle"), raw["shingle"], 1, 16)
-        out["threshold"] = _float(n("threshold"), raw["threshold"], 0.0, 1.0)
-        out["containment"] = _float(n("containment"), raw["containment"], 0.0, 1.0)
-        out["min_resemblance"] = _float(n("min_resemblance"), raw["min_resemblance"], 0.0, 1.0)
-        out["sketch_probes"] = _int(n("sketch_probes"), raw["sketch_probes"], 0, 128)
-        if raw["verifier"] not in VERIFIER_NAMES:
-            raise ConfigError(n("verifier"), raw["verifier"], f"one of {', '.join(VERIFIER_NAMES)}")
-        out["verifier"] = raw["verifier"]
-        out["conceptual_threshold"] = _float(n("conceptual_threshold"), raw["conceptual_threshold"], 0.0, 1.0)
-        out["lsi_dims"] = _int(n("lsi_dims"), raw["lsi_dims"], 2, 512)
-        out["lsi_train"] = _int(n("lsi_train"), raw["lsi_train"], 10)
-        out["workers"] = _int(n("workers"), raw["workers"], 0, 64)
-        out["commit_batch"] = _int(n("commit_batch"), raw["commit_batch"], 1, 10_000)
-        out["commit_delay"] = _float(n("commit_delay"), raw["commit_delay"], 0.0, 1.0)
-        out["window"] = _int(n("window"), raw["window"], 0)
-        out["logstats_interval"] = _float(n("logstats_interval"), raw["logstats_interval"], 0.0, 86400.0)
-        if out["lsi_train"] < out["lsi_dims"]:
-            raise ConfigError(n("lsi_train"), raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
-        for key, allowed in (("features", ("shingles", "docimage")), ("weighting", ("none", "tfidf")),
-                             ("extract_mode", ("thorough", "fast")),
-                             ("conceptual", ("off", "flag", "drop")), ("revisit", ("update", "keep", "drop")),
-                             ("unchanged", ("drop", "keep"))):
-            if raw[key] not in allowed:
-                raise ConfigError(n(key), raw[key], f"one of {', '.join(allowed)}")
-            out[key] = raw[key]
+        out = {s.attr: s.check(raw[s.attr]) for s in SETTINGS}
+        for rule in CROSS_RULES:
+            rule(raw, out)
         return cls(**out)

@@ -46,7 +46,6 @@ def test_store_text_off_keeps_no_text(tmp_path, articles):
 
 def test_new_settings_are_validated():
     assert DedupConfig.from_settings({"DEDUP_STORE_TEXT": "0"}).store_text is False
-    assert DedupConfig.from_settings({}).store_text is True
     assert DedupConfig.from_settings({"DEDUP_LOGSTATS_INTERVAL": "0.5"}).logstats_interval == 0.5
     with pytest.raises(ConfigError, match="DEDUP_STORE_TEXT"):
         DedupConfig.from_settings({"DEDUP_STORE_TEXT": "maybe"})
