@@ -355,7 +355,7 @@ def _add_filters(p, url_help: str = "URL substring, or a glob when it holds * (r
 
 
 def _filters(args):
-    from .inspection import Filters, parse_time
+    from .tools.inspect import Filters, parse_time
 
     since = None
     if args.since:
@@ -380,7 +380,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _term(text) -> str:
-    from .inspection import terminal_safe
+    from .tools.inspect import terminal_safe
 
     return terminal_safe(text)
 
@@ -404,7 +404,7 @@ def _inspect(args) -> int:
     import json
     import shutil
 
-    from .inspection import LogError, format_summary, summarize
+    from .tools.inspect import LogError, format_summary, summarize
 
     try:
         filters = _filters(args)
@@ -451,8 +451,8 @@ def _show(args) -> int:
 
     from .config import DedupConfig
     from .exceptions import ConfigError
-    from .inspection import LogError, Malformed, stream
-    from .show import ReadOnlyIndex, ShowError, side_by_side, unified, why, xor_line
+    from .tools.inspect import LogError, Malformed, stream
+    from .tools.show import ReadOnlyIndex, ShowError, side_by_side, unified, why, xor_line
     from .tokens import tokenize
 
     try:
@@ -551,7 +551,7 @@ def _compare(args) -> int:
     from .dedup import Deduplicator
     from .evaluation import score_pairs
     from .exceptions import ConfigError
-    from .show import ShowError, load_source, xor_line
+    from .tools.show import ShowError, load_source, xor_line
     from .tokens import tokenize
 
     try:
@@ -622,8 +622,8 @@ def _restore(args) -> int:
     import contextlib
     from dataclasses import replace
 
-    from .inspection import LogError
-    from .restore import allow_pattern, restore
+    from .tools.inspect import LogError
+    from .tools.restore import allow_pattern, restore
 
     try:
         filters = replace(_filters(args), exact_urls=True)  # restoring more than asked is worse than less
@@ -704,8 +704,8 @@ def _index_remove(args) -> int:
 
 
 def _report(args) -> int:
-    from .inspection import LogError
-    from .report import write_report
+    from .tools.inspect import LogError
+    from .tools.report import write_report
 
     try:
         filters = _filters(args)

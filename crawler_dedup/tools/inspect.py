@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
-from .droplog import REQUIRED_KEYS
+from ..droplog import REQUIRED_KEYS
 
 SIM_BINS = 20  # similarity histogram: 0.05 wide
 MAX_DISTANCE = 64

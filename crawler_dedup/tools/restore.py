@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .inspection import Filters, Malformed, stream
+from .inspect import Filters, Malformed, stream
 
 
 @dataclass

@@ -16,7 +16,7 @@ import os
 from collections import Counter, deque
 from datetime import datetime, timedelta
 
-from .inspection import SIM_BINS, Filters, Summary, stream
+from .inspect import SIM_BINS, Filters, Summary, stream
 
 TEXT_ROWS = 2000  # the latest rows that carry full texts for the diff view
 TEXT_CHARS = 20_000  # per text

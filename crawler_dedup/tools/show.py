@@ -11,8 +11,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from .index import DocRecord
-from .stores.base import u64
+from ..index import DocRecord
+from ..stores.base import u64
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
@@ -74,7 +74,7 @@ class ReadOnlyIndex:
         """The kept page at `url` (or a URL of the same canonical form), from the URL table."""
         import lmdb
 
-        from .index import canonical_url, url_key
+        from ..index import canonical_url, url_key
 
         with self.env.begin() as txn:
             try:
@@ -153,7 +153,7 @@ def side_by_side(kept: str, dropped: str, width: int, context: int = 2) -> list[
 
 def why(rec: dict, config, tokens: int | None = None) -> str:
     """The rule that decided, with the settings given (the crawl's may have differed)."""
-    from .dedup import SHORT_THRESHOLD, SHORT_TOKENS
+    from ..dedup import SHORT_THRESHOLD, SHORT_TOKENS
 
     reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
@@ -201,7 +201,7 @@ class Source:
 
 def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
     """A URL (plain HTTP GET), a .txt file (the text itself) or an HTML file, as extracted text."""
-    from .dedup import extract_step
+    from ..dedup import extract_step
 
     if re.match(r"(?i)https?://", arg):
         import urllib.error
