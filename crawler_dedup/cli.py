@@ -66,7 +66,7 @@ class UsageError(Exception):
 def _eval(args) -> int:
     from collections import Counter
 
-    from . import evaluation as ev
+    from .tools import pairs as ev
     from .config import DedupConfig
     from .exceptions import ConfigError
 
@@ -76,73 +76,54 @@ def _eval(args) -> int:
     except (ConfigError, UsageError) as exc:
         print(f"crawler-dedup eval: {exc}", file=sys.stderr)
         return 2
-    if args.pairs:
-        try:
-            pairs = ev.read_pairs(args.pairs)
-        except (OSError, ValueError) as exc:
-            print(f"crawler-dedup eval: {exc}", file=sys.stderr)
-            return 2
-        labels = [p["duplicate"] for p in pairs]
-        texts = ev.pair_texts(pairs, progress=Progress("extracting"))
-        decided = ev.decide_pairs(texts, settings)
-        skipped = Counter(why for said, why in decided if said is None)
-        p, r, f, used = ev.pr([said for said, _ in decided], labels)
-        num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-        print(f"{len(pairs)} pairs, {sum(labels)} labelled duplicate; {used} decided"
-              + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())}; "
-                 "a skipped pair counts as kept, as a crawl keeps such a page)" if skipped else ""))
-        print(f"\nthese settings: P {num(p)}  R {num(r)}  F1 {num(f)}"
-              + ("  (nothing was dropped: no precision)" if p is None else ""))
-        scores_all = ev.score_pairs(pairs, DedupConfig.from_settings(settings))
-        for title, wrong in (("missed duplicates (labelled duplicate, kept)", lambda said, dup: dup and not said),
-                             ("false drops (labelled distinct, dropped)", lambda said, dup: said and not dup)):
-            rows = [(pair, why, sc) for pair, (said, why), sc in zip(pairs, decided, scores_all)
-                    if wrong(bool(said), pair["duplicate"])]
-            if not rows:
-                continue
-            print(f"\n{title}: {len(rows)}" + (" (the first 20)" if len(rows) > 20 else ""))
-            for pair, why, sc in rows[:20]:
-                how = why if why and not why.startswith(("kept", "dropped")) else None
-                scores = (f"; resemblance {sc.resemblance:.2f}, containment {sc.containment:.2f}" if sc else "")
-                print(f"  {args.pairs}:{pair['_line']}: {('skipped: ' + how) if how else why}{scores}")
-        name = "DEDUP_THRESHOLD"
-        print(f"\n{name} swept, the other settings as given (what a crawl would drop):")
-        print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
-        rows = []
-        for step in range(2, 20):
-            t = round(0.05 * step, 2)
-            said = [d for d, _ in ev.decide_pairs(texts, {**settings, name: t})]
-            rows.append((t, *ev.pr(said, labels)[:3]))
-        good = [row for row in rows if row[1] is not None and row[1] >= 0.995 and row[3] is not None]
-        best = max(good, key=lambda row: (row[3], row[0])) if good else None
-        for row in rows:
-            mark = "  <- best F1 at P >= 0.995" if row == best else ""
-            print(f"  {row[0]:>9.2f} {num(row[1]):>6} {num(row[2]):>6} {num(row[3]):>6}{mark}")
-        if best is None:
-            print("  no threshold reaches precision 0.995 on these pairs")
-        scored = [s for s in scores_all if s is not None]
-        for measure in ("resemblance", "containment", "qgram", "swlr"):
-            rows = ev.sweep(scored, measure)
-            print(f"\n{measure} alone (the verifier's score, no guards):")
-            print("  " + "  ".join(f"{t:.2f}: P {p:.2f} R {r:.2f}" for t, p, r, _ in rows[::3]))
-        return 0
-    bases = ev.load_bases(args.data)
-    if not bases:
-        print(f"crawler-dedup eval: no labelled data under {args.data} (give --data DIR or --pairs FILE)",
-              file=sys.stderr)
-        return 2
-    stream = ev.build_stream(bases, seed=args.seed)
-    texts = ev.extract_all(stream, progress=Progress("extracting"))
-    methods = [ev.ours("crawler-dedup, these settings", texts, settings)]
     try:
-        import datasketch  # noqa: F401
-
-        methods.append(ev.minhash_lsh("datasketch MinHashLSH t=0.5", texts, 0.5))
-    except ImportError:
-        pass
-    scores = [ev.score_stream(name, stream, decide) for name, decide in methods]
-    print(f"stream: {len(bases)} real pages from {args.data}, {len(stream)} pages in all")
-    print(ev.format_table(scores, ev.kinds_present(stream)))
+        pairs = ev.read_pairs(args.pairs)
+    except (OSError, ValueError) as exc:
+        print(f"crawler-dedup eval: {exc}", file=sys.stderr)
+        return 2
+    labels = [p["duplicate"] for p in pairs]
+    texts = ev.pair_texts(pairs, progress=Progress("extracting"))
+    decided = ev.decide_pairs(texts, settings)
+    skipped = Counter(why for said, why in decided if said is None)
+    p, r, f, used = ev.pr([said for said, _ in decided], labels)
+    num = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    print(f"{len(pairs)} pairs, {sum(labels)} labelled duplicate; {used} decided"
+          + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())}; "
+             "a skipped pair counts as kept, as a crawl keeps such a page)" if skipped else ""))
+    print(f"\nthese settings: P {num(p)}  R {num(r)}  F1 {num(f)}"
+          + ("  (nothing was dropped: no precision)" if p is None else ""))
+    scores_all = ev.score_pairs(pairs, DedupConfig.from_settings(settings))
+    for title, wrong in (("missed duplicates (labelled duplicate, kept)", lambda said, dup: dup and not said),
+                         ("false drops (labelled distinct, dropped)", lambda said, dup: said and not dup)):
+        rows = [(pair, why, sc) for pair, (said, why), sc in zip(pairs, decided, scores_all)
+                if wrong(bool(said), pair["duplicate"])]
+        if not rows:
+            continue
+        print(f"\n{title}: {len(rows)}" + (" (the first 20)" if len(rows) > 20 else ""))
+        for pair, why, sc in rows[:20]:
+            how = why if why and not why.startswith(("kept", "dropped")) else None
+            scores = (f"; resemblance {sc.resemblance:.2f}, containment {sc.containment:.2f}" if sc else "")
+            print(f"  {args.pairs}:{pair['_line']}: {('skipped: ' + how) if how else why}{scores}")
+    name = "DEDUP_THRESHOLD"
+    print(f"\n{name} swept, the other settings as given (what a crawl would drop):")
+    print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
+    rows = []
+    for step in range(2, 20):
+        t = round(0.05 * step, 2)
+        said = [d for d, _ in ev.decide_pairs(texts, {**settings, name: t})]
+        rows.append((t, *ev.pr(said, labels)[:3]))
+    good = [row for row in rows if row[1] is not None and row[1] >= 0.995 and row[3] is not None]
+    best = max(good, key=lambda row: (row[3], row[0])) if good else None
+    for row in rows:
+        mark = "  <- best F1 at P >= 0.995" if row == best else ""
+        print(f"  {row[0]:>9.2f} {num(row[1]):>6} {num(row[2]):>6} {num(row[3]):>6}{mark}")
+    if best is None:
+        print("  no threshold reaches precision 0.995 on these pairs")
+    scored = [s for s in scores_all if s is not None]
+    for measure in ("resemblance", "containment", "qgram", "swlr"):
+        rows = ev.sweep(scored, measure)
+        print(f"\n{measure} alone (the verifier's score, no guards):")
+        print("  " + "  ".join(f"{t:.2f}: P {p:.2f} R {r:.2f}" for t, p, r, _ in rows[::3]))
     return 0
 
 
@@ -549,7 +530,7 @@ def _show(args) -> int:
 def _compare(args) -> int:
     from .config import DedupConfig
     from .dedup import Deduplicator
-    from .evaluation import score_pairs
+    from .tools.pairs import score_pairs
     from .exceptions import ConfigError
     from .tools.show import ShowError, load_source, xor_line
     from .tokens import tokenize
@@ -748,15 +729,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=int, metavar="BITS", choices=range(0, MAX_K + 1), help=f"DEDUP_K for this run (0-{MAX_K})")
     demo.set_defaults(func=_demo)
     ev = sub.add_parser(
-        "eval", help="measure precision and recall: on labelled pairs of your own, or on a labelled stream",
+        "eval", help="measure precision and recall on labelled pairs of your own",
         description="With --pairs FILE (JSONL: {\"a\": text, \"b\": text, \"duplicate\": true}, or a_html/b_html), "
         "print each verifier's precision/recall/F1 for a sweep of thresholds, to tune DEDUP_* for your sites. "
-        "Without it, build the labelled stream of real pages and their variants from --data and score the "
-        "current settings on it.",
+        "(The labelled stream of real pages is scored by python benchmarks/quality.py.)",
     )
-    ev.add_argument("--pairs", metavar="FILE", help="your labelled pairs (JSONL)")
-    ev.add_argument("--data", metavar="DIR", default="../shared/data", help="folder of the page sets (default: %(default)s)")
-    ev.add_argument("--seed", type=int, default=7, help="stream order and variants (default: %(default)s)")
+    ev.add_argument("--pairs", required=True, metavar="FILE", help="your labelled pairs (JSONL)")
     ev.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help="a setting, as with scrapy -s")
     ev.set_defaults(func=_eval)
     ins = sub.add_parser(
