@@ -79,10 +79,7 @@ def stream_decisions(data_dir: str, runs: dict | None = None) -> dict[str, list]
     method; the texts are extracted once (cached)."""
     from crawler_dedup import DedupConfig, Deduplicator
     from crawler_dedup.stores import MemoryStore
-    try:
-        from stream import build_stream, extract_all, load_bases
-    except ImportError:  # before the stream builder moved to benchmarks/
-        from crawler_dedup.evaluation import build_stream, extract_all, load_bases
+    from stream import build_stream, extract_all, load_bases
 
     stream = build_stream(load_bases(data_dir), seed=7)
     texts = extract_all(stream, workers=2)

@@ -78,7 +78,7 @@ def step_baseline(path):
 
 
 def step_inspect(path):
-    from crawler_dedup.inspection import Filters, format_summary, summarize
+    from crawler_dedup.tools.inspect import Filters, format_summary, summarize
 
     s = summarize(path, Filters())
     format_summary(s, path, Filters())
@@ -86,7 +86,7 @@ def step_inspect(path):
 
 
 def step_inspect_filtered(path):
-    from crawler_dedup.inspection import Filters, format_summary, summarize
+    from crawler_dedup.tools.inspect import Filters, format_summary, summarize
 
     f = Filters(reasons=("near",), urls=("*/news/*",), min_similarity=0.8)
     s = summarize(path, f)
@@ -95,7 +95,7 @@ def step_inspect_filtered(path):
 
 
 def step_report(path):
-    from crawler_dedup.report import write_report
+    from crawler_dedup.tools.report import write_report
 
     out = path + ".html"
     info = write_report(path, out)
@@ -111,8 +111,8 @@ STEPS = {"baseline: for line in f: json.loads(line)": step_baseline, "inspect LO
 
 def _child(fn, path, queue):
     # imports are not what is timed: every step pays them before the clock starts
-    import crawler_dedup.inspection
-    import crawler_dedup.report
+    import crawler_dedup.tools.inspect
+    import crawler_dedup.tools.report
 
     start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()

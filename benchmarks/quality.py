@@ -1,4 +1,4 @@
-"""Detection quality on a labelled stream of real pages (see crawler_dedup/evaluation.py).
+"""Detection quality on a labelled stream of real pages (see benchmarks/stream.py).
 
     python benchmarks/quality.py [--data ../shared/data] [--seed 7]
 
@@ -14,9 +14,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from crawler_dedup.evaluation import (build_stream, extract_all, format_table, kinds_present, load_bases,  # noqa: E402
-                                      minhash_lsh, ours, plain_simhash, score_stream)
+from stream import (build_stream, extract_all, format_table, kinds_present, load_bases, minhash_lsh,  # noqa: E402
+                    ours, plain_simhash, score_stream)
 
 DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 

@@ -9,7 +9,7 @@ from collections import Counter
 from fnmatch import fnmatchcase
 
 from crawler_dedup.cli import main
-from crawler_dedup.inspection import Filters, Summary, TopCounter, summarize
+from crawler_dedup.tools.inspect import Filters, Summary, TopCounter, summarize
 
 from .conftest import cli
 

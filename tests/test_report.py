@@ -212,8 +212,8 @@ def test_browser_runs_nothing_from_a_hostile_drop_log(browser, demo_out, tmp_pat
 def test_time_bins_fit_the_span():
     from datetime import datetime, timedelta, timezone
 
-    from crawler_dedup.inspection import Summary
-    from crawler_dedup.report import time_series
+    from crawler_dedup.tools.inspect import Summary
+    from crawler_dedup.tools.report import time_series
 
     for span, count, step in ((timedelta(seconds=2), 40, "0.1 s"), (timedelta(days=3), 5000, "1 h")):
         s = Summary(limit=0)

@@ -134,7 +134,13 @@ def test_show_exact_drop_says_identical_and_no_threshold_note(demo_out):
     assert "thresholds" not in proc.stdout  # no threshold decides an exact match
     near = _near(demo_out, "/print/")
     proc = cli("show", near["url"], "--log", demo_out / "droplog.jsonl")
-    assert "(thresholds are today's defaults" in proc.stdout
+    assert "(the thresholds the crawl applied, from the drop log)" in proc.stdout
+    # a line written before thresholds were recorded: today's defaults, said so
+    old = {k: v for k, v in near.items() if k != "thresholds"}
+    log = demo_out / "old-droplog.jsonl"
+    log.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    proc = cli("show", near["url"], "--log", log)
+    assert "(an older drop log: thresholds are today's defaults" in proc.stdout
 
 
 def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path):

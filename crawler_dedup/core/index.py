@@ -262,6 +262,7 @@ class NearDupIndex:
 
     def __init__(self, store, plan: Plan):
         self.store, self.plan = store, plan
+        self.version = FORMAT_VERSION  # the stored format (an older one when opened read-only)
 
     def read(self, fn: Callable[[IndexTxn], T]) -> T:
         return self.store.read(lambda raw: fn(IndexTxn(raw, len(self.plan.tables))))
@@ -271,9 +272,10 @@ class NearDupIndex:
         return self.store.write(lambda raw: fn(IndexTxn(raw, len(self.plan.tables))))
 
     @classmethod
-    def open(cls, store, k: int, make_plan, params: dict | None = None) -> "NearDupIndex":
+    def open(cls, store, k: int | None = None, make_plan=None, params: dict | None = None) -> "NearDupIndex":
         """Open `store`, reusing its stored plan; a stored plan for another k, or other stored
-        `params` (settings that change fingerprints, e.g. shingle), fail clearly."""
+        `params` (settings that change fingerprints, e.g. shingle), fail clearly. Without `k`
+        and `make_plan`: an existing index as it is (the after-crawl tools)."""
         params = params or {}
         store.open()
         store.ensure(TABLES)
@@ -296,7 +298,7 @@ class NearDupIndex:
                     )
         if plan_json is not None:
             plan = Plan.from_json(plan_json)
-            if plan.k != k:
+            if k is not None and plan.k != k:
                 store.close()
                 raise StoreFormat(
                     f"the index at {store.location} was built with DEDUP_K={plan.k}, not {k}: "
@@ -305,9 +307,9 @@ class NearDupIndex:
         else:
             plan = make_plan()
 
-            if getattr(store, "readonly", False):
+            if getattr(store, "readonly", False) or make_plan is None:
                 store.close()
-                raise StoreFormat(f"the index at {store.location} has no plan yet (never used)")
+                raise StoreFormat(f"{store.location} has no plan yet (never used)")
 
             def init(raw):
                 txn = IndexTxn(raw)
@@ -320,8 +322,10 @@ class NearDupIndex:
             plan = store.write(init)
         store.ensure({table_name(t): MULTI for t in range(len(plan.tables))})
         index = cls(store, plan)
-        if version is not None and int(version) in MIGRATABLE and not getattr(store, "readonly", False):
-            migrate(index, int(version))
+        index.version = FORMAT_VERSION if version is None else int(version)
+        if index.version in MIGRATABLE and not getattr(store, "readonly", False):
+            migrate(index, index.version)
+            index.version = FORMAT_VERSION
         return index
 
     def new_run(self, txn) -> int:
@@ -426,11 +430,25 @@ class NearDupIndex:
 
     def by_url(self, txn, url: str) -> DocRecord | None:
         """The page kept for `url` (or any URL of the same canonical form), if any."""
+        if self.version < 4:  # no URL table yet (format 3, read-only): the newest record of the URL
+            found = [d for d in self.scan(txn) if canonical_url(d.url) == canonical_url(url)]
+            return found[-1] if found else None
         doc_id = txn.url_get(url_key(url))
         doc = None if doc_id is None else self.doc(txn, doc_id)
         if doc is None or (doc.url != url and canonical_url(doc.url) != canonical_url(url)):  # gone, or a collision
             return None
         return doc
+
+    def scan(self, txn, batch: int = 10_000):
+        """Every kept page, in doc id order."""
+        after = 0
+        while True:
+            rows = txn.doc_scan(after, batch)
+            for doc_id, raw in rows:
+                yield DocRecord.decode(raw, doc_id)
+            if len(rows) < batch:
+                return
+            after = rows[-1][0]
 
     def exact(self, txn, digest: bytes) -> DocRecord | None:
         doc_id = txn.exact_get(digest)

@@ -47,7 +47,7 @@ def dedupe_batch(pages: Iterable[tuple[str, str]], keep: str = "longest", config
         order.append(url)
         parent[url] = url
         length[url] = v.tokens
-        if v.action in ("drop", "flag") and v.reason != "conceptual" and v.duplicate_of in parent:
+        if v.would_drop and v.duplicate_of in parent:
             parent[url] = root(v.duplicate_of)
     groups: dict[str, list[str]] = {}
     for url in order:

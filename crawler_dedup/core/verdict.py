@@ -121,6 +121,12 @@ class Verdict:
         """Dropped, or flagged (would be dropped)."""
         return self.action in (Action.DROP, Action.FLAG)
 
+    @property
+    def would_drop(self) -> bool:
+        """Dropped, or flagged only because of a dry run: what a crawl with these settings drops
+        (a conceptual duplicate flagged by DEDUP_CONCEPTUAL=flag is kept)."""
+        return self.action == Action.DROP or (self.action == Action.FLAG and self.reason != Reason.CONCEPTUAL)
+
     def but(self, **changes: Any) -> "Verdict":
         return dataclasses.replace(self, **changes)
 

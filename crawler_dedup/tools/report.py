@@ -16,7 +16,7 @@ import os
 from collections import Counter, deque
 from datetime import datetime, timedelta
 
-from .inspection import SIM_BINS, Filters, Summary, stream
+from .inspect import SIM_BINS, Filters, Progress, Summary, stream
 
 TEXT_ROWS = 2000  # the latest rows that carry full texts for the diff view
 TEXT_CHARS = 20_000  # per text
@@ -128,7 +128,7 @@ def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[
 # -- the page ----------------------------------------------------------------------------------
 
 def write_report(log: str, output: str, filters: Filters | None = None, dir_: str | None = None,
-                 max_rows: int = 20_000, progress: str | None = None) -> dict:
+                 max_rows: int = 20_000, progress: Progress | None = None) -> dict:
     filters = filters or Filters()
     summary = Summary(limit=0, top=15)
     rows: deque = deque(maxlen=max_rows)

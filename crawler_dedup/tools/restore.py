@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .inspection import Filters, Malformed, stream
+from .inspect import Filters, Malformed, Progress, stream
 
 
 @dataclass
@@ -29,7 +29,8 @@ def allow_pattern(url: str) -> str:
     return "^" + re.escape(url) + "$"
 
 
-def restore(path: str, filters: Filters, out, select_all: bool = False, progress: str | None = None) -> Restored:
+def restore(path: str, filters: Filters, out, select_all: bool = False,
+            progress: Progress | None = None) -> Restored:
     """Write one JSON line per selected drop: the dropped item when the log kept it, else
     {"url", "text"[, "title"]} from the extracted text; count lines with neither."""
     result, seen = Restored(), set()

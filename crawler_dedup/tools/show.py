@@ -11,8 +11,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from .core.index import DocRecord
-from .stores.base import u64
+from ..core.index import DocRecord
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
@@ -24,26 +23,23 @@ class ShowError(Exception):
 
 
 class ReadOnlyIndex:
-    """The `docs` and `fps` databases of an LMDB index, read-only."""
+    """An index opened read-only, for the after-crawl tools (LMDB: DEDUP_DIR)."""
 
     def __init__(self, path: str):
-        import lmdb
+        from ..core.index import NearDupIndex
+        from ..exceptions import DedupError
+        from ..stores.lmdb import LmdbStore
 
         if not os.path.isfile(os.path.join(path, "data.mdb")):
             raise ShowError(f"no LMDB index in {path} (give --dir DEDUP_DIR)")
         try:
-            try:
-                self.env = lmdb.open(path, readonly=True, create=False, max_dbs=1100, readahead=False)
-            except lmdb.Error:  # lock.mdb not writable here: read without the lock
-                self.env = lmdb.open(path, readonly=True, create=False, max_dbs=1100, readahead=False, lock=False)
-            self.docs = self.env.open_db(b"docs", create=False)
-            self.fps = self.env.open_db(b"fps", create=False, dupsort=True, dupfixed=True)
-        except lmdb.Error as exc:
+            self.index = NearDupIndex.open(LmdbStore(path, readonly=True))
+        except DedupError as exc:
             raise ShowError(f"cannot read the LMDB index in {path}: {exc}") from None
         self.path = path
 
     def close(self) -> None:
-        self.env.close()
+        self.index.store.close()
 
     def __enter__(self):
         return self
@@ -57,39 +53,16 @@ class ReadOnlyIndex:
             fp = int(fingerprint or "", 16)
         except (TypeError, ValueError):  # not a string of hex digits
             return None
-        found = []
-        with self.env.begin() as txn:
-            cur = txn.cursor(db=self.fps)
-            if cur.set_key(u64(fp)):
-                for value in cur.iternext_dup():
-                    raw = txn.get(bytes(value), db=self.docs)
-                    if raw is not None:
-                        found.append(DocRecord.decode(bytes(raw), int.from_bytes(value, "big")))
+        found = self.index.read(lambda txn: self.index.docs(txn, fp))
         for doc in found:
             if doc.url == url:
                 return doc
         return found[0] if found and url is None else None
 
     def by_url(self, url: str) -> list[DocRecord]:
-        """The kept page at `url` (or a URL of the same canonical form), from the URL table."""
-        import lmdb
-
-        from .core.index import canonical_url, url_key
-
-        with self.env.begin() as txn:
-            try:
-                meta = self.env.open_db(b"meta", txn=txn, create=False)
-                if int(txn.get(b"format", db=meta) or b"0") < 4:
-                    raise lmdb.NotFoundError("not migrated yet")  # (its urls table may exist, empty)
-                urls = self.env.open_db(b"urls", txn=txn, create=False)
-            except (lmdb.Error, ValueError):  # an index older than the URL table (format 3): scan the records
-                return [DocRecord.decode(bytes(raw), int.from_bytes(key, "big"))
-                        for key, raw in txn.cursor(db=self.docs)
-                        if canonical_url(DocRecord.decode(bytes(raw)).url) == canonical_url(url)]
-            doc_id = txn.get(url_key(url), db=urls)
-            raw = None if doc_id is None else txn.get(bytes(doc_id), db=self.docs)
-            doc = None if raw is None else DocRecord.decode(bytes(raw), int.from_bytes(doc_id, "big"))
-        return [doc] if doc is not None and canonical_url(doc.url) == canonical_url(url) else []
+        """The kept page at `url` (or a URL of the same canonical form)."""
+        doc = self.index.read(lambda txn: self.index.by_url(txn, url))
+        return [doc] if doc is not None else []
 
 
 def sentences(text: str) -> list[str]:
@@ -152,8 +125,9 @@ def side_by_side(kept: str, dropped: str, width: int, context: int = 2) -> list[
 
 
 def why(rec: dict, config, tokens: int | None = None) -> str:
-    """The rule that decided, with the settings given (the crawl's may have differed)."""
-    from .core.dedup import SHORT_THRESHOLD, SHORT_TOKENS
+    """The rule that decided, with the thresholds the crawl applied (the drop log's
+    `thresholds`); a line written before they were recorded gets them recomputed from `config`."""
+    from ..core.decide import thresholds_for
 
     reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
@@ -171,13 +145,17 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
         return "exact: the same words after normalization (equal content hash)"
     if reason == "conceptual" or measure == "lsi":
         return f"conceptual: LSI cosine {sim_s} >= DEDUP_CONCEPTUAL_THRESHOLD {config.conceptual_threshold}"
+    applied = rec.get("thresholds")
+    if isinstance(applied, dict) and all(isinstance(applied.get(k), (int, float))
+                                         for k in ("threshold", "containment", "min_resemblance")):
+        t, c, m, short = applied["threshold"], applied["containment"], applied["min_resemblance"], applied.get("short")
+    else:  # an older drop-log line: what these settings would apply
+        th = thresholds_for(config, tokens if tokens is not None else 10**9)
+        t, c, m, short = th.threshold, th.containment, th.min_resemblance, th.short
+    note = " (raised for a short text: under 100 words)" if short else ""
     if measure == "containment":
-        return (f"near: containment {sim_s} >= DEDUP_CONTAINMENT {config.containment} "
-                f"(and resemblance >= DEDUP_MIN_RESEMBLANCE {config.min_resemblance})")
-    threshold, note = config.threshold, ""
-    if tokens is not None and tokens < SHORT_TOKENS:
-        threshold, note = max(threshold, SHORT_THRESHOLD), f" (a short text, {tokens} words: at least {SHORT_THRESHOLD})"
-    return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {threshold}{note}"
+        return f"near: containment {sim_s} >= DEDUP_CONTAINMENT {c} (and resemblance >= DEDUP_MIN_RESEMBLANCE {m}){note}"
+    return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {t}{note}"
 
 
 def xor_line(a: str | None, b: str | None) -> str:
@@ -201,7 +179,7 @@ class Source:
 
 def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
     """A URL (plain HTTP GET), a .txt file (the text itself) or an HTML file, as extracted text."""
-    from .core.dedup import extract_step
+    from ..core.dedup import extract_step
 
     if re.match(r"(?i)https?://", arg):
         import urllib.error

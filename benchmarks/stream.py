@@ -7,6 +7,9 @@ versions, truncated copies and 1-5% word edits. Hard negatives come with the dat
 other article) and from the shared templates (same template, other article), plus pages whose
 only text is the same consent banner. A page is a true duplicate when an earlier page of the
 stream has the same base; a drop is correct only when it names a page of that base.
+
+Research code for benchmarks/quality.py and decisions.py (and tests/test_eval.py), not part of the
+package: it needs the page sets of ../shared/data.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
-from .core.extract import extract
-from .core.tokens import tokenize
+from crawler_dedup.demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
+from crawler_dedup.core.extract import extract
+from crawler_dedup.core.tokens import tokenize
 
 VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
 REPORTED_KINDS = VARIANT_KINDS
@@ -94,7 +97,7 @@ def _strip_tags(markup: str) -> str:
 
 def load_bases(data_dir: str) -> list[Base]:
     """Every real page with a reference text in `data_dir` (../shared/data); [] when absent."""
-    from .core.extract import page_title
+    from crawler_dedup.core.extract import page_title
 
     bases: list[Base] = []
     aeb = os.path.join(data_dir, "article-extraction-benchmark")
@@ -125,8 +128,8 @@ def load_bases(data_dir: str) -> list[Base]:
                               _strip_tags(open(exp, encoding="utf-8").read()), page_title(raw) or name))
     # keep pages with a real article, and one page per reference text: the readability set has
     # ~35 micro-pages sharing one lorem text under different markup, duplicates of each other
-    from .core.features import shingles
-    from .core.sketch import resemblance, sketch
+    from crawler_dedup.core.features import shingles
+    from crawler_dedup.core.sketch import resemblance, sketch
 
     kept: list[tuple[Base, object]] = []
     for b in bases:
@@ -258,7 +261,7 @@ def extract_all(stream, workers=2, progress=None, mode: str = "thorough"):
     """Extract every page once (cached on disk by content), so every method sees the same texts."""
     import trafilatura
 
-    from . import extract as extract_module
+    from crawler_dedup.core import extract as extract_module
 
     # keyed by the pages and by the extraction code, so a change to either re-extracts
     key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read() + mode.encode())
@@ -285,8 +288,8 @@ def extract_all(stream, workers=2, progress=None, mode: str = "thorough"):
 
 def ours(name, texts, settings=None, **overrides):
     """crawler-dedup on an in-memory index, with DEDUP_* `settings` and field-name `overrides`."""
-    from . import DedupConfig, Deduplicator
-    from .stores import MemoryStore
+    from crawler_dedup import DedupConfig, Deduplicator
+    from crawler_dedup.stores import MemoryStore
 
     d = Deduplicator(DedupConfig.from_settings(settings or {}, **overrides), store=MemoryStore()).open()
 
@@ -296,7 +299,7 @@ def ours(name, texts, settings=None, **overrides):
             return None
         v = d.check(page.url, text=text, title=title)
         # a drop, or what a dry run would drop; a conceptual flag keeps the page
-        dropped = v.action == "drop" or (v.action == "flag" and v.reason != "conceptual")
+        dropped = v.would_drop
         return v.duplicate_of if dropped else None
 
     return name, decide
@@ -306,8 +309,8 @@ def plain_simhash(name, texts, k=3, w=3):
     """What a simhash script does: word 3-shingle simhash, brute-force Hamming <= k, nothing else."""
     import numpy as np
 
-    from .core.features import shingles
-    from .core.simhash import simhash
+    from crawler_dedup.core.features import shingles
+    from crawler_dedup.core.simhash import simhash
 
     fps, urls = np.empty(0, np.uint64), []
 
@@ -447,161 +450,3 @@ def kinds_present(stream: list[StreamPage]) -> list[str]:
     for p in stream:
         counts[p.kind] += 1
     return [k for k in REPORTED_KINDS if counts[k]]
-
-
-# -- a user's labelled pairs ------------------------------------------------------------------
-
-@dataclass
-class PairScores:
-    duplicate: bool
-    resemblance: float
-    containment: float
-    qgram: float
-    swlr: float
-    distance: int
-    exact: bool
-
-
-def read_pairs(path: str) -> list[dict]:
-    """JSONL, one pair a line: {"a": text, "b": text, "duplicate": true|false}; "a_html"/"b_html"
-    instead of "a"/"b" for pages to extract first."""
-    from .droplog import jsonl_lines
-
-    pairs = []
-    for number, pair, _ in jsonl_lines(path):
-        if isinstance(pair, json.JSONDecodeError):
-            raise ValueError(f"{path}:{number}: not JSON ({pair})")
-        if not isinstance(pair, dict) or "duplicate" not in pair or not (
-                ("a" in pair or "a_html" in pair) and ("b" in pair or "b_html" in pair)):
-            raise ValueError(f'{path}:{number}: needs "a" (or "a_html"), "b" (or "b_html") and "duplicate"')
-        if not isinstance(pair["duplicate"], bool):
-            raise ValueError(f'{path}:{number}: "duplicate" must be true or false, not {pair["duplicate"]!r}')
-        pairs.append({**pair, "_line": number})
-    return pairs
-
-
-def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
-    """((text, title), (text, title)) per pair, extracting "a_html"/"b_html" once."""
-    from .core.extract import page_title
-
-    out = []
-    for i, pair in enumerate(pairs, 1):
-        sides = []
-        for side in ("a", "b"):
-            title = pair.get(f"{side}_title")
-            if pair.get(side) is not None:
-                sides.append((pair[side], title))
-            else:
-                got = extract(pair[f"{side}_html"])
-                sides.append((got.text if got else None, title or page_title(pair[f"{side}_html"])))
-        out.append(tuple(sides))
-        if progress:
-            progress(i, len(pairs))
-    return out
-
-
-def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, str | None]]:
-    """What crawler-dedup with `settings` does with b after keeping a, for each pair:
-    (dropped?, or None when a side was skipped; the skip reason, or what decided)."""
-    from .config import DedupConfig
-    from .core.dedup import Deduplicator
-    from .stores import MemoryStore
-
-    config = DedupConfig.from_settings(settings)
-    out = []
-    for (a, a_title), (b, b_title) in texts:
-        if not isinstance(a, str) or not isinstance(b, str):
-            out.append((None, "no_text"))
-            continue
-        d = Deduplicator(config, store=MemoryStore()).open()
-        first = d.check("pair:a", text=a, title=a_title)
-        if first.skipped:
-            out.append((None, first.skipped))
-            continue
-        second = d.check("pair:b", text=b, title=b_title)
-        if second.skipped:
-            out.append((None, second.skipped))
-            continue
-        dropped = second.action in ("drop", "flag") and second.reason != "conceptual"
-        detail = (f"dropped: {second.reason}, {second.measure} {second.similarity}" if dropped
-                  else "kept" + (f" (the {second.guard} guard)" if second.guard else ""))
-        out.append((dropped, detail))
-    return out
-
-
-def pr(decisions: list[bool | None], labels: list[bool]) -> tuple[float | None, float | None, float | None, int]:
-    """(precision, recall, F1, pairs decided) of decisions against labels. A pair with a skipped
-    side (None) counts as kept, as a crawl keeps such a page: a skipped duplicate is a miss.
-    Precision is None when nothing was dropped, recall None when no pair is a duplicate."""
-    tp = fp = fn = used = 0
-    for said, truth in zip(decisions, labels):
-        used += said is not None
-        tp += bool(said) and truth
-        fp += bool(said) and not truth
-        fn += (not said) and truth
-    p = tp / (tp + fp) if tp + fp else None
-    r = tp / (tp + fn) if tp + fn else None
-    f = None if p is None or r is None else (2 * p * r / (p + r) if p + r else 0.0)
-    return p, r, f, used
-
-
-def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScores | None]:
-    """Every verifier's score for each pair (None where a side has no usable text)."""
-    import numpy as np
-
-    from .config import DedupConfig
-    from .core.dedup import Deduplicator
-    from .core.features import shingles as make_shingles
-    from .core.index import DocRecord
-    from .core.verify import VERIFIERS
-    from .core.verify import swlr as swlr_score
-
-    d = Deduplicator(config or DedupConfig())
-    out = []
-    for i, pair in enumerate(pairs, 1):
-        sides = []
-        for side in ("a", "b"):
-            text = pair.get(side)
-            if text is None:
-                got = extract(pair[f"{side}_html"])
-                text = got.text if got else None
-            fp = d.fingerprint(text) if isinstance(text, str) else None
-            if fp is not None and not isinstance(fp, str):
-                tokens = tokenize(text)
-                feats = make_shingles(tokens, d.config.shingle)
-                fp.extras = {**VERIFIERS["qgram"].keep(tokens, feats), **VERIFIERS["swlr"].keep(tokens, feats)}
-            sides.append(fp if fp is not None and not isinstance(fp, str) else None)
-        a, b = sides
-        if a is None or b is None:
-            out.append(None)
-        else:
-            doc = DocRecord(url="b", fingerprint=b.fingerprint, sketch=b.sketch, tokens=b.tokens, time=0,
-                            shingles=b.shingles, extras=b.extras)
-            j, c = VERIFIERS["resemblance"].score(a, doc, d.config)
-            out.append(PairScores(
-                duplicate=bool(pair["duplicate"]), resemblance=j, containment=c,
-                qgram=VERIFIERS["qgram"].score(a, doc, d.config)[0],
-                swlr=swlr_score(*(np.frombuffer(x.extras["seq"], ">u4").astype(np.uint64) for x in (a, b))),
-                distance=(a.fingerprint ^ b.fingerprint).bit_count(), exact=a.digest == b.digest))
-        if progress:
-            progress(i, len(pairs))
-    return out
-
-
-def sweep(scored: list[PairScores | None], measure: str, thresholds=None) -> list[tuple[float, float, float, float]]:
-    """(threshold, precision, recall, F1) of "score >= threshold means duplicate"."""
-    thresholds = thresholds or [round(0.05 * i, 2) for i in range(2, 20)]
-    rows = []
-    for t in thresholds:
-        tp = fp = fn = 0
-        for s in scored:
-            if s is None:
-                continue
-            said = s.exact or getattr(s, measure) >= t
-            tp += said and s.duplicate
-            fp += said and not s.duplicate
-            fn += (not said) and s.duplicate
-        p = tp / (tp + fp) if tp + fp else 1.0
-        r = tp / (tp + fn) if tp + fn else 1.0
-        rows.append((t, p, r, 2 * p * r / (p + r) if p + r else 0.0))
-    return rows

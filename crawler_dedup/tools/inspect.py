@@ -13,19 +13,19 @@ import json
 import math
 import os
 import re
-import sys
-import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
-from .droplog import REQUIRED_KEYS
+from ..droplog import REQUIRED_KEYS
 
 SIM_BINS = 20  # similarity histogram: 0.05 wide
 MAX_DISTANCE = 64
 MALFORMED_EXAMPLES = 5
+
+Progress = Callable[..., None]  # progress(done, total, final=...): the CLI's bar, or None
 
 
 class LogError(Exception):
@@ -139,34 +139,6 @@ def valid(rec: Any) -> bool:
     return problem(rec) is None
 
 
-class ByteProgress:
-    """A progress bar by bytes read on a terminal's stderr, at most ten redraws a second;
-    silent when stderr is not a terminal (piped, in a test)."""
-
-    def __init__(self, label: str, total: int, stream=None):
-        self.label, self.total, self.stream = label, max(total, 1), stream or sys.stderr
-        try:
-            self.on = self.stream.isatty()
-        except (AttributeError, ValueError):
-            self.on = False
-        self._last = 0.0
-
-    def __call__(self, done: int, final: bool = False) -> None:
-        if not self.on:
-            return
-        now = time.monotonic()
-        if not final and now - self._last < 0.1:
-            return
-        self._last = now
-        width = 30
-        filled = min(width, width * done // self.total)
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{done / 2**20:.0f}/{self.total / 2**20:.0f} MiB")
-        if final:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 @dataclass
 class Malformed:
     count: int = 0
@@ -178,11 +150,12 @@ class Malformed:
             self.examples.append((number, why))
 
 
-def stream(path: str, malformed: Malformed, progress: str | None = None,
+def stream(path: str, malformed: Malformed, progress: Progress | None = None,
            rejected: Callable[[int, Any, str], None] | None = None) -> Iterator[dict]:
     """The valid records of the drop log at `path`, in file order, read once. Lines that are not
     JSON objects with the required keys and sane values (`problem`) are counted in `malformed`,
-    never raised; `rejected(line number, parsed JSON, why)` sees each JSON one of them."""
+    never raised; `rejected(line number, parsed JSON, why)` sees each JSON one of them;
+    `progress(bytes read, file size)` is called now and then (the CLI's progress bar)."""
     if not os.path.exists(path):
         raise LogError(f"no drop log at {path}")
     if os.path.isdir(path):
@@ -191,14 +164,14 @@ def stream(path: str, malformed: Malformed, progress: str | None = None,
         fh = open(path, "rb")
     except OSError as exc:
         raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    bar = ByteProgress(progress or "reading", os.fstat(fh.fileno()).st_size) if progress else None
+    size = os.fstat(fh.fileno()).st_size
     done = 0
     loads = json.loads
     with fh:
         for number, line in enumerate(fh, 1):
             done += len(line)
-            if bar is not None and not number % 4096:
-                bar(done)
+            if progress is not None and not number % 4096:
+                progress(done, size, final=False)
             if not line.strip():
                 continue
             try:
@@ -213,8 +186,8 @@ def stream(path: str, malformed: Malformed, progress: str | None = None,
                     rejected(number, rec, why)
                 continue
             yield rec
-    if bar is not None:
-        bar(done, final=True)
+    if progress is not None:
+        progress(done, size, final=True)
 
 
 class TopCounter:
@@ -334,7 +307,7 @@ def _brief(rec: dict) -> dict:
     return {k: rec.get(k) for k in keys if rec.get(k) is not None}
 
 
-def summarize(path: str, filters: Filters, limit: int = 20, top: int = 10, progress: str | None = None) -> Summary:
+def summarize(path: str, filters: Filters, limit: int = 20, top: int = 10, progress: Progress | None = None) -> Summary:
     summary = Summary(limit, top)
     for rec in stream(path, summary.malformed, progress):
         summary.total += 1

@@ -1,0 +1,49 @@
+"""`crawler-dedup`: the demo, measuring detection quality, looking at an index and at what was dropped."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .common import CliError
+
+# one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
+# and run(args) -> int
+COMMANDS = ("demo", "eval", "inspect", "show", "compare", "report", "restore", "index")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crawler-dedup", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f".{name}", __name__)
+        module.add_parser(sub).set_defaults(run=module.run)
+    return parser
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.run(args)
+    except CliError as exc:
+        print(f"crawler-dedup {args.command}: {exc.message}", file=sys.stderr)
+        return exc.code
+    except BrokenPipeError:  # `crawler-dedup eval ... | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""What the commands share: the one error type, the one progress bar, -s settings, the drop-log
+filters, where a crawl put its index and drop log, opening an index, terminal-safe output."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+class CliError(Exception):
+    """A command that cannot go on: `main` prints `crawler-dedup COMMAND: message` on stderr and
+    exits with `code` (2 for a usage or input error, 1 when what was asked for is not there)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.message, self.code = message, code
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr, at most ten redraws a second; silent when
+    stderr is not a terminal (piped, in a test). Called as progress(done, total); unit="MiB"
+    shows byte counts in MiB."""
+
+    def __init__(self, label: str, unit: str = "", stream=None):
+        self.label, self.unit, self.stream = label, unit, stream or sys.stderr
+        try:
+            self.on = self.stream.isatty()
+        except (AttributeError, ValueError):  # a closed or fake stream
+            self.on = False
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, final: bool | None = None) -> None:
+        if not self.on:
+            return
+        final = done >= total if final is None else final
+        now = time.monotonic()
+        if not final and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = min(width, width * done // max(total, 1))
+        count = (f"{done / 2**20:.0f}/{total / 2**20:.0f} MiB" if self.unit == "MiB"
+                 else f"{done}/{total}{' ' + self.unit if self.unit else ''}")
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {count}")
+        if final:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def add_settings(p, help: str = "a setting, as with scrapy -s") -> None:
+    p.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help=help)
+
+
+def parse_settings(items: list[str] | None) -> dict:
+    """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name gets the crawl's "did you
+    mean" suggestion."""
+    from dataclasses import fields
+
+    from ..config import DedupConfig, _did_you_mean
+    from ..exceptions import ConfigError
+
+    known = {"DEDUP_" + f.name.upper() for f in fields(DedupConfig) if f.name != "extra"}
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise CliError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see the README's settings table)")
+        if name not in known:  # as a crawl says it: "... a known setting: did you mean DEDUP_THRESHOLD?"
+            raise CliError(str(ConfigError(name, value, _did_you_mean(name, known))))
+        out[name] = value
+    return out
+
+
+def make_config(settings: dict):
+    """The DedupConfig of `settings`; a value not allowed is a usage error."""
+    from ..config import DedupConfig
+    from ..exceptions import ConfigError
+
+    try:
+        return DedupConfig.from_settings(settings)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+# -- the drop log --------------------------------------------------------------------------
+
+def add_filters(p, url_help: str = "URL substring, or a glob when it holds * (repeatable: any of them)") -> None:
+    g = p.add_argument_group("filters (a drop must pass all of them)")
+    g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
+    g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual", "unchanged", "superseded"),
+                   help="repeatable")
+    g.add_argument("--since", metavar="ISO_TIME", help="drops at or after this time, e.g. 2026-11-22T04:00Z or 2026-11-22")
+    g.add_argument("--url", action="append", metavar="PATTERN", help=url_help)
+    g.add_argument("--min-similarity", type=float, metavar="S", help="similarity at least S (0..1)")
+
+
+def filters(args):
+    from ..tools.inspect import Filters, parse_time
+
+    since = None
+    if args.since:
+        try:
+            since = parse_time(args.since)
+        except ValueError:
+            raise CliError(f"--since takes an ISO 8601 time such as 2026-11-22T04:00:00Z, not {args.since!r}") from None
+    if args.min_similarity is not None and not 0 <= args.min_similarity <= 1:
+        raise CliError(f"--min-similarity takes a number from 0 to 1, not {args.min_similarity}")
+    return Filters(domains=tuple(d.lower().strip(".") for d in args.domain or ()), reasons=tuple(args.reason or ()),
+                   since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity)
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether paths `a` and `b` name one file (symlinks and hard links too; a missing `b` by path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def term(text) -> str:
+    """`text` safe to print on a terminal: crawled titles and URLs may hold control characters."""
+    from ..tools.inspect import terminal_safe
+
+    return terminal_safe(text)
+
+
+# -- where a crawl put the index and the drop log ------------------------------------------
+
+def default_dir() -> str:
+    from scrapy.utils.project import data_path
+
+    return data_path("dedup", createdir=False)
+
+
+def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
+    """Where a crawl put them: DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl, DEDUP_DIR to
+    <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and D/index."""
+    if dir_ is None and log is not None:
+        here = os.path.dirname(os.path.abspath(log))
+        for guess in (here, os.path.join(here, "index")):
+            if has_index(guess):
+                dir_ = guess
+                break
+    if dir_ is None:
+        dir_ = default_dir()
+    if log is None:
+        log = os.path.join(dir_, "droplog.jsonl")
+        if not os.path.exists(log) and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")):
+            log = os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")  # the demo's layout
+    return log, dir_
+
+
+def has_index(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "data.mdb"))
+
+
+def index_hint(dir_: str | None) -> str:
+    """'; DIR/index holds one: ...' when DIR is not an index but its `index` folder is (the demo's layout)."""
+    if dir_ and not has_index(dir_) and has_index(os.path.join(dir_, "index")):
+        return f"; {os.path.join(dir_, 'index')} holds one: give --dir {os.path.join(dir_, 'index')}"
+    return ""
+
+
+def require_index(path: str) -> None:
+    if not has_index(path):
+        raise CliError(f"no LMDB index in {path}")
+
+
+def open_index(path: str, readonly: bool = False):
+    """The one way the CLI opens an index: the LMDB index at `path` with its own stored plan.
+    readonly: nothing is written or migrated (a crawl may be using it)."""
+    from ..core.index import NearDupIndex
+    from ..exceptions import StoreFormat
+    from ..stores.lmdb import LmdbStore
+
+    require_index(path)
+    try:
+        return NearDupIndex.open(LmdbStore(path, map_size=1 << 20, sync=True, readonly=readonly))
+    except StoreFormat as exc:
+        raise CliError(str(exc)) from None

@@ -1,0 +1,84 @@
+"""`crawler-dedup compare A B`: two pages scored against each other, and the verdict."""
+
+from __future__ import annotations
+
+from .common import CliError, add_settings, make_config, parse_settings
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "compare", help="two URLs or files: texts, fingerprints, every verifier's score, the verdict",
+        description="Fetch (plain HTTP GET) or read two pages (.html or .txt files, or http(s) URLs), and print "
+        "their extracted texts, fingerprints and distance, every verifier's score of B against A, and what "
+        "these settings would decide for B after keeping A.")
+    p.add_argument("a", metavar="A", help="URL or file kept first")
+    p.add_argument("b", metavar="B", help="URL or file checked against A")
+    p.add_argument("--lines", type=int, default=3, metavar="N", help="first lines of each text shown (default 3)")
+    add_settings(p)
+    return p
+
+
+def run(args) -> int:
+    from ..core.dedup import Deduplicator
+    from ..core.tokens import tokenize
+    from ..tools.pairs import score_pairs
+    from ..tools.show import ShowError, load_source, xor_line
+
+    config = make_config({**parse_settings(args.set), "DEDUP_BACKEND": "memory"})
+    try:
+        a, b = (load_source(x, config.max_bytes, config.extract_mode) for x in (args.a, args.b))
+    except ShowError as exc:
+        raise CliError(str(exc), exc.exit_code) from None
+    dedup = Deduplicator(config).open()
+    fps = {}
+    for label, src in (("A", a), ("B", b)):
+        print(f"{label}: {src.name}")
+        if src.title:
+            print(f"   title: {src.title}")
+        if src.text is None:
+            print(f"   {src.problem}")
+            continue
+        words = len(tokenize(src.text))
+        lines = [line.strip() for line in src.text.splitlines() if line.strip()]
+        print(f"   text: {len(src.text)} characters, {words} words, {len(lines)} lines")
+        for line in lines[: args.lines]:
+            print(f"   | {line[:110]}{'…' if len(line) > 110 else ''}")
+        fp = dedup.fingerprint(src.text)
+        if isinstance(fp, str):
+            print(f"   not fingerprinted: {fp} (DEDUP_MIN_TOKENS={config.min_tokens})")
+        else:
+            fps[label] = fp
+            print(f"   fingerprint {fp.fingerprint:016x}, {fp.shingles} distinct shingles")
+    print()
+    if len(fps) == 2:
+        fa, fb = f"{fps['A'].fingerprint:016x}", f"{fps['B'].fingerprint:016x}"
+        dist = (fps["A"].fingerprint ^ fps["B"].fingerprint).bit_count()
+        print(f"xor {xor_line(fa, fb)}")
+        print(f"distance {dist} bits: {'within' if dist <= config.k else 'beyond'} DEDUP_K={config.k}"
+              f"{'' if dist <= config.k else ' (a candidate only through the sketch postings)'}")
+        print(f"same words (exact): {'yes' if fps['A'].digest == fps['B'].digest else 'no'}")
+        # B scored against A, the way a crawl that kept A first checks B
+        scores = score_pairs([{"a": b.text, "b": a.text, "duplicate": False}], config)[0]
+        if scores is not None:
+            print("scores of B against A (every verifier):")
+            print(f"   resemblance {scores.resemblance:.3f}   containment (of B in A) {scores.containment:.3f}   "
+                  f"qgram {scores.qgram:.3f}   swlr {scores.swlr:.3f}")
+    va = dedup.check("A", text=a.text, title=a.title) if a.text is not None else None
+    vb = dedup.check("B", text=b.text, title=b.title) if b.text is not None else None
+    dedup.close()
+    print(f"\nverdict with these settings (DEDUP_VERIFIER={config.verifier}, DEDUP_THRESHOLD={config.threshold}, "
+          f"DEDUP_CONTAINMENT={config.containment}), A crawled first, then B:")
+    if va is None or vb is None:
+        print("   none: a side has no text")
+        return 0
+    if va.skipped:
+        print(f"   A is kept unchecked ({va.skipped}), so B cannot match it")
+    if vb.skipped or vb.error:
+        print(f"   B kept unchecked: {vb.skipped or vb.error}")
+    elif vb.action == "keep":
+        guard = " (the title guard kept it: the titles disagree)" if vb.guard else ""
+        print(f"   B kept: not a duplicate of A{guard}")
+    else:
+        print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "
+              f"{vb.measure} {vb.similarity}, distance {vb.distance} bits")
+    return 0

@@ -1,0 +1,197 @@
+"""`crawler-dedup index stats|expire|compact|remove|plan`: looking at and maintaining an LMDB index."""
+
+from __future__ import annotations
+
+import os
+
+from ..config import MAX_K
+from .common import CliError, Progress, open_index, require_index, term
+
+
+def add_parser(sub):
+    idx = sub.add_parser("index", help="look at an LMDB index", description="Look at an LMDB index.")
+    isub = idx.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
+    st = isub.add_parser("stats", help="pages, plan, settings fixed by the index, disk per page",
+                         description="Pages, plan, the settings fixed by the index, and disk per page.")
+    st.add_argument("dir", metavar="DEDUP_DIR")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago",
+                         description="Remove pages kept more than --window seconds ago, in batches. A crawl "
+                         "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
+    ex.add_argument("dir", metavar="DEDUP_DIR")
+    ex.add_argument("--window", type=int, required=True, metavar="SECONDS",
+                    help="pages kept more than SECONDS ago go (1 or more)")
+    ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
+    co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",
+                         description="Rewrite data.mdb without its free pages. LMDB reuses freed pages but "
+                         "never shrinks the file; run this when no crawl has the index open.")
+    co.add_argument("dir", metavar="DEDUP_DIR")
+    rm = isub.add_parser("remove", help="take the kept page at URL out of the index (no wrong match recurs)",
+                         description="Remove the kept page at URL (or at a URL of the same canonical form) from "
+                         "the index, so its copies are kept from now on; the next crawl of URL keeps it as new.")
+    rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
+    rm.add_argument("--dir", required=True, metavar="DEDUP_DIR")
+    pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
+                         description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
+    pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
+    return idx
+
+
+def run(args) -> int:
+    return {"stats": stats, "expire": expire, "compact": compact, "remove": remove, "plan": plan}[args.index_command](args)
+
+
+def stats(args) -> int:
+    import json
+
+    from ..stores.base import FORMAT_VERSION, from_u64
+
+    index = open_index(args.dir, readonly=True)
+    plan = index.plan
+    try:
+        meta = index.read(lambda t: {n: t.meta_get(n) for n in ("format", "params", "runs", "next_id", "df", "lsi")})
+        sizes = index.store.table_stats()  # table -> (entries, bytes)
+        text = index.read(_text_cost)
+        pages = sizes["docs"][0]
+        table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
+        disk = index.store.disk_bytes()
+        info = {
+            "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
+            "urls": sizes.get("urls", (0, 0))[0],
+            "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
+            "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
+                     "prefix_bits": sorted({plan.prefix_bits(t) for t in range(len(plan.tables))}),
+                     "expected_entries_per_query": round(plan.expected_entries(max(pages, 1)), 3)},
+            "params": json.loads(meta["params"]) if meta["params"] else {},
+            "disk_bytes": disk,
+            "bytes_per_page": {"all": round(disk / pages) if pages else None,
+                               "tables": round(table_bytes / pages, 1) if pages else None,
+                               "records": round(sizes["docs"][1] / pages) if pages else None,
+                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if pages else None},
+            "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
+            "stored_text": text,
+        }
+    finally:
+        index.store.close()
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    bpp = info["bytes_per_page"]
+    migrate = f" (migrated to {FORMAT_VERSION} when a crawl or `index remove` next opens it)" if info["format"] < FORMAT_VERSION else ""
+    print(f"index {info['dir']}: format {info['format']}{migrate}, {pages} pages kept over {info['runs']} runs, "
+          f"{info['urls']} URLs")
+    p = info["plan"]
+    print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "
+          f"bits; expected {p['expected_entries_per_query']} stored fingerprints read per lookup at this size")
+    print("settings fixed by the index: " + ", ".join(f"DEDUP_{k.upper()}={v}" for k, v in info["params"].items()))
+    if pages:
+        print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: {bpp['all']} B in all, "
+              f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
+    else:
+        print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; no pages")
+    if text["pages"]:
+        sampled = f" (a sample of the first {text['pages']} records)" if text["pages"] < pages else ""
+        if text["with_text"]:
+            print(f"stored text (DEDUP_STORE_TEXT): {text['with_text']} of {text['pages']} pages, "
+                  f"{text['bytes_per_page']} B a page compressed from {text['raw_bytes_per_page']} B "
+                  f"({text['share_of_record']:.0%} of a record){sampled}")
+        else:
+            print(f"stored text (DEDUP_STORE_TEXT): none{sampled}")
+    return 0
+
+
+def _text_cost(txn, sample: int = 20_000) -> dict:
+    """Bytes of stored text (DEDUP_STORE_TEXT) a page, from the first `sample` records."""
+    import zlib
+
+    from ..core.index import DocRecord
+
+    pages = with_text = stored = raw = record = 0
+    for _, value in txn.doc_scan(0, sample):
+        doc = DocRecord.decode(value)
+        pages += 1
+        record += len(value)
+        data = doc.extras.get(DocRecord.TEXT)
+        if data is not None:
+            with_text += 1
+            stored += len(data)
+            try:
+                raw += len(zlib.decompress(data))
+            except zlib.error:
+                pass
+        if pages >= sample:
+            break
+    return {"pages": pages, "with_text": with_text,
+            "bytes_per_page": round(stored / with_text) if with_text else 0,
+            "raw_bytes_per_page": round(raw / with_text) if with_text else 0,
+            "share_of_record": round(stored / record, 3) if record else 0.0}
+
+
+def expire(args) -> int:
+    import time
+
+    if args.window <= 0:  # DEDUP_WINDOW=0 means "forever": here it would remove every page
+        raise CliError(f"--window takes a number of seconds >= 1, not {args.window} "
+                       f"(pages kept more than that long ago are removed)")
+    if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
+        raise CliError(f"--batch takes 1 or more, not {args.batch}")
+    index = open_index(args.dir)
+    cutoff = time.time() - args.window
+    removed, progress = 0, Progress("expiring")
+    try:
+        total = len(index.read(lambda t: t.time_oldest(int(cutoff), 10**9)))
+        while True:
+            n = index.write(lambda txn: index.expire(txn, cutoff, args.batch))
+            removed += n
+            progress(removed, max(total, 1))
+            if n < args.batch:
+                break
+        left = index.read(lambda t: t.doc_count())
+    finally:
+        index.store.close()
+    print(f"removed {removed} pages kept more than {args.window} s ago; {left} pages left "
+          f"(run `crawler-dedup index compact` to give the space back to the file system)")
+    return 0
+
+
+def compact(args) -> int:
+    from ..stores.lmdb import LmdbStore
+
+    require_index(args.dir)
+    before, after = LmdbStore(args.dir).compact()
+    print(f"{args.dir}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
+    return 0
+
+
+def remove(args) -> int:
+    index = open_index(args.dir)
+
+    def remove_url(txn):  # a key lookup in the URL table, the removal in the same transaction
+        doc = index.by_url(txn, args.url)
+        return 0 if doc is None else int(index.remove(txn, doc.doc_id))
+
+    try:
+        removed = index.write(remove_url)
+    finally:
+        index.store.close()
+    if not removed:
+        raise CliError(f"no kept page at {term(args.url)} in {args.dir}", 1)
+    print(f"removed the kept page at {term(args.url)} from {args.dir}: its copies will be kept from now on")
+    return 0
+
+
+def plan(args) -> int:
+    from ..core.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
+
+    print(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.tables.choose_plan: cost = 1 per table "
+          f"probed + {_CANDIDATE_COST} per stored fingerprint read + {_DISK_COST} per byte of table a page")
+    print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22} "
+          f"{'table B/page':>13} {'cost':>6} {'best two-level':>19}")
+    for row in plan_rows(args.k):
+        lo, hi = row["prefix_bits"]
+        two_tables, two_cost = row["two_level"]
+        print(f"{row['pages']:>14,} {row['r']:>3} {row['tables']:>7} {f'{lo}-{hi}' if lo != hi else lo:>12} "
+              f"{row['entries_per_query']:>22.2f} {row['table_bytes_per_page']:>13.0f} {row['cost']:>6.1f} "
+              f"{f'{two_tables} tables, {two_cost:.1f}':>19}")
+    print("table B/page is estimated from the LMDB bytes measured at 10^5..10^7 pages (benchmarks/speed.py)")
+    return 0

@@ -1,0 +1,48 @@
+"""`crawler-dedup report`: one self-contained HTML file about a drop log."""
+
+from __future__ import annotations
+
+import os
+
+from .common import CliError, Progress, add_filters, filters, has_index, index_hint, resolve_log_dir, same_file
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "report", help="one self-contained HTML file: plots, a sortable and filterable table, a diff per drop",
+        description="Write one static HTML file (no network needed to view it) with similarity and distance "
+        "histograms, drops over time and per domain, a sortable, filterable table of drops and a diff view "
+        "for each. Plots use every line; the table holds at most --rows drops (the latest).")
+    p.add_argument("log", metavar="LOG", nargs="?", help="the drop log (default: <DIR>/droplog.jsonl)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    p.add_argument("--dir", metavar="DEDUP_DIR", help="the index, for the kept pages' texts in the diff view")
+    p.add_argument("--rows", type=int, default=20_000, metavar="N", help="drops in the table at most (default 20000)")
+    add_filters(p)
+    return p
+
+
+def run(args) -> int:
+    from ..tools.inspect import LogError
+    from ..tools.report import write_report
+
+    selected = filters(args)
+    if args.rows < 0:
+        raise CliError("--rows takes 0 or more")
+    log, dir_ = resolve_log_dir(args.log, args.dir)
+    if os.path.exists(log) and same_file(log, args.output):  # before the HTML overwrites it
+        raise CliError(f"-o {args.output} is the drop log itself: give another file, e.g. report.html")
+    if not has_index(dir_):
+        if args.dir:
+            raise CliError(f"no LMDB index in {args.dir}{index_hint(args.dir)}")
+        dir_ = None  # no index: the diff view has the dropped texts only
+    try:
+        info = write_report(log, args.output, filters=selected, dir_=dir_, max_rows=args.rows,
+                            progress=Progress("reading", unit="MiB"))
+    except LogError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
+    print(f"{args.output}: {info['rows']} of {info['matched']} drops in the table"
+          f"{' (the latest; plots use all)' if info['rows'] < info['matched'] else ''}, "
+          f"{info['texts']} with texts for the diff view; {info['malformed']} malformed lines skipped")
+    return 0

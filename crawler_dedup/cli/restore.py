@@ -1,0 +1,88 @@
+"""`crawler-dedup restore`: dropped items back as JSONL, and DEDUP_ALLOW entries for them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .common import CliError, Progress, add_filters, filters, same_file, term
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "restore", help="write dropped items back as JSONL for re-ingestion; allow-list them",
+        description="Write the selected drops' items (the drop log's `item`, kept with DEDUP_DROPLOG_ITEMS; "
+        "else {url, text, title} from its `text` and `title`) as JSONL. Select with --url, the filters, or "
+        "--all; without any, nothing is restored. --allow prints a DEDUP_ALLOW regex per restored URL so it is never dropped "
+        "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
+    p.add_argument("log", metavar="LOG", help="the drop log")
+    p.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")
+    add_filters(p, url_help="a URL to restore (that URL only), or a glob when it holds * (repeatable)")
+    p.add_argument("--all", action="store_true", help="restore every drop in the log")
+    p.add_argument("--allow", action="store_true", help="print a DEDUP_ALLOW regex per restored URL")
+    p.add_argument("--allow-file", metavar="FILE", help="append those regexes to FILE instead (implies --allow)")
+    return p
+
+
+def run(args) -> int:
+    import contextlib
+    from dataclasses import replace
+
+    from ..tools.inspect import LogError
+    from ..tools.restore import allow_pattern, restore
+
+    selected = replace(filters(args), exact_urls=True)  # restoring more than asked is worse than less
+    if not (args.all or selected.active):
+        raise CliError("say what to restore: --url U, a filter (--domain, --reason, --since, "
+                       "--min-similarity) or --all")
+    if args.all and selected.active:
+        raise CliError("--all restores every drop: give it without filters")
+    if args.allow_file and not args.allow:
+        args.allow = True
+    if not os.path.isfile(args.log):  # before -o is created: no empty output for a wrong path
+        raise CliError(f"no drop log at {args.log}" if not os.path.exists(args.log) else
+                       f"{args.log} is not a drop log file")
+    # before anything is opened for writing: `-o LOG` would empty the log, `--allow-file LOG` append to it
+    for option, path in (("-o", args.output), ("--allow-file", args.allow_file)):
+        if path not in (None, "-") and same_file(args.log, path):
+            raise CliError(f"{option} {path} is the drop log itself: give another file")
+    try:
+        with contextlib.ExitStack() as stack:
+            out = sys.stdout if args.output in (None, "-") else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+            result = restore(args.log, selected, out, select_all=args.all, progress=Progress("reading", unit="MiB"))
+    except LogError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
+    report = sys.stderr if args.output in (None, "-") else sys.stdout
+    print(f"restored {result.written} of {result.selected} selected drops ({result.from_items} items, "
+          f"{result.from_text} from the extracted text) to {args.output or 'stdout'}", file=report)
+    for url in selected.urls:
+        if "*" not in url and url not in result.found:
+            print(f"crawler-dedup restore: warning: no drop-log line for {term(url)}", file=sys.stderr)
+    if result.unchanged:
+        print(f"{result.unchanged} selected drops are unchanged revisits with the very words of the page kept "
+              "before (storage holds it): nothing to restore", file=report)
+    if result.nothing:
+        print(term(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
+                   f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),
+              file=report)
+    if result.malformed.count:
+        print(f"{result.malformed.count} malformed lines skipped", file=report)
+    if args.allow:
+        _allow(args, [allow_pattern(u) for u in result.urls], report)
+    return 0
+
+
+def _allow(args, patterns: list[str], report) -> None:
+    if args.allow_file:
+        try:
+            with open(args.allow_file, "a", encoding="utf-8") as fh:
+                fh.writelines(p + "\n" for p in patterns)
+        except OSError as exc:
+            raise CliError(f"cannot append to {args.allow_file}: {exc.strerror or exc}", 1) from None
+        print(f"appended {len(patterns)} DEDUP_ALLOW patterns to {args.allow_file}", file=report)
+    else:
+        print("DEDUP_ALLOW entries (these URLs will never be dropped again):", file=report)
+        for pattern in patterns:
+            print(f"  {term(pattern)}", file=report)

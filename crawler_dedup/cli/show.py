@@ -1,0 +1,140 @@
+"""`crawler-dedup show URL`: one drop explained, with a diff of the two texts."""
+
+from __future__ import annotations
+
+import shutil
+
+from .common import (CliError, Progress, add_settings, index_hint, make_config, parse_settings, resolve_log_dir,
+                     term)
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "show", help="one drop explained: the page it matched, fingerprints, scores, why, a diff of the texts",
+        description="Find URL's line in the drop log and the kept page it matched in the index, and print both "
+        "URLs and titles, the fingerprints and their XOR, the similarity, the rule that decided and a diff of "
+        "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --dir the crawl's default DEDUP_DIR "
+        "(or the index beside --log), --log <DIR>/droplog.jsonl.")
+    p.add_argument("url", metavar="URL", help="the dropped page's URL, as in the drop log")
+    p.add_argument("--log", metavar="LOG", help="the drop log")
+    p.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (opened read-only)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
+    how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
+    p.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
+    add_settings(p, help="the crawl's settings, for the 'why' line")
+    return p
+
+
+def run(args) -> int:
+    from ..core.tokens import tokenize
+    from ..tools.show import side_by_side, unified, why, xor_line
+
+    config = make_config(parse_settings(args.set))
+    log, dir_ = resolve_log_dir(args.log, args.dir)
+    width = args.width or shutil.get_terminal_size((120, 24)).columns
+    if width < 40:
+        raise CliError(f"--width takes 40 or more, not {width}")
+    rec, malformed = _find(args, log)
+    kept, note = _kept(rec, dir_)
+    dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
+    kept_text = kept.text if kept is not None else None
+    if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
+        dropped_text = kept_text  # the same words: the line does not repeat them
+    p = lambda label, value: print(term(f"{label:<13} {value}"))  # noqa: E731
+    exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
+    p("dropped", rec["url"])
+    if rec.get("title"):
+        p("", f"title: {rec['title']}")
+    p("kept", rec.get("duplicate_of"))
+    title = rec.get("duplicate_of_title") or (kept.title if kept else None)
+    if title:
+        p("", f"title: {title}")
+    p("fingerprints", f"{rec.get('fingerprint')} dropped, {rec.get('duplicate_of_fingerprint')} kept")
+    p("xor", xor_line(rec.get("fingerprint"), rec.get("duplicate_of_fingerprint")))
+    p("distance", f"{rec.get('distance')} bits")
+    sim = rec.get("similarity")
+    p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
+    p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
+    p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
+    if exact or rec.get("reason") in ("unchanged", "superseded"):
+        pass  # no threshold decides an exact match, nor a revisit's sameness
+    elif isinstance(rec.get("thresholds"), dict):
+        p("", "(the thresholds the crawl applied, from the drop log)")
+    elif args.set:
+        p("", "(thresholds as given by -s; the rest are defaults)")
+    else:
+        p("", "(an older drop log: thresholds are today's defaults; give the crawl's with -s DEDUP_X=V)")
+    if malformed.count:
+        p("drop log", f"{malformed.count} malformed lines skipped")
+    if note:
+        p("index", note)
+    print()
+    if dropped_text is None or kept_text is None:
+        _no_diff(rec, kept, note, dropped_text, kept_text)
+        return 0
+    name_k, name_d = rec.get("duplicate_of"), rec["url"]
+    lines = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
+             else unified(kept_text, dropped_text, name_k, name_d, width))
+    print(term("\n".join(lines)))
+    return 0
+
+
+def _find(args, log: str):
+    """(the latest drop-log line about args.url, the malformed-line count)."""
+    from ..tools.inspect import LogError, Malformed, stream
+
+    rec, malformed, bad = None, Malformed(), []
+
+    def rejected(number, r, why):  # a line about this URL that cannot be shown
+        if isinstance(r, dict) and r.get("url") == args.url:
+            bad.append((number, why))
+
+    try:
+        for r in stream(log, malformed, progress=Progress("searching", unit="MiB"), rejected=rejected):
+            if r["url"] == args.url:
+                rec = r  # the latest decision about this URL
+    except LogError as exc:
+        raise CliError(f"{exc}{index_hint(args.dir)} (give --log, or --dir where the crawl kept its index)") from None
+    if rec is None and bad:
+        number, why = bad[-1]
+        raise CliError(f"the drop-log line for {term(args.url)} is malformed ({log} line {number}: {why})")
+    if rec is None:
+        raise CliError(f"{term(args.url)} is not in the drop log {log}", 1)
+    return rec, malformed
+
+
+def _kept(rec: dict, dir_: str):
+    """(the kept page the drop matched, from the index read-only, or None; a note on why not)."""
+    from ..tools.show import ReadOnlyIndex, ShowError
+
+    kept, note = None, None
+    try:
+        with ReadOnlyIndex(dir_) as index:
+            kept = index.kept(rec.get("duplicate_of_fingerprint"), rec.get("duplicate_of"))
+            now = index.by_url(rec["duplicate_of"]) if kept is None and isinstance(rec.get("duplicate_of"), str) else []
+        if kept is None and now:
+            note = (f"the kept page's entry in {dir_} was updated since: a later crawl kept a changed text at "
+                    f"{rec['duplicate_of']} (fingerprint {now[0].fingerprint:016x}), which is not the text this drop was compared with")
+        elif kept is None:
+            note = f"the kept page is no longer in the index {dir_} (expired or removed)"
+    except ShowError as exc:
+        note = str(exc) + index_hint(dir_)
+    return kept, note
+
+
+def _no_diff(rec, kept, note, dropped_text, kept_text) -> None:
+    missing = []
+    if dropped_text is None:
+        missing.append("the drop-log line has no `text`")
+    if kept is not None and kept_text is None:
+        missing.append("the index holds no text for the kept page")
+    if missing and kept is None and note:
+        print("no diff: " + note)
+    elif missing:
+        print("no diff: " + " and ".join(missing) + " (crawled with DEDUP_STORE_TEXT off, or by an older "
+              "crawler-dedup); turn DEDUP_STORE_TEXT on to keep texts for later crawls")
+    else:
+        print("no diff: " + (note or "the kept page's text is not available"))
+    if rec.get("excerpt"):
+        print(term(f"excerpt of the dropped page: {rec['excerpt']}"))
