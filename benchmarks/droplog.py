@@ -111,8 +111,6 @@ STEPS = {"baseline: for line in f: json.loads(line)": step_baseline, "inspect LO
 
 def _child(fn, path, queue):
     # imports are not what is timed: every step pays them before the clock starts
-    import crawler_dedup.tools.inspect
-    import crawler_dedup.tools.report
 
     start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()

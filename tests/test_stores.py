@@ -5,7 +5,6 @@ import os
 import sqlite3
 import threading
 
-import numpy as np
 import pytest
 
 from crawler_dedup import Deduplicator

@@ -7,124 +7,29 @@ and for the drop log.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import socket
-import struct
 import time
-import zlib
-from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
 import numpy as np
-import xxhash
-from w3lib.url import canonicalize_url
 
 from ..exceptions import StoreFormat
+from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from .index_txn import TABLES, IndexTxn, table_name
+from .migrate import migrate
+from .records import DocRecord, Extra, canonical_url, url_key
 from .simhash import hamming_many
-from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, SINGLE, from_u64, u64
 from .tables import Plan
+
+__all__ = ["DocRecord", "Extra", "IndexTxn", "NearDupIndex", "TABLES", "canonical_url", "migrate", "url_key"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
-_HEAD = struct.Struct(">QdIIIHHBI")
-_EXTRA = struct.Struct(">BI")  # name bytes, data bytes
-_STAGES = ("response", "item")
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
-
-
-class Extra:
-    """Names of a record's extras (stored in the index: never renamed). The verifiers and the
-    LSI check add their own (qg, qn, seq, lsi)."""
-
-    DIGEST = "dg"  # the content digest (a revisit compares it)
-    PROBES = "pr"  # how many sketch postings the page was filed under (remove() undoes them)
-    TEXT = "tx"  # the zlib-compressed extracted text (DEDUP_STORE_TEXT)
-    CHURN = "cd"  # the digest with churn masked, when no text is stored and it differs
-    CANONICAL = "cu"  # the page's rel=canonical, when it names another URL
-
-
-@dataclass
-class DocRecord:
-    url: str
-    fingerprint: int
-    sketch: np.ndarray
-    tokens: int
-    time: float
-    shingles: int = 0  # distinct shingles: with the sketch, gives intersection and containment
-    run: int = 0
-    title: str | None = None
-    doc_id: int | None = None
-    stage: str = "response"
-    extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
-
-    TEXT = Extra.TEXT
-
-    def set_text(self, text: str) -> None:
-        self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)  # 1: a third the time of 6, 9% larger
-
-    @property
-    def text(self) -> str | None:
-        """The stored extracted text; None when the page was kept without it (setting off, older index)."""
-        data = self.extras.get(self.TEXT)
-        if data is None:
-            return None
-        try:
-            return zlib.decompress(data).decode("utf-8", "replace")
-        except zlib.error:
-            return None
-
-    def encode(self) -> bytes:
-        # cut on a character boundary; surrogatepass: a URL with a lone surrogate still round-trips
-        title = (self.title or "")[:1000].encode("utf-8", "surrogatepass")[:4000].decode("utf-8", "ignore").encode()
-        stage = _STAGES.index(self.stage) if self.stage in _STAGES else 0
-        url = self.url.encode("utf-8", "surrogatepass")
-        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size,
-                          len(title), stage, len(url))
-        parts = [head, self.sketch.astype(">u8").tobytes(), title, url]
-        for name, data in sorted(self.extras.items()):
-            parts += [_EXTRA.pack(len(name), len(data)), name.encode(), bytes(data)]
-        return b"".join(parts)
-
-    @classmethod
-    def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
-        fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
-        pos = _HEAD.size
-        sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
-        pos += 8 * n
-        title = data[pos : pos + tl].decode("utf-8", "replace") or None
-        pos += tl
-        url = data[pos : pos + ul].decode("utf-8", "surrogatepass")
-        pos += ul
-        extras = {}
-        while pos < len(data):
-            nl, dl = _EXTRA.unpack_from(data, pos)
-            pos += _EXTRA.size
-            name = data[pos : pos + nl].decode()
-            extras[name] = data[pos + nl : pos + nl + dl]
-            pos += nl + dl
-        return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
-                   title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
-                   extras=extras)
-
-
-@functools.lru_cache(maxsize=4096)  # a page's URL is looked up, then filed: canonicalized once (~25 us)
-def canonical_url(url: str) -> str:
-    """The URL as Scrapy's request fingerprint sees it: query sorted, fragment dropped, escapes
-    normalized. Two URLs with the same canonical form are one page."""
-    try:
-        return canonicalize_url(url, keep_fragments=False)
-    except (ValueError, UnicodeError, TypeError):  # a URL w3lib cannot parse stays as it is
-        return url
-
-
-def url_key(url: str) -> bytes:
-    """The URL table's key: 16 bytes of the canonical URL (LMDB keys stop at 511 bytes)."""
-    return xxhash.xxh3_128_digest(canonical_url(url).encode("utf-8", "surrogatepass"))
 
 
 def _open_run(run: int) -> str:
@@ -134,127 +39,6 @@ def _open_run(run: int) -> str:
 def _keys8(values: np.ndarray) -> list[bytes]:
     raw = values.astype(">u8").tobytes()
     return [raw[i:i + 8] for i in range(0, len(raw), 8)]
-
-
-# the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
-# id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
-# few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
-# (seconds -> doc ids, for the time window); t000.. one per Manku permutation (permuted prefix ->
-# the fingerprints in that bucket)
-TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
-          "fps": MULTI, "mins": MULTI, "times": MULTI}
-
-
-def table_name(t: int) -> str:
-    return "t%03d" % t
-
-
-class IndexTxn:
-    """The index's words for a store transaction: what NearDupIndex and the Deduplicator call,
-    each a line or two over the generic contract (stores/base.py)."""
-
-    def __init__(self, raw, tables: int = 0):
-        self.raw, self._names = raw, [table_name(t) for t in range(tables)]
-
-    def meta_get(self, name: str) -> bytes | None:
-        return self.raw.get("meta", name.encode())
-
-    def meta_put(self, name: str, value: bytes) -> None:
-        self.raw.put("meta", name.encode(), value)
-
-    def meta_delete(self, name: str) -> None:
-        self.raw.delete("meta", name.encode())
-
-    def counter(self, name: str, start: int) -> int:
-        """Advance a counter; its value before (`start` when new)."""
-        return self.raw.incr("meta", name.encode(), 1, start) - 1
-
-    def bucket_union(self, keys: list[bytes]) -> np.ndarray:
-        return self.raw.union_u64(self._names[:len(keys)], keys)
-
-    def bucket_add(self, table: int, key: bytes, fp: int) -> None:
-        self.raw.add(self._names[table], key, u64(fp))
-
-    def bucket_remove(self, table: int, key: bytes, fp: int) -> None:
-        self.raw.remove(self._names[table], key, u64(fp))
-
-    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
-        """Doc ids filed under `key`; None when more than `limit` (a boilerplate shingle)."""
-        n = self.raw.value_count("mins", key)
-        if n > limit:
-            return None
-        return _ids(self.raw.values("mins", key)) if n else np.empty(0, np.uint64)
-
-    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
-        if self.raw.value_count("mins", key) > limit:
-            return  # its list stops growing
-        self.raw.add("mins", key, u64(doc_id))
-
-    def posting_remove(self, key: bytes, doc_id: int) -> None:
-        self.raw.remove("mins", key, u64(doc_id))
-
-    def fp_docs(self, fp: int) -> list[int]:
-        return [from_u64(v) for v in self.raw.values("fps", u64(fp))]
-
-    def fp_add(self, fp: int, doc_id: int) -> None:
-        self.raw.add("fps", u64(fp), u64(doc_id))
-
-    def fp_remove(self, fp: int, doc_id: int) -> None:
-        self.raw.remove("fps", u64(fp), u64(doc_id))
-
-    def exact_get(self, digest: bytes) -> int | None:
-        value = self.raw.get("exact", bytes(digest))
-        return None if value is None else from_u64(value)
-
-    def exact_put(self, digest: bytes, doc_id: int) -> None:
-        self.raw.put("exact", bytes(digest), u64(doc_id))
-
-    def exact_delete(self, digest: bytes) -> None:
-        self.raw.delete("exact", bytes(digest))
-
-    def doc_get(self, doc_id: int) -> bytes | None:
-        return self.raw.get("docs", u64(doc_id))
-
-    def doc_put(self, doc_id: int, record: bytes) -> None:
-        self.raw.put("docs", u64(doc_id), record)
-
-    def doc_delete(self, doc_id: int) -> None:
-        self.raw.delete("docs", u64(doc_id))
-
-    def doc_count(self) -> int:
-        return self.raw.count("docs")
-
-    def doc_scan(self, after: int, limit: int) -> list[tuple[int, bytes]]:
-        """Up to `limit` (doc id, record) with doc id > after, in id order."""
-        return [(from_u64(k), v) for k, v in self.raw.scan("docs", u64(after + 1), limit)]
-
-    def url_get(self, key: bytes) -> int | None:
-        value = self.raw.get("urls", bytes(key))
-        return None if value is None else from_u64(value)
-
-    def url_put(self, key: bytes, doc_id: int) -> None:
-        self.raw.put("urls", bytes(key), u64(doc_id))
-
-    def url_delete(self, key: bytes) -> None:
-        self.raw.delete("urls", bytes(key))
-
-    def url_count(self) -> int:
-        return self.raw.count("urls")
-
-    def time_add(self, seconds: int, doc_id: int) -> None:
-        self.raw.add("times", u64(seconds), u64(doc_id))
-
-    def time_oldest(self, before: int, limit: int) -> list[tuple[int, int]]:
-        """Up to `limit` (seconds, doc id) with seconds < before, oldest first."""
-        rows = self.raw.scan("times", b"", limit)
-        return [(from_u64(k), from_u64(v)) for k, v in rows if from_u64(k) < before]
-
-    def time_remove(self, seconds: int, doc_id: int) -> None:
-        self.raw.remove("times", u64(seconds), u64(doc_id))
-
-
-def _ids(values: list[bytes]) -> np.ndarray:
-    return np.frombuffer(b"".join(values), dtype=">u8").astype(np.uint64)
 
 
 class NearDupIndex:
@@ -507,51 +291,3 @@ class NearDupIndex:
             if not self.remove(txn, doc_id):
                 txn.time_remove(_, doc_id)  # a stale time entry
         return len(old)
-
-
-MIGRATE_BATCH = 10_000
-
-
-def migrate(index: NearDupIndex, version: int) -> int:
-    """Bring an index of an older format up to FORMAT_VERSION in place; how many records were
-    read. 3 -> 4: the URL table, filled from the kept records. Format 3 could keep several
-    records for one URL (a page that changed a lot was kept again): the newest is the URL's page,
-    the older ones are removed, as an update removes them now, so that no revisit matches its own
-    URL's old text. In batches of write transactions; the format is bumped by the last, so an
-    interrupted migration starts again on the next open."""
-    store = index.store
-    if version != 3:
-        raise StoreFormat(f"the index at {store.location} has format version {version}: cannot migrate it")
-    logger.info("crawler-dedup: migrating the index at %s from format %d to %d (adding the URL table)",
-                store.location, version, FORMAT_VERSION)
-    after, seen, older = 0, 0, []
-    while True:
-        def batch(txn, after=after):
-            rows, replaced = txn.doc_scan(after, MIGRATE_BATCH), []
-            for doc_id, raw in rows:  # in id order: a URL's newest record comes last
-                url = DocRecord.decode(raw, doc_id).url
-                if not url:  # (an item without a URL: no URL entry, as add() files it)
-                    continue
-                key = url_key(url)
-                previous = txn.url_get(key)
-                if previous is None or previous < doc_id:
-                    txn.url_put(key, doc_id)
-                    if previous is not None:
-                        replaced.append(previous)
-                elif previous > doc_id:  # a migration run before and cut short filed the newer one
-                    replaced.append(doc_id)
-            return (rows[-1][0] if rows else after), len(rows), replaced
-        after, count, replaced = index.write(batch)
-        seen += count
-        older += replaced
-        if count < MIGRATE_BATCH:
-            break
-    for start in range(0, len(older) + 1, MIGRATE_BATCH):
-        def remove(txn, ids=older[start:start + MIGRATE_BATCH], last=start + MIGRATE_BATCH > len(older)):
-            for doc_id in ids:
-                index.remove(txn, doc_id)
-            if last:
-                txn.meta_put("format", str(FORMAT_VERSION).encode())
-        index.write(remove)
-    logger.info("crawler-dedup: migrated %d records; %d older records of a URL kept again removed", seen, len(older))
-    return seen

@@ -1,0 +1,128 @@
+"""The index's words for a store transaction (`IndexTxn`), each a line or two over the generic
+store contract (stores/base.py), and the tables the index keeps in its store."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..stores.base import MULTI, SINGLE, from_u64, u64
+
+# the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
+# id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
+# few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
+# (seconds -> doc ids, for the time window); t000.. one per Manku permutation (permuted prefix ->
+# the fingerprints in that bucket)
+TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
+          "fps": MULTI, "mins": MULTI, "times": MULTI}
+
+
+def table_name(t: int) -> str:
+    return "t%03d" % t
+
+
+class IndexTxn:
+    """The index's words for a store transaction: what NearDupIndex and the Deduplicator call,
+    each a line or two over the generic contract (stores/base.py)."""
+
+    def __init__(self, raw, tables: int = 0):
+        self.raw, self._names = raw, [table_name(t) for t in range(tables)]
+
+    def meta_get(self, name: str) -> bytes | None:
+        return self.raw.get("meta", name.encode())
+
+    def meta_put(self, name: str, value: bytes) -> None:
+        self.raw.put("meta", name.encode(), value)
+
+    def meta_delete(self, name: str) -> None:
+        self.raw.delete("meta", name.encode())
+
+    def counter(self, name: str, start: int) -> int:
+        """Advance a counter; its value before (`start` when new)."""
+        return self.raw.incr("meta", name.encode(), 1, start) - 1
+
+    def bucket_union(self, keys: list[bytes]) -> np.ndarray:
+        return self.raw.union_u64(self._names[:len(keys)], keys)
+
+    def bucket_add(self, table: int, key: bytes, fp: int) -> None:
+        self.raw.add(self._names[table], key, u64(fp))
+
+    def bucket_remove(self, table: int, key: bytes, fp: int) -> None:
+        self.raw.remove(self._names[table], key, u64(fp))
+
+    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
+        """Doc ids filed under `key`; None when more than `limit` (a boilerplate shingle)."""
+        n = self.raw.value_count("mins", key)
+        if n > limit:
+            return None
+        return _ids(self.raw.values("mins", key)) if n else np.empty(0, np.uint64)
+
+    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
+        if self.raw.value_count("mins", key) > limit:
+            return  # its list stops growing
+        self.raw.add("mins", key, u64(doc_id))
+
+    def posting_remove(self, key: bytes, doc_id: int) -> None:
+        self.raw.remove("mins", key, u64(doc_id))
+
+    def fp_docs(self, fp: int) -> list[int]:
+        return [from_u64(v) for v in self.raw.values("fps", u64(fp))]
+
+    def fp_add(self, fp: int, doc_id: int) -> None:
+        self.raw.add("fps", u64(fp), u64(doc_id))
+
+    def fp_remove(self, fp: int, doc_id: int) -> None:
+        self.raw.remove("fps", u64(fp), u64(doc_id))
+
+    def exact_get(self, digest: bytes) -> int | None:
+        value = self.raw.get("exact", bytes(digest))
+        return None if value is None else from_u64(value)
+
+    def exact_put(self, digest: bytes, doc_id: int) -> None:
+        self.raw.put("exact", bytes(digest), u64(doc_id))
+
+    def exact_delete(self, digest: bytes) -> None:
+        self.raw.delete("exact", bytes(digest))
+
+    def doc_get(self, doc_id: int) -> bytes | None:
+        return self.raw.get("docs", u64(doc_id))
+
+    def doc_put(self, doc_id: int, record: bytes) -> None:
+        self.raw.put("docs", u64(doc_id), record)
+
+    def doc_delete(self, doc_id: int) -> None:
+        self.raw.delete("docs", u64(doc_id))
+
+    def doc_count(self) -> int:
+        return self.raw.count("docs")
+
+    def doc_scan(self, after: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to `limit` (doc id, record) with doc id > after, in id order."""
+        return [(from_u64(k), v) for k, v in self.raw.scan("docs", u64(after + 1), limit)]
+
+    def url_get(self, key: bytes) -> int | None:
+        value = self.raw.get("urls", bytes(key))
+        return None if value is None else from_u64(value)
+
+    def url_put(self, key: bytes, doc_id: int) -> None:
+        self.raw.put("urls", bytes(key), u64(doc_id))
+
+    def url_delete(self, key: bytes) -> None:
+        self.raw.delete("urls", bytes(key))
+
+    def url_count(self) -> int:
+        return self.raw.count("urls")
+
+    def time_add(self, seconds: int, doc_id: int) -> None:
+        self.raw.add("times", u64(seconds), u64(doc_id))
+
+    def time_oldest(self, before: int, limit: int) -> list[tuple[int, int]]:
+        """Up to `limit` (seconds, doc id) with seconds < before, oldest first."""
+        rows = self.raw.scan("times", b"", limit)
+        return [(from_u64(k), from_u64(v)) for k, v in rows if from_u64(k) < before]
+
+    def time_remove(self, seconds: int, doc_id: int) -> None:
+        self.raw.remove("times", u64(seconds), u64(doc_id))
+
+
+def _ids(values: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(values), dtype=">u8").astype(np.uint64)

@@ -1,0 +1,108 @@
+"""What the index keeps per page: `DocRecord` (URL, fingerprint, sketch, counts, time, title,
+extras) in a compact binary form, and the URL's canonical form and key."""
+
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import xxhash
+from w3lib.url import canonicalize_url
+
+# fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
+_HEAD = struct.Struct(">QdIIIHHBI")
+_EXTRA = struct.Struct(">BI")  # name bytes, data bytes
+_STAGES = ("response", "item")
+
+
+class Extra:
+    """Names of a record's extras (stored in the index: never renamed). The verifiers and the
+    LSI check add their own (qg, qn, seq, lsi)."""
+
+    DIGEST = "dg"  # the content digest (a revisit compares it)
+    PROBES = "pr"  # how many sketch postings the page was filed under (remove() undoes them)
+    TEXT = "tx"  # the zlib-compressed extracted text (DEDUP_STORE_TEXT)
+    CHURN = "cd"  # the digest with churn masked, when no text is stored and it differs
+    CANONICAL = "cu"  # the page's rel=canonical, when it names another URL
+
+
+@dataclass
+class DocRecord:
+    url: str
+    fingerprint: int
+    sketch: np.ndarray
+    tokens: int
+    time: float
+    shingles: int = 0  # distinct shingles: with the sketch, gives intersection and containment
+    run: int = 0
+    title: str | None = None
+    doc_id: int | None = None
+    stage: str = "response"
+    extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
+
+    TEXT = Extra.TEXT
+
+    def set_text(self, text: str) -> None:
+        self.extras[self.TEXT] = zlib.compress(text.encode("utf-8", "surrogatepass"), 1)  # 1: a third the time of 6, 9% larger
+
+    @property
+    def text(self) -> str | None:
+        """The stored extracted text; None when the page was kept without it (setting off, older index)."""
+        data = self.extras.get(self.TEXT)
+        if data is None:
+            return None
+        try:
+            return zlib.decompress(data).decode("utf-8", "replace")
+        except zlib.error:
+            return None
+
+    def encode(self) -> bytes:
+        # cut on a character boundary; surrogatepass: a URL with a lone surrogate still round-trips
+        title = (self.title or "")[:1000].encode("utf-8", "surrogatepass")[:4000].decode("utf-8", "ignore").encode()
+        stage = _STAGES.index(self.stage) if self.stage in _STAGES else 0
+        url = self.url.encode("utf-8", "surrogatepass")
+        head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size,
+                          len(title), stage, len(url))
+        parts = [head, self.sketch.astype(">u8").tobytes(), title, url]
+        for name, data in sorted(self.extras.items()):
+            parts += [_EXTRA.pack(len(name), len(data)), name.encode(), bytes(data)]
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
+        fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
+        pos = _HEAD.size
+        sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
+        pos += 8 * n
+        title = data[pos : pos + tl].decode("utf-8", "replace") or None
+        pos += tl
+        url = data[pos : pos + ul].decode("utf-8", "surrogatepass")
+        pos += ul
+        extras = {}
+        while pos < len(data):
+            nl, dl = _EXTRA.unpack_from(data, pos)
+            pos += _EXTRA.size
+            name = data[pos : pos + nl].decode()
+            extras[name] = data[pos + nl : pos + nl + dl]
+            pos += nl + dl
+        return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
+                   title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
+                   extras=extras)
+
+
+@functools.lru_cache(maxsize=4096)  # a page's URL is looked up, then filed: canonicalized once (~25 us)
+def canonical_url(url: str) -> str:
+    """The URL as Scrapy's request fingerprint sees it: query sorted, fragment dropped, escapes
+    normalized. Two URLs with the same canonical form are one page."""
+    try:
+        return canonicalize_url(url, keep_fragments=False)
+    except (ValueError, UnicodeError, TypeError):  # a URL w3lib cannot parse stays as it is
+        return url
+
+
+def url_key(url: str) -> bytes:
+    """The URL table's key: 16 bytes of the canonical URL (LMDB keys stop at 511 bytes)."""
+    return xxhash.xxh3_128_digest(canonical_url(url).encode("utf-8", "surrogatepass"))
