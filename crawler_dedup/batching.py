@@ -27,19 +27,22 @@ class GroupCommit:
         self.decide, self.finish, self.batch, self.delay, self.busy = decide, finish, batch, delay, busy
         self.count = count
         self.pending: list[tuple[Any, Any]] = []  # (Pending, Deferred)
-        self._call = None
+        self._call: Any = None  # the reactor's delayed flush
         self._logged = False
 
     async def submit(self, pending: Pending) -> Verdict:
         from scrapy.utils.defer import maybe_deferred_to_future
-        from twisted.internet import defer, reactor
+        from twisted.internet import defer
+        from twisted.internet import reactor as _reactor
+
+        reactor: Any = _reactor  # the installed reactor (typed as a module)
 
         waiting: defer.Deferred = defer.Deferred()
         self.pending.append((pending, waiting))
         if len(self.pending) >= self.batch or self.alone():
             self.flush()
         elif self._call is None:
-            self._call = reactor.callLater(self.delay, self.flush)  # type: ignore[attr-defined]
+            self._call = reactor.callLater(self.delay, self.flush)
         return await maybe_deferred_to_future(waiting)
 
     def alone(self) -> bool:
@@ -92,7 +95,10 @@ def warm_worker() -> None:
 def in_worker(pool, fn, *args):
     """Await a worker's result from Scrapy code on any Twisted reactor."""
     from scrapy.utils.defer import maybe_deferred_to_future
-    from twisted.internet import defer, reactor
+    from twisted.internet import defer
+    from twisted.internet import reactor as _reactor
+
+    reactor: Any = _reactor
 
     deferred: defer.Deferred = defer.Deferred()
     future = pool.submit(fn, *args)
@@ -100,9 +106,9 @@ def in_worker(pool, fn, *args):
     def done(fut):
         exc = fut.exception()
         if exc is not None:
-            reactor.callFromThread(deferred.errback, exc)  # type: ignore[attr-defined]
+            reactor.callFromThread(deferred.errback, exc)
         else:
-            reactor.callFromThread(deferred.callback, fut.result())  # type: ignore[attr-defined]
+            reactor.callFromThread(deferred.callback, fut.result())
 
     future.add_done_callback(done)
     return maybe_deferred_to_future(deferred)

@@ -22,7 +22,7 @@ def iso_time(seconds: float | None = None) -> str:
 
 
 def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = None) -> dict[str, Any]:
-    record = {
+    record: dict[str, Any] = {
         "time": iso_time(),
         "url": verdict.url,
         "duplicate_of": verdict.duplicate_of,
@@ -57,8 +57,8 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
 def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run: bool = False) -> dict[str, Any]:
     """The line for a kept page that `verdict`'s page replaced as its canonical URL: storage
     holding the earlier URL may remove it."""
-    old = verdict.superseded
-    record = {
+    old = verdict.superseded or {}
+    record: dict[str, Any] = {
         "time": iso_time(), "url": old["url"], "duplicate_of": verdict.url,
         "action": "flagged" if dry_run else "dropped", "reason": "superseded",
         "distance": old["distance"], "similarity": old["similarity"], "fingerprint": fp_hex(old["fingerprint"]),
@@ -81,10 +81,12 @@ class DropLog:
         self.path = path
         parent = os.path.dirname(os.path.abspath(path))
         os.makedirs(parent, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+        if self._fd is None:
+            raise OSError(f"the drop log {self.path} is closed")
         os.write(self._fd, line.encode("utf-8"))
 
     def close(self) -> None:

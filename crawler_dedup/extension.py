@@ -82,16 +82,16 @@ class DedupExtension:
     @staticmethod
     def _configure(config: DedupConfig) -> DedupConfig:
         """Default paths under Scrapy's data dir, each checked usable before the crawl starts."""
-        overrides = {}
+        overrides: dict[str, str] = {}
         if config.dir is None:
             overrides["dir"] = data_path("dedup", createdir=False)
-        dir_ = overrides.get("dir", config.dir)
+        dir_ = overrides.get("dir") or str(config.dir)
         if config.enabled:
             if config.backend == "lmdb" or config.droplog is None:
                 opening.writable_dir("DEDUP_DIR", config.dir, dir_)
             if config.droplog is None:
                 overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
-            opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog", config.droplog))
+            opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog") or str(config.droplog))
         return DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
 
     def _reset(self) -> None:

@@ -97,6 +97,6 @@ def release(dedup: Deduplicator) -> None:
             dedup.close()
             return
         entry[1] -= 1
-        if entry[1] <= 0:
+        if entry[1] <= 0 and key is not None:
             del _shared[key]
             dedup.close()

@@ -39,7 +39,7 @@ class PagesSpider(scrapy.Spider):
         if bad:
             raise ValueError(f"-a urls={urls}: not an http(s) URL: {bad[0]!r}")
         self.follow = str(follow).lower() in ("1", "true", "yes", "on")
-        self.domains = sorted({urlsplit(u).hostname for u in self.start_list if urlsplit(u).hostname})
+        self.domains = sorted({urlsplit(u).hostname or "" for u in self.start_list} - {""})
         self.links = LinkExtractor() if self.follow else None
 
     async def start(self):

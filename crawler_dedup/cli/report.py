@@ -28,10 +28,11 @@ def run(args) -> int:
     selected = filters(args)
     if args.rows < 0:
         raise CliError("--rows takes 0 or more")
-    log, dir_ = resolve_log_dir(args.log, args.dir)
+    log, found = resolve_log_dir(args.log, args.dir)
+    dir_: str | None = found
     if os.path.exists(log) and same_file(log, args.output):  # before the HTML overwrites it
         raise CliError(f"-o {args.output} is the drop log itself: give another file, e.g. report.html")
-    if not has_index(dir_):
+    if dir_ is None or not has_index(dir_):
         if args.dir:
             raise CliError(f"no LMDB index in {args.dir}{index_hint(args.dir)}")
         dir_ = None  # no index: the diff view has the dropped texts only

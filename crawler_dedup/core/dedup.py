@@ -219,10 +219,10 @@ class Deduplicator:
         if prior is not None and stage == "item" and prior.stage == "response" and prior.run == self.run:
             # the middleware kept this very page earlier in this run; the item is that page
             return verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=prior.doc_id)
-        replace_id = None
+        replace_id: int | None = None
         if prior is not None and cutoff is not None and prior.time < cutoff:
             # out of the window: no longer in the index (removal may lag); replaced below
-            prior, replace_id = None, prior.doc_id
+            replace_id, prior = prior.doc_id, None
         revisit = prior is not None and cfg.revisit != "drop"
         if prior is not None and revisit:
             verdict = verdict.but(kept_at=prior.time)
@@ -232,7 +232,7 @@ class Deduplicator:
                 if prior.run != self.run and index.run_killed(txn, prior.run):
                     # filed by a crawl that was killed: it may never have reached storage, pass it on
                     prior.run = self.run  # (once: if this run ends, the next crawl drops it)
-                    txn.doc_put(prior.doc_id, prior.encode())
+                    txn.doc_put(int(prior.doc_id or 0), prior.encode())
                     return verdict.but(resent=True)
                 if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
                     text = fp.text if cfg.store_text and same.measure != "exact" else None
@@ -249,7 +249,7 @@ class Deduplicator:
             verdict = verdict.but(superseded=_superseded(match, cfg.store_text))
             if cfg.dry_run:
                 return verdict  # flagged only: the kept copy stays, this page is not filed
-            replace_ids.append(match.doc.doc_id)
+            replace_ids.append(int(match.doc.doc_id or 0))
             match = None
         if match is not None:
             if verdict.never_drop:

@@ -44,7 +44,7 @@ def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tupl
     if len(html) > max_bytes:
         return "skipped", Skip.TOO_LARGE, None
     try:
-        extracted = extract(html, url, mode)
+        extracted = extract(bytes(html) if isinstance(html, bytearray) else html, url, mode)
     except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
         return "error", exc, None
     if extracted is None:

@@ -174,7 +174,9 @@ class NearDupIndex:
                 q_entry = queries[np.repeat(which, found_counts)]
                 dist = np.bitwise_count(stored ^ fps[q_entry])
                 near = np.flatnonzero(dist <= self.plan.k)
-                hits_q.append(q_entry[near]), hits_fp.append(stored[near]), hits_d.append(dist[near])
+                hits_q.append(q_entry[near])
+                hits_fp.append(stored[near])
+                hits_d.append(dist[near])
         out: list[list[tuple[int, int]]] = [[] for _ in range(fps.size)]
         if hits_q:
             seen = set(zip(np.concatenate(hits_q).tolist(), np.concatenate(hits_d).tolist(),

@@ -57,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/"):
             path += "index.html"
         full = os.path.realpath(os.path.join(root, path.lstrip("/")))
-        if not full.startswith(self.server.real_root + os.sep):
+        if not full.startswith((self.server.real_root or "") + os.sep):
             return 404, {"Content-Type": "text/plain"}, b"not found"
         try:
             st = os.stat(full)

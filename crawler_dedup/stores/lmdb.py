@@ -7,6 +7,7 @@ database: a bucket's 8-byte values are read with one getmulti straight into nump
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import lmdb
 import numpy as np
@@ -211,10 +212,10 @@ class LmdbStore:
             except lmdb.Error as exc:
                 raise StoreError(f"LMDB index at {self.location}: {exc}") from exc
 
-    def read(self, fn) -> T:
+    def read(self, fn: Callable[..., T]) -> T:
         return self._run(fn, write=False)
 
-    def write(self, fn) -> T:
+    def write(self, fn: Callable[..., T]) -> T:
         return self._run(fn, write=True)
 
     # -- maintenance (not part of the contract: `crawler-dedup index stats|compact`) ---------

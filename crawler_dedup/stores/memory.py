@@ -14,7 +14,8 @@ _MISSING = object()
 
 class _MemoryTxn(TxnBase):
     def __init__(self, store: "MemoryStore", write: bool):
-        self.s, self.writing, self.undo = store, write, []
+        self.s, self.writing = store, write
+        self.undo: list[tuple[dict, bytes, object]] = []
 
     def _table(self, table: str, kind: str) -> dict:
         try:
@@ -124,11 +125,11 @@ class MemoryStore:
     def close(self) -> None:
         pass
 
-    def read(self, fn: Callable) -> T:
+    def read(self, fn: Callable[..., T]) -> T:
         with self.lock:
             return fn(_MemoryTxn(self, write=False))
 
-    def write(self, fn: Callable) -> T:
+    def write(self, fn: Callable[..., T]) -> T:
         if self.readonly:
             raise StoreError(f"the store at {self.location} is open read-only")
         with self.lock:

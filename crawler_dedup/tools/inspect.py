@@ -195,7 +195,8 @@ class TopCounter:
     pruned, so the top counts stay exact unless a pruned key was among them (`approximate`)."""
 
     def __init__(self, capacity: int = 5000):
-        self.capacity, self.counts, self.pruned = capacity, {}, 0
+        self.capacity, self.pruned = capacity, 0
+        self.counts: dict[Any, int] = {}
 
     def add(self, key, n: int = 1) -> None:
         counts = self.counts
@@ -219,15 +220,23 @@ class Summary:
     def __init__(self, limit: int = 20, top: int = 10):
         self.total = 0  # valid records read
         self.matched = 0
-        self.by_reason, self.by_action, self.by_stage, self.by_measure = Counter(), Counter(), Counter(), Counter()
+        self.by_reason: Counter[str] = Counter()
+        self.by_action: Counter[str] = Counter()
+        self.by_stage: Counter[str] = Counter()
+        self.by_measure: Counter[str] = Counter()
         self.domains = TopCounter()
         self.kept = TopCounter()  # duplicate_of -> drops
         self.kept_titles: dict[str, str] = {}
         self.sim_bins = [0] * SIM_BINS
         self.dist_bins = [0] * (MAX_DISTANCE + 1)
-        self.tenths, self.seconds, self.minutes, self.hours = Counter(), Counter(), Counter(), Counter()
-        self.first = self.last = None  # times as written
-        self.drops = deque(maxlen=max(limit, 0))
+        # time bins by prefix of the ISO time; a finer one is dropped (None) when it grows too long
+        self.tenths: Counter[str] | None = Counter()
+        self.seconds: Counter[str] | None = Counter()
+        self.minutes: Counter[str] | None = Counter()
+        self.hours: Counter[str] = Counter()
+        self.first: str | None = None  # times as written
+        self.last: str | None = None
+        self.drops: deque[dict] = deque(maxlen=max(limit, 0))
         self.top_n = top
         self.malformed = Malformed()
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..core.extract import extract
+from ..core.fingerprint import Fingerprinted
 from ..core.tokens import tokenize
 
 
@@ -45,7 +47,7 @@ def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
 
     out = []
     for i, pair in enumerate(pairs, 1):
-        sides = []
+        sides: list[tuple] = []
         for side in ("a", "b"):
             title = pair.get(f"{side}_title")
             if pair.get(side) is not None:
@@ -67,7 +69,7 @@ def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, 
     from ..stores import MemoryStore
 
     config = DedupConfig.from_settings(settings)
-    out = []
+    out: list[tuple[bool | None, str | None]] = []
     for (a, a_title), (b, b_title) in texts:
         if not isinstance(a, str) or not isinstance(b, str):
             out.append((None, "no_text"))
@@ -116,20 +118,22 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
     from ..core.verify import swlr as swlr_score
 
     d = Deduplicator(config or DedupConfig())
-    out = []
+    out: list[PairScores | None] = []
     for i, pair in enumerate(pairs, 1):
-        sides = []
+        sides: list[Fingerprinted | None] = []
         for side in ("a", "b"):
             text = pair.get(side)
             if text is None:
                 got = extract(pair[f"{side}_html"])
                 text = got.text if got else None
             fp = d.fingerprint(text) if isinstance(text, str) else None
-            if fp is not None and not isinstance(fp, str):
+            if isinstance(text, str) and isinstance(fp, Fingerprinted):
                 tokens = tokenize(text)
                 feats = make_shingles(tokens, d.config.shingle)
                 fp.extras = {**VERIFIERS["qgram"].keep(tokens, feats), **VERIFIERS["swlr"].keep(tokens, feats)}
-            sides.append(fp if fp is not None and not isinstance(fp, str) else None)
+                sides.append(fp)
+            else:
+                sides.append(None)
         a, b = sides
         if a is None or b is None:
             out.append(None)
@@ -147,7 +151,7 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
     return out
 
 
-def sweep(scored: list[PairScores | None], measure: str, thresholds=None) -> list[tuple[float, float, float, float]]:
+def sweep(scored: "Sequence[PairScores | None]", measure: str, thresholds=None) -> list[tuple[float, float, float, float]]:
     """(threshold, precision, recall, F1) of "score >= threshold means duplicate"."""
     thresholds = thresholds or [round(0.05 * i, 2) for i in range(2, 20)]
     rows = []

@@ -113,7 +113,7 @@ def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[
     start, end = min(p[0] for p in points), max(p[0] for p in points)
     span = end - start
     step, name = next(((s, n) for s, n in _STEPS if s >= base and span / s < max_bars), _STEPS[-1])
-    buckets = Counter()
+    buckets: Counter[int] = Counter()
     for moment, count in points:
         buckets[int((moment - start) / step)] += count
     n = max(buckets) + 1

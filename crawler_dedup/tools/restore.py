@@ -33,7 +33,7 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
             progress: Progress | None = None) -> Restored:
     """Write one JSON line per selected drop: the dropped item when the log kept it, else
     {"url", "text"[, "title"]} from the extracted text; count lines with neither."""
-    result, seen = Restored(), set()
+    result, seen = Restored(), set[str]()
     wanted = {u for u in filters.urls if "*" not in u}
     for rec in stream(path, result.malformed, progress):
         result.records += 1

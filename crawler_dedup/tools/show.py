@@ -207,5 +207,5 @@ def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> S
         raise ShowError(f"{arg} is neither an http(s) URL nor a file")
     kind, value, title = extract_step(html, url, max_bytes, mode)
     if kind == "text":
-        return Source(arg, url, value, title)
+        return Source(arg, url, str(value), title)
     return Source(arg, url, None, None, problem=f"no text extracted ({value})")
