@@ -93,16 +93,17 @@ def _field_name(name: str, value: Any) -> str:
     return value
 
 
-def _backend(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    backend = str(value).strip()
-    if backend not in choices and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", backend):
-        raise ConfigError(name, value, f"one of {', '.join(choices)} or a dotted path to a store class")
-    return backend
+def _dotted(name: str, value: Any, choices: tuple[str, ...], what: str) -> str:
+    """A built-in name, or a dotted path to a class of one's own (loaded when used)."""
+    chosen = str(value).strip()
+    if chosen not in choices and not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", chosen):
+        raise ConfigError(name, value, f"one of {', '.join(choices)} or a dotted path to a {what} class")
+    return chosen
 
 
 # what a setting's value may be; each has one check above
-BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND = (
-    "bool", "int", "float", "choice", "path", "regexes", "field", "backend")
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER = (
+    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier")
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class Setting:
     doc: str  # the README table's "meaning" cell (Markdown, one line)
     lo: float | None = None  # INT, FLOAT: smallest allowed
     hi: float | None = None  # INT: largest allowed (None = no limit); FLOAT: required
-    choices: tuple[str, ...] = ()  # CHOICE, BACKEND
+    choices: tuple[str, ...] = ()  # CHOICE, BACKEND, VERIFIER
     shown: str | None = None  # the table's default when the value alone says little (None paths)
 
     def __post_init__(self) -> None:
@@ -121,7 +122,7 @@ class Setting:
         if not self.name.startswith("DEDUP_") or self.kind not in _CHECKS:
             raise ValueError(f"bad setting declaration: {self.name} ({self.kind})")
         if (self.kind in (INT, FLOAT) and self.lo is None or self.kind == FLOAT and self.hi is None
-                or self.kind in (CHOICE, BACKEND) and not self.choices):
+                or self.kind in (CHOICE, BACKEND, VERIFIER) and not self.choices):
             raise ValueError(f"{self.name}: a {self.kind} setting needs its bounds or choices")
         if "|" in self.doc or "\n" in self.doc:
             raise ValueError(f"{self.name}: the doc is one Markdown table cell")
@@ -144,7 +145,8 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     PATH: lambda s, v: _path(s.name, v),
     REGEXES: lambda s, v: tuple(_regexes(s.name, v)),
     FIELD: lambda s, v: _field_name(s.name, v),
-    BACKEND: lambda s, v: _backend(s.name, v, s.choices),
+    BACKEND: lambda s, v: _dotted(s.name, v, s.choices, "store"),
+    VERIFIER: lambda s, v: _dotted(s.name, v, s.choices, "Verifier"),
 }
 
 # In the README table's order: ENABLED first, the rest alphabetical.
@@ -251,9 +253,10 @@ SETTINGS: tuple[Setting, ...] = (
         "a revisit with the same words (churn aside: dates, times, counters): `drop` (a drop-log line "
         "with `reason: unchanged`; the spider still parses it and follows its links, its items are "
         "dropped) or `keep` (passed on, counted in `dedup/unchanged`)")),
-    Setting("DEDUP_VERIFIER", CHOICE, "resemblance", choices=VERIFIER_NAMES, doc=(
+    Setting("DEDUP_VERIFIER", VERIFIER, "resemblance", choices=VERIFIER_NAMES, doc=(
         "`resemblance` (min-hash, seed 003), `qgram` (character 4-gram overlap, seed 004; use a threshold "
-        "of 0.7) or `swlr` (LCS of shingle sequences, seed 002)")),
+        "of 0.7), `swlr` (LCS of shingle sequences, seed 002), or a dotted path to a `Verifier` subclass "
+        "of one's own (`crawler_dedup.core.verify`)")),
     Setting("DEDUP_WEIGHTING", CHOICE, "none", choices=("none", "tfidf"), doc=(
         "`tfidf`: weight shingles by TF-IDF in the simhash (seed 000); document frequencies are kept in "
         "the index")),

@@ -22,11 +22,11 @@ from . import opening
 from .batching import GroupCommit, in_worker, start_workers
 from .config import DedupConfig
 from .core.dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .core.extract import canonical_link
+from .core.verdict import Action, Failure, Reason, Revisit, Skip
 from .droplog import DropLog, make_record, superseded_record
 from .exceptions import ConfigError, DedupError
-from .core.extract import canonical_link
 from .signals import page_superseded
-from .core.verdict import Action, Failure, Reason, Revisit, Skip
 
 logger = logging.getLogger("crawler_dedup")
 

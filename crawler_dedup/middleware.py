@@ -8,8 +8,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from .extension import DedupExtension
 from .core.verdict import Action, Reason, Skip
+from .extension import DedupExtension
 
 
 class DedupMiddleware:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
+from .core.verdict import Action, Skip
 from .exceptions import DuplicateItem
 from .extension import DedupExtension
-from .core.verdict import Action, Skip
 
 
 class DedupPipeline:

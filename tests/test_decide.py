@@ -7,8 +7,14 @@ import numpy as np
 
 from crawler_dedup import Deduplicator
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.core.decide import (SHORT_THRESHOLD, SHORT_TOKENS, exact_match, near_match, supersedes,
-                                       thresholds_for)
+from crawler_dedup.core.decide import (
+    SHORT_THRESHOLD,
+    SHORT_TOKENS,
+    exact_match,
+    near_match,
+    supersedes,
+    thresholds_for,
+)
 from crawler_dedup.core.index import DocRecord, Extra
 from crawler_dedup.core.verdict import Action, Reason, Verdict
 from crawler_dedup.droplog import make_record

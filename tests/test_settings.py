@@ -14,7 +14,7 @@ from crawler_dedup.exceptions import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "settings_table.py"
-ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str",
+ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str",
               "path": "str | None", "regexes": "tuple"}
 
 
@@ -85,7 +85,7 @@ def test_the_table_needs_its_markers():
     ("DEDUP_LSI_TRAIN", 9, "DEDUP_LSI_TRAIN=9 is not allowed: an integer >= 10"),
     ("DEDUP_LSI_TRAIN", 20, "DEDUP_LSI_TRAIN=20 is not allowed: at least DEDUP_LSI_DIMS (64) pages"),
     ("DEDUP_SHINGLE", 17, "DEDUP_SHINGLE=17 is not allowed: an integer from 1 to 16"),
-    ("DEDUP_VERIFIER", "lcs", "DEDUP_VERIFIER='lcs' is not allowed: one of resemblance, qgram, swlr"),
+    ("DEDUP_VERIFIER", "lcs", "DEDUP_VERIFIER='lcs' is not allowed: one of resemblance, qgram, swlr or a dotted path to a Verifier class"),
     ("DEDUP_WINDOW", -1, "DEDUP_WINDOW=-1 is not allowed: an integer >= 0"),
     ("DEDUP_WORKERS", 65, "DEDUP_WORKERS=65 is not allowed: an integer from 0 to 64"),
     ("DEDUP_TRESHOLD", 0.9, "DEDUP_TRESHOLD=0.9 is not allowed: a known setting: did you mean DEDUP_THRESHOLD?"),

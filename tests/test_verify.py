@@ -8,11 +8,18 @@ from hypothesis import strategies as st
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.features import document_image, token_hashes
 from crawler_dedup.core.sketch import sketch
-from crawler_dedup.stores import MemoryStore
 from crawler_dedup.core.tokens import tokenize
-from crawler_dedup.core.verify import (lcs_length, qgram_hashes, qgram_overlap, sketch_scores, swlr,
-                                  swlr_prefilter)
+from crawler_dedup.core.verify import (
+    lcs_length,
+    qgram_hashes,
+    qgram_overlap,
+    sketch_scores,
+    swlr,
+    swlr_prefilter,
+)
 from crawler_dedup.core.weights import DocFrequencies
+from crawler_dedup.exceptions import ConfigError
+from crawler_dedup.stores import MemoryStore
 
 
 def lcs_oracle(a, b):
@@ -147,3 +154,37 @@ def test_conceptual_duplicates_are_flagged_not_dropped(articles):
     assert (v.action, v.reason, v.duplicate_of) == ("flag", "conceptual", "https://site/3"), v
     assert v.similarity >= 0.8
     assert d.index.read(lambda t: t.doc_count()) == 11  # flagged, and kept
+
+
+class NeverVerifier:
+    """A verifier of one's own, written in a test module: no candidate is ever alike."""
+
+    name = "never"
+
+    def keep(self, tokens, features):
+        return {}
+
+    def score(self, fp, doc, config):
+        return 0.0, 0.0
+
+
+class AlwaysVerifier(NeverVerifier):
+    name = "always"
+
+    def score(self, fp, doc, config):
+        return 1.0, 0.0
+
+
+def test_a_verifier_of_ones_own_is_selected_by_dotted_path():
+    text = "the harbour board approved the dredging plan after a long debate on costs and wildlife " * 8
+    edited = text.replace("long", "short", 1)  # a near copy: a candidate the verifier decides on
+    outcomes = {}
+    for verifier in ("resemblance", "tests.test_verify.NeverVerifier", "tests.test_verify.AlwaysVerifier"):
+        with Deduplicator(backend="memory", verifier=verifier) as d:
+            assert d.check("https://a/1", text=text).action == "keep"
+            v = d.check("https://b/1", text=edited)
+            outcomes[verifier.rsplit(".", 1)[-1]] = (v.action, v.measure)
+    assert outcomes == {"resemblance": ("drop", "resemblance"), "NeverVerifier": ("keep", None),
+                        "AlwaysVerifier": ("drop", "always")}
+    with pytest.raises(ConfigError, match="importable Verifier class"):
+        Deduplicator(backend="memory", verifier="tests.test_verify.NoSuchVerifier")

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import os
 
-from .common import CliError, Progress, add_filters, filters, has_index, index_hint, resolve_log_dir, same_file
+from .common import (
+    CliError,
+    Progress,
+    add_filters,
+    filters,
+    has_index,
+    index_hint,
+    resolve_log_dir,
+    same_file,
+)
 
 
 def add_parser(sub):

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import shutil
 
-from .common import (CliError, Progress, add_settings, index_hint, make_config, parse_settings, resolve_log_dir,
-                     term)
+from .common import (
+    CliError,
+    Progress,
+    add_settings,
+    index_hint,
+    make_config,
+    parse_settings,
+    resolve_log_dir,
+    term,
+)
 
 
 def add_parser(sub):

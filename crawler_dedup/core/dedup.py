@@ -12,17 +12,30 @@ import time
 from dataclasses import dataclass
 
 from ..config import DedupConfig
-from .decide import Match, exact_match, near_match, supersedes, thresholds_for, unchanged
 from ..exceptions import DedupError, StoreError
-from .extract import canonical_link, page_title
-from .fingerprint import Fingerprinted, extract_and_fingerprint, extract_step, fingerprint, fp_hex
-from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
-from .churn import churn_digest, mask
-from .plugins import Conceptual, Plugin, feature_plugin, is_pure
 from ..stores import make_store
+from .churn import churn_digest, mask
+from .decide import (
+    Match,
+    exact_match,
+    near_match,
+    supersedes,
+    thresholds_for,
+    unchanged,
+)
+from .extract import canonical_link, page_title
+from .fingerprint import (
+    Fingerprinted,
+    extract_and_fingerprint,
+    extract_step,
+    fingerprint,
+    fp_hex,
+)
+from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
+from .plugins import Conceptual, Plugin, feature_plugin, is_pure
 from .tables import choose_plan
 from .verdict import Action, Failure, Reason, Revisit, Skip, Verdict
-from .verify import VERIFIERS
+from .verify import make_verifier
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +64,7 @@ class Deduplicator:
             config = DedupConfig.from_settings({}, **{**base, **overrides})
         self.config = config or DedupConfig.from_settings({}, **overrides)
         self._store = store
-        self.verifier = VERIFIERS[self.config.verifier]
+        self.verifier = make_verifier(self.config.verifier)
         self.features = feature_plugin(self.config)
         self.conceptual = Conceptual(self.config) if self.config.conceptual != "off" else None
         self.plugins: list[Plugin] = [p for p in (self.features, self.conceptual) if p is not None]

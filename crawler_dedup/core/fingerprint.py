@@ -18,7 +18,7 @@ from .simhash import simhash
 from .sketch import SKETCH_SIZE
 from .tokens import tokenize
 from .verdict import Skip
-from .verify import VERIFIERS, Verifier
+from .verify import Verifier, make_verifier
 
 
 @dataclass
@@ -86,7 +86,7 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[str, object, str | 
     key = (config.features, config.weighting)
     features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
     try:
-        return "fingerprint", fingerprint(str(value), config, features, VERIFIERS[config.verifier]), title
+        return "fingerprint", fingerprint(str(value), config, features, make_verifier(config.verifier)), title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title
 

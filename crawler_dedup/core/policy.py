@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..config import DedupConfig
-from .dedup import Deduplicator
 from ..stores import MemoryStore
+from .dedup import Deduplicator
 
 
 @dataclass

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .features import _mix
@@ -156,3 +158,24 @@ class SwlrVerifier(Verifier):
 
 
 VERIFIERS = {v.name: v for v in (Verifier(), QGramVerifier(), SwlrVerifier())}
+
+
+@functools.lru_cache(maxsize=16)  # one instance per name and process (workers ask per page)
+def make_verifier(name: str) -> Verifier:
+    """A built-in verifier, or an instance of the class at a dotted path (DEDUP_VERIFIER): a new
+    verifier is one file with a Verifier subclass (`name`, `keep`, `score`)."""
+    if name in VERIFIERS:
+        return VERIFIERS[name]
+    import importlib
+
+    from ..exceptions import ConfigError
+
+    module, _, attr = name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError("DEDUP_VERIFIER", name, f"resemblance, qgram, swlr or an importable Verifier class ({exc})") from None
+    verifier = cls()
+    if not all(callable(getattr(verifier, m, None)) for m in ("keep", "score")) or not isinstance(getattr(verifier, "name", None), str):
+        raise ConfigError("DEDUP_VERIFIER", name, "a class with a `name` and the `keep` and `score` methods of Verifier")
+    return verifier

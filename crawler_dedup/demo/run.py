@@ -15,7 +15,6 @@ from ..droplog import read_droplog
 from .server import PageServer
 from .site import VARIANTS, DemoPage, build_site
 
-
 MARKER = ".crawler-dedup-demo"
 
 
