@@ -187,23 +187,36 @@ def test_bad_input_is_kept_or_skipped_and_counted(tmp_path, articles, serve):
     assert not os.path.exists(tmp_path / "idx" / "droplog.jsonl") or not list(read_droplog(str(tmp_path / "idx" / "droplog.jsonl")))
 
 
+def test_a_bad_setting_stops_the_crawl_at_start(tmp_path, serve):
+    urls = write_urls(tmp_path / "urls.txt", [serve(routes={}).base_url + "/nothing"])
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", "DEDUP_K=-1", "-s", "ROBOTSTXT_OBEY=0")
+    assert proc.returncode != 0
+    assert "DEDUP_K='-1'" in proc.stderr and "an integer from 0 to 8" in proc.stderr
+    assert "Spider opened" not in proc.stderr
+
+
 @pytest.mark.parametrize("setting,value,expect", [
     ("DEDUP_BACKEND", "nosuch", ["DEDUP_BACKEND='nosuch'", "lmdb, memory"]),
-    ("DEDUP_K", "-1", ["DEDUP_K='-1'", "an integer from 0 to 8"]),
     ("DEDUP_DIR", "{file}/sub", ["DEDUP_DIR=", "a writable directory"]),
     ("DEDUP_DROPLOG", "{dir}", ["DEDUP_DROPLOG=", "a file that can be appended to"]),
     ("DEDUP_ALLOW", '["^a"', ["DEDUP_ALLOW=", "a JSON list of regular expressions"]),
+    ("DEDUP_VERIFIER", "no.such.Verifier", ["DEDUP_VERIFIER='no.such.Verifier'", "importable Verifier class"]),
 ])
-def test_bad_settings_stop_the_crawl_at_start(tmp_path, setting, value, expect, serve):
+def test_bad_settings_fail_when_the_components_are_built(tmp_path, setting, value, expect):
+    """In process: what stops a crawl at start (above) is the error building the extension raises."""
+    from scrapy.utils.test import get_crawler
+
+    from crawler_dedup.exceptions import ConfigError
+    from crawler_dedup.extension import DedupExtension
+
     blocker = tmp_path / "file"
     blocker.write_text("x")
     value = value.format(file=blocker, dir=tmp_path)
-    urls = write_urls(tmp_path / "urls.txt", [serve(routes={}).base_url + "/nothing"])
-    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"{setting}={value}", "-s", "ROBOTSTXT_OBEY=0")
-    assert proc.returncode != 0
+    settings = {"DEDUP_DIR": str(tmp_path / "idx"), "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, setting: value}
+    with pytest.raises(ConfigError) as err:
+        DedupExtension.from_crawler(get_crawler(settings_dict=settings))
     for text in expect:
-        assert text in proc.stderr
-    assert "Spider opened" not in proc.stderr
+        assert text in str(err.value)
 
 
 def test_pipeline_drops_duplicate_items_with_the_item_in_the_log(tmp_path, articles, serve):
