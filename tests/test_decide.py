@@ -98,3 +98,10 @@ def test_a_verdict_is_immutable_and_changed_by_copies():
     dropped = v.but(action=Action.DROP, reason=Reason.NEAR)
     assert v.action == "keep" and dropped.is_duplicate and f"dedup/dropped/{dropped.reason}" == "dedup/dropped/near"
     assert dropped.kept_because("droplog").action == Action.KEEP
+    assert dropped == Verdict(url="https://a/1", action=Action.DROP, reason=Reason.NEAR)  # a copy is a whole verdict
+    try:
+        v.but(acton=Action.DROP)
+    except TypeError as exc:
+        assert "acton" in str(exc)
+    else:
+        raise AssertionError("a misspelt field was accepted")
