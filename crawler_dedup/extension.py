@@ -37,6 +37,11 @@ _RECENT = 100_000  # URLs decided at the response stage, remembered for the item
 class DedupExtension:
     @classmethod
     def from_crawler(cls, crawler) -> "DedupExtension":
+        return cls.enabled(crawler)
+
+    @classmethod
+    def enabled(cls, crawler) -> "DedupExtension":
+        """The crawler's instance, for a component that only works when dedup is on."""
         ext = cls.of(crawler)
         if not ext.config.enabled:
             raise NotConfigured("DEDUP_ENABLED is off")

@@ -4,7 +4,7 @@ recrawl reaches the pages it links to, and DedupSpiderMiddleware drops the items
 
 from __future__ import annotations
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
@@ -18,10 +18,7 @@ class DedupMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        ext = DedupExtension.of(crawler)
-        if not ext.config.enabled:
-            raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(ext)
+        return cls(DedupExtension.enabled(crawler))
 
     async def process_response(self, request, response):
         rt = self.ext
@@ -66,8 +63,7 @@ class DedupSpiderMiddleware(BaseSpiderMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler):
-        if not DedupExtension.of(crawler).config.enabled:
-            raise NotConfigured("DEDUP_ENABLED is off")
+        DedupExtension.enabled(crawler)
         return cls(crawler)
 
     def get_processed_item(self, item, response):

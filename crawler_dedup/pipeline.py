@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import NotConfigured
 
 from .core.verdict import Action, Skip
 from .exceptions import DuplicateItem
@@ -16,10 +15,7 @@ class DedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler):
-        ext = DedupExtension.of(crawler)
-        if not ext.config.enabled:
-            raise NotConfigured("DEDUP_ENABLED is off")
-        return cls(ext)
+        return cls(DedupExtension.enabled(crawler))
 
     def process_item(self, item):
         rt, cfg = self.ext, self.ext.config

@@ -100,3 +100,15 @@ def test_a_drop_that_cannot_be_logged_is_kept(shell, tmp_path):
     response = _fetch(mw, "https://b.example/copy")  # no IgnoreRequest: kept, counted
     assert response.url == "https://b.example/copy"
     assert crawler.stats.get_value("dedup/errors/droplog") == 1 and crawler.stats.get_value("dedup/kept") == 2
+
+
+def test_dedup_enabled_off_disables_every_component(tmp_path):
+    from scrapy.exceptions import NotConfigured
+
+    from crawler_dedup.middleware import DedupSpiderMiddleware
+
+    crawler = get_crawler(settings_dict={"DEDUP_ENABLED": False, "DEDUP_DIR": str(tmp_path / "idx")})
+    for component in (DedupExtension, DedupMiddleware, DedupSpiderMiddleware, DedupPipeline):
+        with pytest.raises(NotConfigured):
+            component.from_crawler(crawler)
+    assert not (tmp_path / "idx").exists()  # nothing opened or created
