@@ -81,10 +81,13 @@ def test_the_thresholds_applied_travel_in_the_verdict_the_drop_log_and_show():
         v = d.check("https://b/1", text=text + " more")
     assert v.action == Action.DROP and v.thresholds.short and v.thresholds.threshold == SHORT_THRESHOLD
     rec = make_record(v, "response", "s")
-    assert rec["thresholds"] == {"threshold": SHORT_THRESHOLD, "containment": 0.95, "min_resemblance": 0.6, "short": True}
+    assert rec["thresholds"] == {"threshold": SHORT_THRESHOLD, "containment": 0.95, "min_resemblance": 0.6, "short": True,
+                                 "conceptual": 0.0}
     rec.update(reason="near", measure="containment", similarity=0.97)
     line = why(rec, DedupConfig())  # the crawl's thresholds, not the settings given to show
     assert "DEDUP_CONTAINMENT 0.95" in line and "DEDUP_MIN_RESEMBLANCE 0.6" in line and "short text" in line
+    rec.update(reason="conceptual", measure="lsi", similarity=0.93, thresholds={**rec["thresholds"], "conceptual": 0.92})
+    assert why(rec, DedupConfig()).endswith("DEDUP_CONCEPTUAL_THRESHOLD 0.92")  # not the settings' 0.9
 
 
 def test_a_verdict_is_immutable_and_changed_by_copies():

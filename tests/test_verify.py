@@ -188,3 +188,23 @@ def test_a_verifier_of_ones_own_is_selected_by_dotted_path():
                         "AlwaysVerifier": ("drop", "always")}
     with pytest.raises(ConfigError, match="importable Verifier class"):
         Deduplicator(backend="memory", verifier="tests.test_verify.NoSuchVerifier")
+
+
+def test_document_frequencies_saved_in_an_aborted_transaction_stay_unsaved(monkeypatch):
+    from types import SimpleNamespace
+
+    from crawler_dedup.core import weights
+    from crawler_dedup.core.plugins import TfIdfShingles
+
+    monkeypatch.setattr(weights, "SAVE_EVERY", 2)
+    plugin, meta = TfIdfShingles(), {}
+    txn = SimpleNamespace(meta_get=meta.get, meta_put=meta.__setitem__)
+    page = SimpleNamespace(df_keys=np.array([1 << 60, 2 << 60, 3 << 60], dtype=np.uint64))
+    plugin.start()
+    plugin.kept(None, txn, 1, page)
+    plugin.end(committed=True)
+    plugin.start()
+    plugin.kept(None, txn, 2, page)  # the second unsaved page: saved inside this transaction ...
+    assert plugin.df._unsaved == 0
+    plugin.end(committed=False)  # ... which aborted: the save never landed
+    assert (plugin.df.docs, plugin.df._unsaved) == (1, 1) and plugin.unsaved()

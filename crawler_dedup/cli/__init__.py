@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from ..exceptions import DedupError
 from .common import CliError
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
@@ -40,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"crawler-dedup {args.command}: {exc.message}", file=sys.stderr)
         return exc.code
+    except DedupError as exc:  # a setting or an index the command found unusable: a message, no traceback
+        print(f"crawler-dedup {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `crawler-dedup eval ... | head`
         sys.stderr.close()
         return 0

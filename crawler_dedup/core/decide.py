@@ -34,12 +34,14 @@ class Match:
 
 def thresholds_for(config, tokens: int) -> Thresholds:
     """The settings' thresholds, raised for a short text (mostly template: a stricter bar)."""
+    conceptual = config.conceptual_threshold if config.conceptual != "off" else 0.0
     if tokens >= SHORT_TOKENS:
-        return Thresholds(config.threshold, config.containment, config.min_resemblance)
+        return Thresholds(config.threshold, config.containment, config.min_resemblance, conceptual=conceptual)
     containment, min_resemblance = config.containment, config.min_resemblance
     if containment:
         containment, min_resemblance = max(containment, SHORT_CONTAINMENT), max(min_resemblance, SHORT_MIN_RESEMBLANCE)
-    return Thresholds(max(config.threshold, SHORT_THRESHOLD), containment, min_resemblance, short=True)
+    return Thresholds(max(config.threshold, SHORT_THRESHOLD), containment, min_resemblance, short=True,
+                      conceptual=conceptual)
 
 
 def title_guarded(tokens: int, resemblance: float, title: str | None, other_title: str | None) -> bool:

@@ -32,7 +32,7 @@ from .fingerprint import (
     fp_hex,
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
-from .plugins import Conceptual, Plugin, feature_plugin, is_pure
+from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .tables import choose_plan
 from .verdict import Action, Failure, Reason, Revisit, Skip, Verdict
 from .verify import make_verifier
@@ -66,8 +66,9 @@ class Deduplicator:
         self._store = store
         self.verifier = make_verifier(self.config.verifier)
         self.features = feature_plugin(self.config)
-        self.conceptual = Conceptual(self.config) if self.config.conceptual != "off" else None
-        self.plugins: list[Plugin] = [p for p in (self.features, self.conceptual) if p is not None]
+        self.conceptual = conceptual_plugin(self.config)
+        # the plugins with state to load, undo and save (none by default)
+        self.plugins: list[Plugin] = [p for p in (self.features, self.conceptual) if not p.pure]
         self.pure = is_pure(self.config)
         self.commits = 0  # write transactions that decided pages and committed
         self.index: NearDupIndex | None = None
@@ -335,7 +336,7 @@ class Deduplicator:
             return match, guarded
         candidates = [doc for doc in self._candidates(txn, fp) if usable(doc)]
         near, guarded_near = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name)
-        if near is None and self.conceptual is not None:
+        if near is None:
             near = self.conceptual.match(fp, candidates)
         return near, guarded or guarded_near
 

@@ -13,7 +13,7 @@ import numpy as np
 from .extract import extract
 from .features import content_hash, shingles
 from .guards import looks_like_notice
-from .plugins import Conceptual, Shingles, feature_plugin, is_pure
+from .plugins import NoConceptual, Shingles, feature_plugin, is_pure
 from .simhash import simhash
 from .sketch import SKETCH_SIZE
 from .tokens import tokenize
@@ -53,7 +53,7 @@ def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tupl
 
 
 def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
-                conceptual: Conceptual | None = None) -> Fingerprinted | Skip:
+                conceptual: NoConceptual = NoConceptual()) -> Fingerprinted | Skip:
     """Steps 2-4, or why the text is not checked (too short, a notice)."""
     tokens = tokenize(text)
     if len(tokens) < config.min_tokens:
@@ -68,8 +68,7 @@ def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
         sketch=distinct[:SKETCH_SIZE].copy(), digest=content_hash(tokens), shingles=int(distinct.size),
         extras=verifier.keep(tokens, word_shingles), df_keys=df_keys,
     )
-    if conceptual is not None:
-        conceptual.describe(tokens, fp)
+    conceptual.describe(tokens, fp)
     return fp
 
 

@@ -89,11 +89,10 @@ class NearDupIndex:
                     f"use DEDUP_K={plan.k} (k={plan.k} from Python), or a new DEDUP_DIR for k={k}"
                 )
         else:
-            plan = make_plan()
-
             if getattr(store, "readonly", False) or make_plan is None:
                 store.close()
                 raise StoreFormat(f"{store.location} has no plan yet (never used)")
+            plan = make_plan()
 
             def init(raw):
                 txn = IndexTxn(raw)

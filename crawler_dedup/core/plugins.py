@@ -64,12 +64,13 @@ class _Frequencies(Shingles):
     def __init__(self):
         self.df = DocFrequencies()
         self._added: list | None = None  # df.add()s of the transaction running, to undo on abort
+        self._unsaved = 0  # pages not yet saved when it started (a save inside it may be undone)
 
     def load(self, txn) -> None:
         self.df.load(txn)
 
     def start(self) -> None:
-        self._added = []
+        self._added, self._unsaved = [], self.df._unsaved
 
     def attempt(self) -> None:
         self._undo()
@@ -83,6 +84,8 @@ class _Frequencies(Shingles):
     def _undo(self) -> None:
         for buckets in reversed(self._added or ()):
             self.df.undo(buckets)
+        if self._added is not None:  # a save in the aborted attempt did not land: still unsaved
+            self.df._unsaved = self._unsaved
 
     def kept(self, index, txn, doc_id, fp) -> None:
         if fp.df_keys is None:
@@ -119,7 +122,17 @@ def feature_plugin(config) -> Shingles:
     return TfIdfShingles() if config.weighting == "tfidf" else Shingles()
 
 
-class Conceptual(Plugin):
+class NoConceptual(Plugin):
+    """DEDUP_CONCEPTUAL=off: no terms, no LSI vector, never a conceptual match."""
+
+    def describe(self, tokens: list[str], fp) -> None:
+        pass
+
+    def match(self, fp, candidates) -> Match | None:
+        return None
+
+
+class Conceptual(NoConceptual):
     """LSI conceptual duplicates (seed 000): fitted once on the first DEDUP_LSI_TRAIN kept pages."""
 
     pure = False
@@ -174,6 +187,10 @@ class Conceptual(Plugin):
                 doc.extras["lsi"] = self.lsi.project(*terms).tobytes()
                 txn.doc_put(pending_id, doc.encode())
         self._pending.clear()
+
+
+def conceptual_plugin(config) -> NoConceptual:
+    return NoConceptual() if config.conceptual == "off" else Conceptual(config)
 
 
 def is_pure(config) -> bool:

@@ -81,6 +81,7 @@ class Thresholds:
     containment: float  # 0: containment off
     min_resemblance: float  # a containment match needs this resemblance too
     short: bool = False  # raised: the text has fewer than SHORT_TOKENS words
+    conceptual: float = 0.0  # the LSI cosine of a conceptual duplicate (0: the check is off)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

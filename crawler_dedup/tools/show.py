@@ -143,9 +143,11 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
                 "storage may remove this page")
     if reason == "exact" or measure == "exact":
         return "exact: the same words after normalization (equal content hash)"
-    if reason == "conceptual" or measure == "lsi":
-        return f"conceptual: LSI cosine {sim_s} >= DEDUP_CONCEPTUAL_THRESHOLD {config.conceptual_threshold}"
     applied = rec.get("thresholds")
+    if reason == "conceptual" or measure == "lsi":
+        cos = applied.get("conceptual") if isinstance(applied, dict) else None
+        return (f"conceptual: LSI cosine {sim_s} >= DEDUP_CONCEPTUAL_THRESHOLD "
+                f"{cos if isinstance(cos, (int, float)) else config.conceptual_threshold}")
     if isinstance(applied, dict) and all(isinstance(applied.get(k), (int, float))
                                          for k in ("threshold", "containment", "min_resemblance")):
         t, c, m, short = applied["threshold"], applied["containment"], applied["min_resemblance"], applied.get("short")
