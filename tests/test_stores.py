@@ -29,10 +29,12 @@ class TestLmdbStore(StoreContract):
 # -- a third backend, from the contract alone: SQLite, one table per store table ------------------
 
 class _SqliteTxn(TxnBase):
-    def __init__(self, store, cur):
-        self.s, self.cur = store, cur
+    def __init__(self, store, cur, writing):
+        self.s, self.cur, self.writing = store, cur, writing
 
-    def _t(self, table, kind):
+    def _t(self, table, kind, change=False):
+        if change and not self.writing:
+            raise StoreError("a read transaction cannot write")
         if self.s.kinds.get(table) != kind:
             raise StoreError(f"no {kind} table {table!r}")
         return f'"{table}"'
@@ -42,9 +44,10 @@ class _SqliteTxn(TxnBase):
         return None if row is None else bytes(row[0])
 
     def put(self, table, key, value):
-        self.cur.execute(f"INSERT OR REPLACE INTO {self._t(table, SINGLE)} VALUES (?, ?)", (bytes(key), bytes(value)))
+        self.cur.execute(f"INSERT OR REPLACE INTO {self._t(table, SINGLE, True)} VALUES (?, ?)", (bytes(key), bytes(value)))
 
     def delete(self, table, key):
+        self._t(table, self.s.kinds.get(table), True)
         self.cur.execute(f'DELETE FROM "{table}" WHERE k = ?', (bytes(key),))
 
     def values(self, table, key):
@@ -55,10 +58,10 @@ class _SqliteTxn(TxnBase):
         return self.cur.execute(f"SELECT count(*) FROM {self._t(table, MULTI)} WHERE k = ?", (bytes(key),)).fetchone()[0]
 
     def add(self, table, key, value):
-        self.cur.execute(f"INSERT OR IGNORE INTO {self._t(table, MULTI)} VALUES (?, ?)", (bytes(key), bytes(value)))
+        self.cur.execute(f"INSERT OR IGNORE INTO {self._t(table, MULTI, True)} VALUES (?, ?)", (bytes(key), bytes(value)))
 
     def remove(self, table, key, value):
-        self.cur.execute(f"DELETE FROM {self._t(table, MULTI)} WHERE k = ? AND v = ?", (bytes(key), bytes(value)))
+        self.cur.execute(f"DELETE FROM {self._t(table, MULTI, True)} WHERE k = ? AND v = ?", (bytes(key), bytes(value)))
 
     def scan(self, table, start, limit):
         rows = self.cur.execute(f'SELECT k, v FROM "{table}" WHERE k >= ? ORDER BY k, v LIMIT ?', (bytes(start), limit))
@@ -96,7 +99,7 @@ class SqliteStore:
 
     def read(self, fn):
         with self.lock:
-            return fn(_SqliteTxn(self, self.db.cursor()))
+            return fn(_SqliteTxn(self, self.db.cursor(), writing=False))
 
     def write(self, fn):
         if self.readonly:
@@ -105,7 +108,7 @@ class SqliteStore:
             cur = self.db.cursor()
             cur.execute("BEGIN IMMEDIATE")  # exclusive among writers, in this process and others
             try:
-                out = fn(_SqliteTxn(self, cur))
+                out = fn(_SqliteTxn(self, cur, writing=True))
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise

@@ -168,14 +168,13 @@ def require_index(path: str) -> None:
 
 
 def open_index(path: str, readonly: bool = False):
-    """The one way the CLI opens an index: the LMDB index at `path` with its own stored plan.
+    """The LMDB index at `path` with its own stored plan (tools.indexes.open_index), or a CliError.
     readonly: nothing is written or migrated (a crawl may be using it)."""
-    from ..core.index import NearDupIndex
-    from ..exceptions import StoreFormat
-    from ..stores.lmdb import LmdbStore
+    from ..exceptions import DedupError
+    from ..tools.indexes import open_index as open_existing
 
     require_index(path)
     try:
-        return NearDupIndex.open(LmdbStore(path, map_size=1 << 20, sync=True, readonly=readonly))
-    except StoreFormat as exc:
+        return open_existing(path, readonly=readonly)
+    except DedupError as exc:
         raise CliError(str(exc)) from None

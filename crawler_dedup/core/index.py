@@ -149,41 +149,6 @@ class NearDupIndex:
         pairs = sorted(set(zip(dist[near].tolist(), found[near].tolist())))
         return [(int(f), d) for d, f in pairs]
 
-    def candidates_many(self, txn, fps) -> list[list[tuple[int, int]]]:
-        """candidates() for a batch: one read per table for the whole batch, not one per page."""
-        fps = np.asarray(fps, dtype=np.uint64)
-        if not hasattr(txn.raw, "values_batch"):  # a store without batch reads
-            return [self.candidates(txn, int(fp)) for fp in fps.tolist()]
-        prefixes = self.plan.prefixes(fps)
-        hits_q, hits_fp, hits_d = [], [], []
-        for table in range(len(self.plan.tables)):
-            size = self.plan.key_bytes(table)
-            # queries sharing a key go in later rounds, so that in a round each entry has one query
-            order = np.argsort(prefixes[table], kind="stable")
-            ranked = prefixes[table][order]
-            first = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
-            rank = np.arange(order.size) - np.repeat(first, np.diff(np.concatenate((first, [order.size]))))
-            for r in range(int(rank.max()) + 1 if rank.size else 0):
-                queries = order[rank == r]  # sorted by key, keys distinct
-                raw = ranked[rank == r].astype(">u8").tobytes()
-                keys = [raw[i + 8 - size:i + 8] for i in range(0, len(raw), 8)]
-                which, found_counts, stored = txn.raw.values_batch(table_name(table), keys)
-                if not stored.size:
-                    continue
-                q_entry = queries[np.repeat(which, found_counts)]
-                dist = np.bitwise_count(stored ^ fps[q_entry])
-                near = np.flatnonzero(dist <= self.plan.k)
-                hits_q.append(q_entry[near])
-                hits_fp.append(stored[near])
-                hits_d.append(dist[near])
-        out: list[list[tuple[int, int]]] = [[] for _ in range(fps.size)]
-        if hits_q:
-            seen = set(zip(np.concatenate(hits_q).tolist(), np.concatenate(hits_d).tolist(),
-                           np.concatenate(hits_fp).tolist()))
-            for q, d, f in sorted(seen):
-                out[q].append((f, d))
-        return out
-
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
 

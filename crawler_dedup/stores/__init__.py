@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from scrapy.utils.misc import load_object
+import importlib
+from typing import Any
 
 from ..exceptions import ConfigError
 from .lmdb import LmdbStore
 from .memory import MemoryStore
 
-BUILTIN = {"lmdb": LmdbStore, "memory": MemoryStore}
+BUILTIN: dict[str, Any] = {"lmdb": LmdbStore, "memory": MemoryStore}
 
 
-def make_store(config):
+def make_store(config, readonly: bool = False):
+    """The store DEDUP_BACKEND names, built by its from_config(config, readonly)."""
     if config.backend in BUILTIN:
-        return BUILTIN[config.backend].from_config(config)
+        return BUILTIN[config.backend].from_config(config, readonly=readonly)
     try:
-        cls = load_object(config.backend)
+        module, _, name = config.backend.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)  # (no Scrapy here: the core runs without it)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ConfigError("DEDUP_BACKEND", config.backend, f"lmdb, memory or an importable store class ({exc})") from None
-    return cls.from_config(config)
+    return cls.from_config(config, readonly=readonly)
 
 
 __all__ = ["LmdbStore", "MemoryStore", "make_store"]

@@ -21,7 +21,7 @@ Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its
 - write(fn) may run fn again from the start (a local store growing its file, a networked store
   retrying after a lost lease): fn must not keep side effects outside the store, or must undo
   them when run again (Deduplicator does).
-- read(fn) sees one consistent state and must not write (Txn write methods may raise).
+- read(fn) sees one consistent state; a Txn write method called in it raises StoreError.
 - A store opened `readonly` (after-crawl tools on an index a crawl may be using) never writes
   and never creates: write() raises StoreError.
 """

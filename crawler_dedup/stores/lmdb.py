@@ -18,7 +18,6 @@ from .base import MULTI, SINGLE, T, TxnBase
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
 _BUCKET_DTYPE = np.dtype(">u8")
-_INT_KEYS = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
 
 
 class _LmdbTxn(TxnBase):
@@ -71,35 +70,6 @@ class _LmdbTxn(TxnBase):
         raw = b"".join([self._cursor(t).getmulti([k], dupdata=True, dupfixed_bytes=8, keyfixed=True)
                         for t, k in zip(tables, keys)])
         return _values(raw, size).astype(np.uint64)
-
-    def values_batch(self, table, keys):
-        """The entries under `keys` (sorted, distinct) in one MULTI table, in one read: (index in
-        keys of each key found, entries per such key, all entries as uint64 grouped by key)."""
-        raw = self._cursor(table).getmulti(keys, dupdata=True, dupfixed_bytes=8, keyfixed=True)
-        if not keys or not len(raw):
-            return np.empty(0, np.intp), np.empty(0, np.intp), np.empty(0, np.uint64)
-        size = len(keys[0])
-        if size in _INT_KEYS:  # the key as an integer field of each packed record: fast compares
-            rec = np.frombuffer(raw, dtype=np.dtype([("k", _INT_KEYS[size]), ("v", _BUCKET_DTYPE)]))
-            found = rec["k"]
-            change = np.flatnonzero(found[1:] != found[:-1]) + 1
-            starts = np.concatenate(([0], change))
-            wanted = np.frombuffer(b"".join(keys), dtype=_INT_KEYS[size])
-            which = np.searchsorted(wanted, found[starts])
-        else:
-            rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, size + 8)
-            # a key's entries are contiguous: find where the key bytes change, decode only those keys
-            key_cols = rows[:, :size]
-            change = np.flatnonzero((key_cols[1:] != key_cols[:-1]).any(axis=1)) + 1
-            starts = np.concatenate(([0], change))
-            padded = np.zeros((starts.size, 8), dtype=np.uint8)
-            padded[:, 8 - size:] = key_cols[starts]
-            wanted = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, size)
-            wanted_padded = np.zeros((wanted.shape[0], 8), dtype=np.uint8)
-            wanted_padded[:, 8 - size:] = wanted
-            which = np.searchsorted(wanted_padded.view(">u8").ravel(), padded.view(">u8").ravel())
-        counts = np.diff(np.concatenate((starts, [len(raw) // (size + 8)])))
-        return which, counts, _values(raw, size).astype(np.uint64)
 
     def scan(self, table, start, limit):
         out: list[tuple[bytes, bytes]] = []

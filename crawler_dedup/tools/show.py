@@ -26,14 +26,13 @@ class ReadOnlyIndex:
     """An index opened read-only, for the after-crawl tools (LMDB: DEDUP_DIR)."""
 
     def __init__(self, path: str):
-        from ..core.index import NearDupIndex
         from ..exceptions import DedupError
-        from ..stores.lmdb import LmdbStore
+        from .indexes import open_index
 
         if not os.path.isfile(os.path.join(path, "data.mdb")):
             raise ShowError(f"no LMDB index in {path} (give --dir DEDUP_DIR)")
         try:
-            self.index = NearDupIndex.open(LmdbStore(path, readonly=True))
+            self.index = open_index(path, readonly=True)
         except DedupError as exc:
             raise ShowError(f"cannot read the LMDB index in {path}: {exc}") from None
         self.path = path

@@ -1,0 +1,15 @@
+"""The one way the after-crawl tools and the CLI open an index."""
+
+from __future__ import annotations
+
+from ..config import DedupConfig
+from ..core.index import NearDupIndex
+from ..stores import make_store
+
+
+def open_index(dir_: str, readonly: bool = True, settings: dict | None = None) -> NearDupIndex:
+    """The index at `dir_` in the store the settings name (DEDUP_BACKEND, LMDB by default), with
+    the plan and k stored in it. readonly: nothing is created, written or migrated (a crawl may
+    be using it). Raises StoreError / StoreFormat (DedupError) when it cannot be used."""
+    config = DedupConfig.from_settings(settings or {}, dir=dir_, lmdb_map_size=1 << 20)
+    return NearDupIndex.open(make_store(config, readonly=readonly))
