@@ -23,7 +23,7 @@ from .batching import GroupCommit, in_worker, start_workers
 from .config import DedupConfig
 from .core.dedup import Deduplicator, Verdict, extract_and_fingerprint
 from .core.extract import canonical_link
-from .core.verdict import Action, Failure, Reason, Revisit, Skip
+from .core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Step
 from .droplog import DropLog, make_record, superseded_record
 from .exceptions import ConfigError, DedupError
 from .signals import page_superseded
@@ -70,7 +70,7 @@ class DedupExtension:
         self.dedup: Deduplicator | None = None
         self.droplog: DropLog | None = None
         self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
-        self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, "response"), self.config.commit_batch,
+        self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, Stage.RESPONSE), self.config.commit_batch,
                                    self.config.commit_delay, self._downloads, self._count_failure)
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logged: set[str] = set()
@@ -102,6 +102,7 @@ class DedupExtension:
     def _reset(self) -> None:
         """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""
         cfg = self.config
+        dir_, droplog = str(cfg.dir), str(cfg.droplog)  # both set by _configure
         if cfg.backend != "lmdb":
             logger.warning("crawler-dedup: DEDUP_RESET moves an LMDB DEDUP_DIR aside; with DEDUP_BACKEND=%s "
                            "it does nothing", cfg.backend)
@@ -109,20 +110,20 @@ class DedupExtension:
         if opening.in_use(cfg):
             raise ConfigError("DEDUP_RESET", True, f"an index no other crawler of this process is using ({cfg.dir} is open)")
         try:
-            moved = opening.reset_index(cfg.dir)
+            moved = opening.reset_index(dir_)
         except OSError as exc:
             raise ConfigError("DEDUP_RESET", True, f"a DEDUP_DIR that can be moved aside ({exc.strerror or exc})") from None
         if moved:
             logger.info("crawler-dedup: DEDUP_RESET: the index %s was moved to %s; starting from an empty index",
                         cfg.dir, moved)
-        opening.writable_dir("DEDUP_DIR", cfg.dir, cfg.dir)
-        opening.appendable_file("DEDUP_DROPLOG", cfg.droplog, cfg.droplog)
+        opening.writable_dir("DEDUP_DIR", cfg.dir, dir_)
+        opening.appendable_file("DEDUP_DROPLOG", cfg.droplog, droplog)
 
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
         try:
             self.dedup = opening.acquire(self.config)
-            self.droplog = DropLog(self.config.droplog)
+            self.droplog = DropLog(str(self.config.droplog))  # (set by _configure)
         except (DedupError, OSError) as exc:
             # Scrapy ignores errors raised here: say it loudly, then keep every page (fail open)
             logger.error("crawler-dedup could not open %s (%s): every page will be kept unchecked",
@@ -207,7 +208,7 @@ class DedupExtension:
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
 
-    def check(self, url: str, *, stage: str, item=None, **page) -> Verdict:
+    def check(self, url: str, *, stage: Stage, item=None, **page) -> Verdict:
         """Decide one page now, in a transaction of its own (the item pipeline's way)."""
         if self.dedup is None:  # the index could not be opened: keep everything, counted
             verdict = Verdict(url=url, error=Failure.OPEN)
@@ -228,27 +229,27 @@ class DedupExtension:
         try:
             kind, value, title = await in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
-            kind, value, title = "error", exc, None
-        if kind == "text":
+            kind, value, title = Step.ERROR, exc, None
+        if kind == Step.TEXT:
             return await self._decided(url, never_drop, text=value, title=title, canonical=canonical)
-        if kind == "fingerprint":
+        if kind == Step.FINGERPRINT:
             return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical)
         verdict = Verdict(url=url)
-        if kind == "skipped":
+        if kind == Step.SKIPPED:
             verdict = verdict.but(skipped=Skip(value))
         else:
             verdict = self.dedup.failed(verdict, Failure.EXTRACT, value)
-        return self.finish(verdict, "response")
+        return self.finish(verdict, Stage.RESPONSE)
 
     async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
         """A downloaded page through steps 1-4 here (unless a worker did them), then into the
         next group commit: its decision and drop-log line come once the commit is durable."""
         if self.dedup is None or self.config.commit_batch == 1 or not self.dedup.pure:
             # (a plugin that learns from kept pages: fingerprinted and decided at once, alone)
-            return self.check(url, stage="response", never_drop=never_drop, **page)
-        verdict, pending = self.dedup.prepare(url, stage="response", never_drop=never_drop, **page)
+            return self.check(url, stage=Stage.RESPONSE, never_drop=never_drop, **page)
+        verdict, pending = self.dedup.prepare(url, stage=Stage.RESPONSE, never_drop=never_drop, **page)
         if pending is None:
-            return self.finish(verdict, "response")
+            return self.finish(verdict, Stage.RESPONSE)
         return await self.commits.submit(pending)
 
     def _decide_batch(self, batch) -> list[Verdict]:
@@ -278,11 +279,11 @@ class DedupExtension:
         if self.config.debug:
             logger.debug("Dedup skipped %s: %s", url, why)
 
-    def finish(self, verdict: Verdict, stage: str, item=None) -> Verdict:
+    def finish(self, verdict: Verdict, stage: Stage, item=None) -> Verdict:
         """Record the verdict (stats, drop log); the verdict as recorded: a drop whose drop-log
         line could not be written is a keep."""
         verdict = self.record(verdict, stage, item)
-        if stage == "response" and verdict.fingerprint is not None and verdict.action != Action.DROP:
+        if stage == Stage.RESPONSE and verdict.fingerprint is not None and verdict.action != Action.DROP:
             self.remember(verdict.url, "flagged" if verdict.action == Action.FLAG else "kept")
         return verdict
 
@@ -291,7 +292,7 @@ class DedupExtension:
             self._logged.add(where)
             logger.error(message + " (further %s errors are only counted)", *args, where)
 
-    def record(self, verdict: Verdict, stage: str, item=None) -> Verdict:
+    def record(self, verdict: Verdict, stage: Stage, item=None) -> Verdict:
         inc = self.stats.inc_value
         if verdict.error:
             inc(f"dedup/errors/{verdict.error}")
@@ -343,7 +344,7 @@ class DedupExtension:
             raise OSError("the drop log is not open")
         self.droplog.write(record)
 
-    def _superseded(self, verdict: Verdict, stage: str) -> None:
+    def _superseded(self, verdict: Verdict, stage: Stage) -> None:
         """The kept page this one replaced as its canonical URL: a drop-log line and a signal, so
         storage can remove it (the index already has)."""
         self.stats.inc_value("dedup/superseded")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itemadapter import ItemAdapter
 
-from .core.verdict import Action, Skip
+from .core.verdict import Action, Skip, Stage
 from .exceptions import DuplicateItem
 from .extension import DedupExtension
 
@@ -29,7 +29,7 @@ class DedupPipeline:
             # the middleware already decided this page (or was told not to): not again
             rt.skip(url, Skip.DONT_DEDUP if how == "dont_dedup" else Skip.CHECKED_AS_RESPONSE)
             return item
-        verdict = rt.check(url, html=html if text is None else None, text=text, stage="item",
+        verdict = rt.check(url, html=html if text is None else None, text=text, stage=Stage.ITEM,
                            item=adapter.asdict())
         if verdict.action == Action.DROP:
             raise DuplicateItem(f"duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")

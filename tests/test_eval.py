@@ -78,7 +78,14 @@ def test_pair_decisions_follow_the_settings(tmp_path, articles):
 
 @pytest.mark.skipif(not os.path.isdir(SHARED_DATA), reason="../shared/data is not beside the checkout")
 def test_default_settings_meet_the_quality_targets_on_the_labelled_stream():
-    from stream import build_stream, extract_all, load_bases, minhash_lsh, ours, score_stream
+    from stream import (
+        build_stream,
+        extract_all,
+        load_bases,
+        minhash_lsh,
+        ours,
+        score_stream,
+    )
 
     stream = build_stream(load_bases(SHARED_DATA))
     texts = extract_all(stream)

@@ -15,8 +15,10 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler_dedup.core import features, guards, simhash as simhash_mod, tokens as tokens_mod
 from crawler_dedup.config import DedupConfig
+from crawler_dedup.core import features, guards
+from crawler_dedup.core import simhash as simhash_mod
+from crawler_dedup.core import tokens as tokens_mod
 from crawler_dedup.core.dedup import Deduplicator, Fingerprinted
 from crawler_dedup.core.features import content_hash, shingles, token_hashes
 from crawler_dedup.core.guards import looks_like_notice

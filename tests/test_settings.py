@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from crawler_dedup import defaults
-from crawler_dedup.config import BOOL, CHOICE, FLOAT, INT, SETTINGS, DedupConfig, Setting
+from crawler_dedup.config import (
+    BOOL,
+    CHOICE,
+    FLOAT,
+    INT,
+    SETTINGS,
+    DedupConfig,
+    Setting,
+)
 from crawler_dedup.exceptions import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

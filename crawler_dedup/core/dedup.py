@@ -34,7 +34,7 @@ from .fingerprint import (
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .tables import choose_plan
-from .verdict import Action, Failure, Reason, Revisit, Skip, Verdict
+from .verdict import Action, Failure, Guard, Reason, Revisit, Skip, Stage, Step, Verdict
 from .verify import make_verifier
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class Pending:
 
     verdict: Verdict
     fp: Fingerprinted
-    stage: str
+    stage: Stage
     now: float
 
 
@@ -119,7 +119,7 @@ class Deduplicator:
 
     # -- steps 1-8 -------------------------------------------------------------------------
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
-              stage: str = "response", title: str | None = None, now: float | None = None,
+              stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
               fingerprinted: Fingerprinted | Skip | None = None, never_drop: bool = False,
               canonical: str | None = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
@@ -134,7 +134,7 @@ class Deduplicator:
         return verdict if pending is None else self.decide_many([pending])[0]
 
     def prepare(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
-                stage: str = "response", title: str | None = None, now: float | None = None,
+                stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
                 fingerprinted: Fingerprinted | Skip | None = None,
                 never_drop: bool = False, canonical: str | None = None) -> tuple[Verdict, Pending | None]:
         """Steps 1-4 of check(), without the index: (the final verdict, None) for a page kept
@@ -166,9 +166,9 @@ class Deduplicator:
         """Extract (unless given the text) and fingerprint; None when `verdict` is final."""
         if text is None:
             kind, value, title = extract_step(html, verdict.url, self.config.max_bytes, self.config.extract_mode)
-            if kind == "error":
+            if kind == Step.ERROR:
                 return self.failed(verdict, Failure.EXTRACT, value), None
-            if kind == "skipped":
+            if kind == Step.SKIPPED:
                 return verdict.but(skipped=value), None
             text = str(value)
             verdict = verdict.but(title=verdict.title or title)
@@ -223,14 +223,14 @@ class Deduplicator:
         self.commits += 1
         return verdicts
 
-    def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: str, now: float) -> Verdict:
+    def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction. A page whose
         URL is in the index is a revisit (DEDUP_REVISIT): never a copy of itself."""
         index, cfg = self.index, self.config
         assert index is not None
         cutoff = now - cfg.window if cfg.window else None
         prior = index.by_url(txn, verdict.url) if verdict.url else None
-        if prior is not None and stage == "item" and prior.stage == "response" and prior.run == self.run:
+        if prior is not None and stage == Stage.ITEM and prior.stage == Stage.RESPONSE and prior.run == self.run:
             # the middleware kept this very page earlier in this run; the item is that page
             return verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=prior.doc_id)
         replace_id: int | None = None
@@ -257,7 +257,7 @@ class Deduplicator:
         # (a revisit is never a copy of its own URL: older records of it, if any, are no match)
         match, guarded = self._match(txn, verdict, fp, cutoff, thresholds, exclude=replace_id,
                                      own_url=verdict.url if revisit else None)
-        verdict = verdict.but(thresholds=thresholds, guard="title" if guarded and match is None else None)
+        verdict = verdict.but(thresholds=thresholds, guard=Guard.TITLE if guarded and match is None else None)
         replace_ids: list[int] = []
         if match is not None and cfg.canonical and supersedes(verdict.url, verdict.canonical, match.doc):
             verdict = verdict.but(superseded=_superseded(match, cfg.store_text))
@@ -272,7 +272,7 @@ class Deduplicator:
                 verdict = verdict.but(revisit=Revisit.COPY)
                 if cfg.revisit == "keep":
                     match = None  # never drops a revisit: an update, though it copies another page
-        if (match is not None and prior is None and stage == "item" and match.doc.stage == "response"
+        if (match is not None and prior is None and stage == Stage.ITEM and match.doc.stage == Stage.RESPONSE
                 and match.doc.run == self.run and verdict.url and match.doc.url == verdict.url):
             # (DEDUP_REVISIT=drop: no URL lookup above)
             return verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=match.doc.doc_id)
@@ -299,7 +299,7 @@ class Deduplicator:
             plugin.kept(index, txn, doc_id, fp)
         return verdict
 
-    def _record(self, verdict: Verdict, fp: Fingerprinted, stage: str, now: float) -> DocRecord:
+    def _record(self, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> DocRecord:
         cfg = self.config
         record = DocRecord(url=verdict.url, fingerprint=fp.fingerprint, sketch=fp.sketch, tokens=fp.tokens,
                            time=now, shingles=fp.shingles, run=self.run, title=verdict.title, stage=stage,

@@ -17,7 +17,7 @@ from .plugins import NoConceptual, Shingles, feature_plugin, is_pure
 from .simhash import simhash
 from .sketch import SKETCH_SIZE
 from .tokens import tokenize
-from .verdict import Skip
+from .verdict import Skip, Step
 from .verify import Verifier, make_verifier
 
 
@@ -35,21 +35,21 @@ class Fingerprinted:
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
 
 
-def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[str, object, str | None]:
-    """Step 1: ("text", text, title), ("skipped", Skip, None) or ("error", exception, None)."""
+def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
+    """Step 1: (TEXT, text, title), (SKIPPED, Skip, None) or (ERROR, exception, None)."""
     if not html:
-        return "skipped", Skip.EMPTY, None
+        return Step.SKIPPED, Skip.EMPTY, None
     if not isinstance(html, (str, bytes, bytearray)):
-        return "skipped", Skip.BAD_INPUT, None
+        return Step.SKIPPED, Skip.BAD_INPUT, None
     if len(html) > max_bytes:
-        return "skipped", Skip.TOO_LARGE, None
+        return Step.SKIPPED, Skip.TOO_LARGE, None
     try:
         extracted = extract(bytes(html) if isinstance(html, bytearray) else html, url, mode)
     except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
-        return "error", exc, None
+        return Step.ERROR, exc, None
     if extracted is None:
-        return "skipped", Skip.NO_TEXT, None
-    return "text", extracted.text, extracted.title
+        return Step.SKIPPED, Skip.NO_TEXT, None
+    return Step.TEXT, extracted.text, extracted.title
 
 
 def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
@@ -75,17 +75,17 @@ def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
 _WORKER_PLUGINS: dict = {}
 
 
-def extract_and_fingerprint(html, url: str, config) -> tuple[str, object, str | None]:
-    """Steps 1-4 in a worker process: like extract_step, but ("fingerprint", Fingerprinted or the
+def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str | None]:
+    """Steps 1-4 in a worker process: like extract_step, but (FINGERPRINT, Fingerprinted or the
     Skip, title) when the fingerprint depends on the text alone (plugins.is_pure); otherwise the
     text comes back, to be fingerprinted where the pages kept before are known."""
     kind, value, title = extract_step(html, url, config.max_bytes, config.extract_mode)
-    if kind != "text" or not is_pure(config):
+    if kind != Step.TEXT or not is_pure(config):
         return kind, value, title
     key = (config.features, config.weighting)
     features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
     try:
-        return "fingerprint", fingerprint(str(value), config, features, make_verifier(config.verifier)), title
+        return Step.FINGERPRINT, fingerprint(str(value), config, features, make_verifier(config.verifier)), title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title
 

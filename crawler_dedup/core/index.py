@@ -100,7 +100,7 @@ class NearDupIndex:
                     txn.meta_put("format", str(FORMAT_VERSION).encode())
                     txn.meta_put("plan", plan.to_json().encode())
                     txn.meta_put("params", json.dumps(params, sort_keys=True).encode())
-                return Plan.from_json(txn.meta_get("plan"))
+                return Plan.from_json(txn.meta_get("plan") or b"")
 
             plan = store.write(init)
         store.ensure({table_name(t): MULTI for t in range(len(plan.tables))})

@@ -7,14 +7,15 @@ The enums are `str` subclasses whose str() and format() are their value, so stat
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     from enum import StrEnum
-except ImportError:  # Python 3.10
-    class StrEnum(str, Enum):  # type: ignore[no-redef]
+else:  # Python 3.10
+    class StrEnum(str, Enum):
         def __str__(self) -> str:
             return str(self.value)
 
@@ -67,6 +68,28 @@ class Failure(StrEnum):
     DROPLOG = "droplog"
 
 
+class Stage(StrEnum):
+    """Where a page was checked: the downloader middleware or the item pipeline."""
+
+    RESPONSE = "response"
+    ITEM = "item"
+
+
+class Guard(StrEnum):
+    """A guard that kept a page the index matched (stats `dedup/guarded/<guard>`)."""
+
+    TITLE = "title"
+
+
+class Step(StrEnum):
+    """What steps 1-4 gave (fingerprint.extract_step, extract_and_fingerprint)."""
+
+    TEXT = "text"  # the extracted text and title
+    FINGERPRINT = "fingerprint"  # steps 2-4 done too (a worker, pure plugins)
+    SKIPPED = "skipped"  # a Skip: nothing to check
+    ERROR = "error"  # the exception extraction raised
+
+
 class Revisit(StrEnum):
     UNCHANGED = "unchanged"
     UPDATED = "updated"
@@ -102,8 +125,10 @@ class Verdict:
     duplicate_of_fingerprint: int | None = None
     skipped: Skip | None = None  # why the page was kept without a check
     error: Failure | None = None  # where a failure made us keep the page (fail open)
-    guard: str | None = None  # a guard that kept a page the index matched (`title`)
-    measure: str | None = None  # what `similarity` is: exact, churn, resemblance, containment, qgram, swlr, lsi
+    guard: Guard | None = None  # a guard that kept a page the index matched
+    # what `similarity` is: exact, churn, containment, lsi, or the verifier's name (resemblance,
+    # qgram, swlr, or a verifier of one's own: an open set, so a string)
+    measure: str | None = None
     thresholds: Thresholds | None = None  # what the page was verified against
     title: str | None = None
     excerpt: str | None = None

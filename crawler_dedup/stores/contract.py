@@ -256,14 +256,14 @@ class StoreContract:
         ids = {}
         for fp in fps:
             rec = DocRecord(url=f"https://x/{fp}", fingerprint=fp, sketch=np.empty(0, np.uint64), tokens=20, time=1.0)
-            ids[fp] = index.write(lambda t, rec=rec: index.add(t, rec))
+            ids[fp] = index.write(lambda t, rec=rec: index.add(t, rec))  # type: ignore[misc]
         gone = set(rnd.sample(fps, 20))
         for fp in gone:
-            assert index.write(lambda t, fp=fp: index.remove(t, ids[fp]))
+            assert index.write(lambda t, fp=fp: index.remove(t, ids[fp]))  # type: ignore[misc]
         kept = [f for f in fps if f not in gone]
         for q in rnd.sample(fps, 30) + [rnd.getrandbits(64) for _ in range(5)]:
             want = sorted((bin(q ^ f).count("1"), f) for f in set(kept) if bin(q ^ f).count("1") <= 3)
-            got = index.read(lambda t, q=q: index.candidates(t, q))
+            got = index.read(lambda t, q=q: index.candidates(t, q))  # type: ignore[misc]
             assert sorted((d, f) for f, d in got) == want
 
     def test_the_deduplicator_drops_a_copy_and_keeps_the_rest(self):

@@ -180,7 +180,8 @@ class Source:
 
 def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
     """A URL (plain HTTP GET), a .txt file (the text itself) or an HTML file, as extracted text."""
-    from ..core.dedup import extract_step
+    from ..core.fingerprint import extract_step
+    from ..core.verdict import Step
 
     if re.match(r"(?i)https?://", arg):
         import urllib.error
@@ -207,6 +208,6 @@ def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> S
     else:
         raise ShowError(f"{arg} is neither an http(s) URL nor a file")
     kind, value, title = extract_step(html, url, max_bytes, mode)
-    if kind == "text":
+    if kind == Step.TEXT:
         return Source(arg, url, str(value), title)
     return Source(arg, url, None, None, problem=f"no text extracted ({value})")
