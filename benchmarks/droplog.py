@@ -78,7 +78,8 @@ def step_baseline(path):
 
 
 def step_inspect(path):
-    from crawler_dedup.tools.inspect import Filters, format_summary, summarize
+    from crawler_dedup.tools.inspect import Filters, summarize
+    from crawler_dedup.tools.summary_text import format_summary
 
     s = summarize(path, Filters())
     format_summary(s, path, Filters())
@@ -86,7 +87,8 @@ def step_inspect(path):
 
 
 def step_inspect_filtered(path):
-    from crawler_dedup.tools.inspect import Filters, format_summary, summarize
+    from crawler_dedup.tools.inspect import Filters, summarize
+    from crawler_dedup.tools.summary_text import format_summary
 
     f = Filters(reasons=("near",), urls=("*/news/*",), min_similarity=0.8)
     s = summarize(path, f)

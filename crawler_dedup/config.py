@@ -271,7 +271,6 @@ SETTINGS: tuple[Setting, ...] = (
         "workers are started fresh and import it")),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
-_BY_ATTR = {s.attr: s for s in SETTINGS}
 # as DedupConfig holds them (a tuple for DEDUP_ALLOW); checking them also checks the declarations
 _DEFAULTS: dict[str, Any] = {s.attr: s.check(s.default) for s in SETTINGS}
 

@@ -216,7 +216,12 @@ class DedupExtension:
             commits = self.dedup.commits
             verdict = self.dedup.check(url, stage=stage, **page)
             self._count_commits(commits)
-        return self.finish(verdict, stage, item)
+        try:
+            return self.finish(verdict, stage, item)
+        except Exception as exc:  # never a drop without its drop-log line, never a failed request
+            self._error_once("internal", "Dedup could not record %s, keeping it: %s", url, exc)
+            self._count_failure(Failure.INTERNAL)
+            return verdict.kept_because(Failure.INTERNAL)
 
     async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a

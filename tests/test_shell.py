@@ -112,3 +112,16 @@ def test_dedup_enabled_off_disables_every_component(tmp_path):
         with pytest.raises(NotConfigured):
             component.from_crawler(crawler)
     assert not (tmp_path / "idx").exists()  # nothing opened or created
+
+
+def test_a_page_that_cannot_be_recorded_is_kept_by_the_pipeline(shell, monkeypatch):
+    crawler, ext, _, pipeline = shell
+    pipeline.process_item({"url": "https://a/1", "text": ARTICLE * 2})
+
+    def broken(verdict, stage, item=None):
+        raise KeyError("a broken stats collector")
+
+    monkeypatch.setattr(ext, "record", broken)
+    item = {"url": "https://b/copy", "text": ARTICLE * 2}
+    assert pipeline.process_item(item) is item  # a copy, but not recorded: kept, never a failed item
+    assert crawler.stats.get_value("dedup/errors/internal") == 1

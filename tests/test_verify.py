@@ -10,6 +10,7 @@ from crawler_dedup.core.features import document_image, token_hashes
 from crawler_dedup.core.sketch import sketch
 from crawler_dedup.core.tokens import tokenize
 from crawler_dedup.core.verify import (
+    Verifier,
     lcs_length,
     qgram_hashes,
     qgram_overlap,
@@ -208,3 +209,12 @@ def test_document_frequencies_saved_in_an_aborted_transaction_stay_unsaved(monke
     assert plugin.df._unsaved == 0
     plugin.end(committed=False)  # ... which aborted: the save never landed
     assert (plugin.df.docs, plugin.df._unsaved) == (1, 1) and plugin.unsaved()
+
+
+class Unnamed(Verifier):
+    """Inherits the default's name: its scores would be logged as `resemblance`."""
+
+
+def test_a_verifier_of_ones_own_needs_a_name_of_its_own():
+    with pytest.raises(ConfigError, match="a `name` of its own"):
+        Deduplicator(backend="memory", verifier="tests.test_verify.Unnamed")

@@ -120,7 +120,7 @@ def same_file(a: str, b: str) -> bool:
 
 def term(text) -> str:
     """`text` safe to print on a terminal: crawled titles and URLs may hold control characters."""
-    from ..tools.inspect import terminal_safe
+    from ..tools.summary_text import terminal_safe
 
     return terminal_safe(text)
 
@@ -164,7 +164,7 @@ def index_hint(dir_: str | None) -> str:
 
 def require_index(path: str) -> None:
     if not has_index(path):
-        raise CliError(f"no LMDB index in {path}")
+        raise CliError(f"no LMDB index in {path}{index_hint(path)}")
 
 
 def open_index(path: str, readonly: bool = False):

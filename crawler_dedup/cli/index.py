@@ -78,7 +78,7 @@ def stats(args) -> int:
         return 0
     bpp = info["bytes_per_page"]
     migrate = f" (migrated to {FORMAT_VERSION} when a crawl or `index remove` next opens it)" if info["format"] < FORMAT_VERSION else ""
-    print(f"index {info['dir']}: format {info['format']}{migrate}, {pages} pages kept over {info['runs']} runs, "
+    print(f"index {info['dir']}: format {info['format']}{migrate}, {pages} pages kept over {info['runs']} run{'' if info['runs'] == 1 else 's'}, "
           f"{info['urls']} URLs")
     p = info["plan"]
     print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "

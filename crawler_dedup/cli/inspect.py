@@ -23,7 +23,8 @@ def run(args) -> int:
     import json
     import shutil
 
-    from ..tools.inspect import LogError, format_summary, summarize
+    from ..tools.inspect import LogError, summarize
+    from ..tools.summary_text import format_summary
 
     selected = filters(args)
     if args.limit < 0 or args.top < 1:

@@ -81,7 +81,6 @@ def canonical_link(html: bytes | str, url: str, limit: int = 131072) -> str | No
     return found if urlsplit(found).scheme in ("http", "https") else None
 
 
-MODES = ("thorough", "fast")
 
 
 def extract(html: bytes | str, url: str | None = None, mode: str = "thorough") -> Extracted | None:

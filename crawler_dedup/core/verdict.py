@@ -134,7 +134,8 @@ class Verdict:
     excerpt: str | None = None
     tokens: int = 0
     doc_id: int | None = None
-    text: str | None = None  # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT)
+    # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT); not in repr()
+    text: str | None = dataclasses.field(default=None, repr=False)
     never_drop: bool = False  # a hub page: indexed when new, kept (and not indexed again) when matched
     canonical: str | None = None  # the page's rel=canonical (or og:url), absolute
     revisit: Revisit | None = None  # the URL was in the index

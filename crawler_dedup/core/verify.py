@@ -178,4 +178,7 @@ def make_verifier(name: str) -> Verifier:
     verifier = cls()
     if not all(callable(getattr(verifier, m, None)) for m in ("keep", "score")) or not isinstance(getattr(verifier, "name", None), str):
         raise ConfigError("DEDUP_VERIFIER", name, "a class with a `name` and the `keep` and `score` methods of Verifier")
+    if verifier.name in VERIFIERS or verifier.name in ("exact", "churn", "containment", "lsi"):
+        # the drop log's `measure` would call its scores another method's
+        raise ConfigError("DEDUP_VERIFIER", name, f"a Verifier class with a `name` of its own, not {verifier.name!r}")
     return verifier

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 
 VARIANTS = ("tracking", "session", "print", "syndicated", "churn", "edited")
-DUPLICATE_KINDS = set(VARIANTS)
 
 
 @dataclass
