@@ -64,7 +64,7 @@ def test_index_stats_and_plan(tmp_path, articles):
     assert info["params"] == {"features": "shingles", "shingle": 3, "weighting": "none"}
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "stats", str(tmp_path / "idx")],
                           capture_output=True, text=True, timeout=60)
-    assert "6 pages kept over 1 runs" in proc.stdout and "DEDUP_SHINGLE=3" in proc.stdout
+    assert "6 pages kept over 1 run," in proc.stdout and "DEDUP_SHINGLE=3" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "stats", str(tmp_path / "nothing")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no LMDB index" in proc.stderr
