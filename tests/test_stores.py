@@ -1,6 +1,7 @@
 """One contract, every backend: the shipped suite (crawler_dedup.stores.contract) runs on the
 memory store, the LMDB store, and a third backend written here against the public contract only."""
 
+import json
 import os
 import sqlite3
 import threading
@@ -191,3 +192,36 @@ def test_unusable_directory_is_a_store_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(StoreError):
         LmdbStore(str(blocker / "idx")).open()
+
+
+def test_the_after_crawl_commands_read_another_backends_index(tmp_path, articles):
+    """show, report and index stats/remove with -s DEDUP_BACKEND: the index of a store that is not
+    LMDB, opened through the one open_index (tools.indexes)."""
+    from crawler_dedup.droplog import DropLog, make_record
+
+    from .conftest import ROOT, cli
+
+    backend = "DEDUP_BACKEND=tests.test_stores.SqliteStoreFromConfig"
+    idx, log = tmp_path / "idx", tmp_path / "droplog.jsonl"
+    with Deduplicator(backend=backend.split("=")[1], dir=str(idx)) as d, DropLog(str(log)) as drops:
+        assert d.check("https://a/1", text=articles[0][1]).action == "keep"
+        v = d.check("https://b/1", text=articles[0][1].replace(" the ", " a ", 3))
+        assert v.action == "drop"
+        drops.write(make_record(v, "response", "t"))
+    run = dict(cwd=ROOT)
+    proc = cli("show", "https://b/1", "--log", log, "--dir", idx, "-s", backend, **run)
+    assert proc.returncode == 0, proc.stderr
+    assert "kept          https://a/1" in proc.stdout and "the thresholds the crawl applied" in proc.stdout
+    assert "no longer in the index" not in proc.stdout and "cannot read" not in proc.stdout
+    proc = cli("index", "stats", idx, "-s", backend, **run)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 pages kept over 1 run, 1 URLs" in proc.stdout and "not measured for this backend" in proc.stdout
+    proc = cli("report", log, "-o", tmp_path / "r.html", "--dir", idx, "-s", backend, **run)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 with texts for the diff view" in proc.stdout
+    proc = cli("index", "remove", "https://a/1", "--dir", idx, "-s", backend, **run)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("index", "stats", idx, "--json", "-s", backend, **run)
+    assert json.loads(proc.stdout)["pages"] == 0
+    proc = cli("index", "stats", idx, **run)  # without the setting: LMDB's, which is not there
+    assert proc.returncode == 2 and "no LMDB index" in proc.stderr

@@ -151,8 +151,11 @@ def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
     return log, dir_
 
 
-def has_index(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "data.mdb"))
+def has_index(path: str, settings: dict | None = None) -> bool:
+    """An LMDB index is there; another backend's is taken as given (opening it will tell)."""
+    from ..tools.indexes import is_lmdb
+
+    return not is_lmdb(settings) or os.path.isfile(os.path.join(path, "data.mdb"))
 
 
 def index_hint(dir_: str | None) -> str:
@@ -162,19 +165,19 @@ def index_hint(dir_: str | None) -> str:
     return ""
 
 
-def require_index(path: str) -> None:
-    if not has_index(path):
+def require_index(path: str, settings: dict | None = None) -> None:
+    if not has_index(path, settings):
         raise CliError(f"no LMDB index in {path}{index_hint(path)}")
 
 
-def open_index(path: str, readonly: bool = False):
-    """The LMDB index at `path` with its own stored plan (tools.indexes.open_index), or a CliError.
-    readonly: nothing is written or migrated (a crawl may be using it)."""
+def open_index(path: str, readonly: bool = False, settings: dict | None = None):
+    """The index at `path` (LMDB, or the store -s DEDUP_BACKEND names) with its own stored plan
+    (tools.indexes.open_index), or a CliError. readonly: nothing is written or migrated."""
     from ..exceptions import DedupError
     from ..tools.indexes import open_index as open_existing
 
-    require_index(path)
+    require_index(path, settings)
     try:
-        return open_existing(path, readonly=readonly)
+        return open_existing(path, readonly=readonly, settings=settings)
     except DedupError as exc:
         raise CliError(str(exc)) from None

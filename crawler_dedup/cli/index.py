@@ -5,7 +5,17 @@ from __future__ import annotations
 import os
 
 from ..config import MAX_K
-from .common import CliError, Progress, open_index, require_index, term
+from .common import (
+    CliError,
+    Progress,
+    add_settings,
+    open_index,
+    parse_settings,
+    require_index,
+    term,
+)
+
+BACKEND_HELP = "DEDUP_BACKEND (and its settings) when the index is not LMDB, as with scrapy -s"
 
 
 def add_parser(sub):
@@ -15,6 +25,7 @@ def add_parser(sub):
                          description="Pages, plan, the settings fixed by the index, and disk per page.")
     st.add_argument("dir", metavar="DEDUP_DIR")
     st.add_argument("--json", action="store_true", help="machine-readable output")
+    add_settings(st, help=BACKEND_HELP)
     ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago",
                          description="Remove pages kept more than --window seconds ago, in batches. A crawl "
                          "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
@@ -22,6 +33,7 @@ def add_parser(sub):
     ex.add_argument("--window", type=int, required=True, metavar="SECONDS",
                     help="pages kept more than SECONDS ago go (1 or more)")
     ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
+    add_settings(ex, help=BACKEND_HELP)
     co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",
                          description="Rewrite data.mdb without its free pages. LMDB reuses freed pages but "
                          "never shrinks the file; run this when no crawl has the index open.")
@@ -31,6 +43,7 @@ def add_parser(sub):
                          "the index, so its copies are kept from now on; the next crawl of URL keeps it as new.")
     rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
     rm.add_argument("--dir", required=True, metavar="DEDUP_DIR")
+    add_settings(rm, help=BACKEND_HELP)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
@@ -46,15 +59,19 @@ def stats(args) -> int:
 
     from ..stores.base import FORMAT_VERSION, from_u64
 
-    index = open_index(args.dir, readonly=True)
+    index = open_index(args.dir, readonly=True, settings=parse_settings(args.set))
     plan = index.plan
     try:
         meta = index.read(lambda t: {n: t.meta_get(n) for n in ("format", "params", "runs", "next_id", "df", "lsi")})
-        sizes = index.store.table_stats()  # table -> (entries, bytes)
+        if hasattr(index.store, "table_stats"):  # LMDB: entries and bytes a table
+            sizes, disk = index.store.table_stats(), index.store.disk_bytes()
+        else:  # another backend: entries only
+            sizes = index.read(lambda t: {"docs": (t.doc_count(), 0), "urls": (t.url_count(), 0), "mins": (0, 0)})
+            disk = None
         text = index.read(_text_cost)
         pages = sizes["docs"][0]
         table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
-        disk = index.store.disk_bytes()
+        per_page = bool(pages and disk)
         info = {
             "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
             "urls": sizes.get("urls", (0, 0))[0],
@@ -64,10 +81,10 @@ def stats(args) -> int:
                      "expected_entries_per_query": round(plan.expected_entries(max(pages, 1)), 3)},
             "params": json.loads(meta["params"]) if meta["params"] else {},
             "disk_bytes": disk,
-            "bytes_per_page": {"all": round(disk / pages) if pages else None,
-                               "tables": round(table_bytes / pages, 1) if pages else None,
-                               "records": round(sizes["docs"][1] / pages) if pages else None,
-                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if pages else None},
+            "bytes_per_page": {"all": round((disk or 0) / pages) if per_page else None,
+                               "tables": round(table_bytes / pages, 1) if per_page else None,
+                               "records": round(sizes["docs"][1] / pages) if per_page else None,
+                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if per_page else None},
             "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
             "stored_text": text,
         }
@@ -84,7 +101,9 @@ def stats(args) -> int:
     print(f"plan: k={p['k']}, r={p['r']} blocks, {p['tables']} tables keyed by {'/'.join(map(str, p['prefix_bits']))} "
           f"bits; expected {p['expected_entries_per_query']} stored fingerprints read per lookup at this size")
     print("settings fixed by the index: " + ", ".join(f"DEDUP_{k.upper()}={v}" for k, v in info["params"].items()))
-    if pages:
+    if disk is None:
+        print("disk: not measured for this backend (byte figures are LMDB's)")
+    elif pages:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: {bpp['all']} B in all, "
               f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
     else:
@@ -135,7 +154,7 @@ def expire(args) -> int:
                        f"(pages kept more than that long ago are removed)")
     if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
         raise CliError(f"--batch takes 1 or more, not {args.batch}")
-    index = open_index(args.dir)
+    index = open_index(args.dir, settings=parse_settings(args.set))
     cutoff = time.time() - args.window
     removed, progress = 0, Progress("expiring")
     try:
@@ -164,7 +183,7 @@ def compact(args) -> int:
 
 
 def remove(args) -> int:
-    index = open_index(args.dir)
+    index = open_index(args.dir, settings=parse_settings(args.set))
 
     def remove_url(txn):  # a key lookup in the URL table, the removal in the same transaction
         doc = index.by_url(txn, args.url)

@@ -30,7 +30,8 @@ def add_parser(sub):
     how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
     how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
     p.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
-    add_settings(p, help="the crawl's settings, for the 'why' line")
+    add_settings(p, help="the crawl's settings: for the 'why' line of a drop log older than its thresholds "
+                 "key, and DEDUP_BACKEND when the index is not LMDB")
     return p
 
 
@@ -44,7 +45,7 @@ def run(args) -> int:
     if width < 40:
         raise CliError(f"--width takes 40 or more, not {width}")
     rec, malformed = _find(args, log)
-    kept, note = _kept(rec, dir_)
+    kept, note = _kept(rec, dir_, parse_settings(args.set))
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
     if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
@@ -112,13 +113,13 @@ def _find(args, log: str):
     return rec, malformed
 
 
-def _kept(rec: dict, dir_: str):
+def _kept(rec: dict, dir_: str, settings: dict | None = None):
     """(the kept page the drop matched, from the index read-only, or None; a note on why not)."""
     from ..tools.show import ReadOnlyIndex, ShowError
 
     kept, note = None, None
     try:
-        with ReadOnlyIndex(dir_) as index:
+        with ReadOnlyIndex(dir_, settings) as index:
             kept = index.kept(rec.get("duplicate_of_fingerprint"), rec.get("duplicate_of"))
             now = index.by_url(rec["duplicate_of"]) if kept is None and isinstance(rec.get("duplicate_of"), str) else []
         if kept is None and now:

@@ -7,6 +7,11 @@ from ..core.index import NearDupIndex
 from ..stores import make_store
 
 
+def is_lmdb(settings: dict | None) -> bool:
+    """The settings leave DEDUP_BACKEND at LMDB (whose index is a DEDUP_DIR with data.mdb)."""
+    return str((settings or {}).get("DEDUP_BACKEND") or "lmdb").strip() == "lmdb"
+
+
 def open_index(dir_: str, readonly: bool = True, settings: dict | None = None) -> NearDupIndex:
     """The index at `dir_` in the store the settings name (DEDUP_BACKEND, LMDB by default), with
     the plan and k stored in it. readonly: nothing is created, written or migrated (a crawl may

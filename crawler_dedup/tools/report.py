@@ -129,7 +129,8 @@ def time_series(summary: Summary, max_bars: int = 120) -> tuple[list[str], list[
 # -- the page ----------------------------------------------------------------------------------
 
 def write_report(log: str, output: str, filters: Filters | None = None, dir_: str | None = None,
-                 max_rows: int = 20_000, progress: Progress | None = None) -> dict:
+                 max_rows: int = 20_000, progress: Progress | None = None, settings: dict | None = None) -> dict:
+    """`settings`: DEDUP_BACKEND (and its settings) when the index is not LMDB."""
     filters = filters or Filters()
     summary = Summary(limit=0, top=15)
     rows: deque = deque(maxlen=max_rows)
@@ -147,7 +148,7 @@ def write_report(log: str, output: str, filters: Filters | None = None, dir_: st
                 texts.append((seq, rec["text"][:TEXT_CHARS]))
             elif rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
                 same.append(seq)  # the same words as the kept page: its text serves for both sides
-    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts} | set(same)) if dir_ else {}
+    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts} | set(same), settings) if dir_ else {}
     data = {
         "columns": ["n"] + COLUMNS,
         "rows": [row[:-1] for row in rows],
@@ -171,13 +172,13 @@ def _cell(value):
     return str(value)
 
 
-def _kept_texts(dir_: str, rows, with_text: set) -> dict:
+def _kept_texts(dir_: str, rows, with_text: set, settings: dict | None = None) -> dict:
     """The kept pages' stored texts for the rows that carry a dropped text, by kept URL."""
     from .show import ReadOnlyIndex, ShowError
 
     out: dict[str, str] = {}
     try:
-        index = ReadOnlyIndex(dir_)
+        index = ReadOnlyIndex(dir_, settings)
     except ShowError:
         return out
     with index:

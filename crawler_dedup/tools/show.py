@@ -23,16 +23,17 @@ class ShowError(Exception):
 
 
 class ReadOnlyIndex:
-    """An index opened read-only, for the after-crawl tools (LMDB: DEDUP_DIR)."""
+    """An index opened read-only, for the after-crawl tools: the LMDB index in DEDUP_DIR, or the
+    store `settings` name (DEDUP_BACKEND) at `path`."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, settings: dict | None = None):
         from ..exceptions import DedupError
-        from .indexes import open_index
+        from .indexes import is_lmdb, open_index
 
-        if not os.path.isfile(os.path.join(path, "data.mdb")):
+        if is_lmdb(settings) and not os.path.isfile(os.path.join(path, "data.mdb")):
             raise ShowError(f"no LMDB index in {path} (give --dir DEDUP_DIR)")
         try:
-            self.index = open_index(path, readonly=True)
+            self.index = open_index(path, readonly=True, settings=settings)
         except DedupError as exc:
             raise ShowError(f"cannot read the LMDB index in {path}: {exc}") from None
         self.path = path
