@@ -218,3 +218,17 @@ class Unnamed(Verifier):
 def test_a_verifier_of_ones_own_needs_a_name_of_its_own():
     with pytest.raises(ConfigError, match="a `name` of its own"):
         Deduplicator(backend="memory", verifier="tests.test_verify.Unnamed")
+
+
+def test_compare_scores_with_a_verifier_of_ones_own_too(tmp_path):
+    from .conftest import ROOT, cli
+
+    text = "the harbour board approved the dredging plan after a long debate on costs and wildlife " * 8
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(text, encoding="utf-8")
+    b.write_text(text.replace("long", "short", 1), encoding="utf-8")
+    proc = cli("compare", a, b, "-s", "DEDUP_VERIFIER=tests.test_verify.NeverVerifier", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "   never 0.000" in proc.stdout and "B kept: not a duplicate of A" in proc.stdout
+    proc = cli("compare", a, b, "-s", "DEDUP_VERIFIER=tests.test_verify.Missing", cwd=ROOT)
+    assert proc.returncode == 2 and "importable Verifier class" in proc.stderr and "Traceback" not in proc.stderr

@@ -20,6 +20,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..core.dedup import Deduplicator
+    from ..core.fingerprint import Fingerprinted
     from ..core.tokens import tokenize
     from ..tools.pairs import score_pairs
     from ..tools.show import ShowError, load_source, xor_line
@@ -44,7 +45,7 @@ def run(args) -> int:
         for line in lines[: args.lines]:
             print(f"   | {line[:110]}{'…' if len(line) > 110 else ''}")
         fp = dedup.fingerprint(src.text)
-        if isinstance(fp, str):
+        if not isinstance(fp, Fingerprinted):
             print(f"   not fingerprinted: {fp} (DEDUP_MIN_TOKENS={config.min_tokens})")
         else:
             fps[label] = fp
@@ -61,8 +62,16 @@ def run(args) -> int:
         scores = score_pairs([{"a": b.text, "b": a.text, "duplicate": False}], config)[0]
         if scores is not None:
             print("scores of B against A (every verifier):")
+            own = ""
+            if dedup.verifier.name not in ("resemblance", "qgram", "swlr"):  # DEDUP_VERIFIER of one's own
+                from ..core.records import DocRecord
+
+                kept = fps["A"]
+                doc = DocRecord(url="A", fingerprint=kept.fingerprint, sketch=kept.sketch, tokens=kept.tokens, time=0,
+                                shingles=kept.shingles, extras=kept.extras)
+                own = f"   {dedup.verifier.name} {dedup.verifier.score(fps['B'], doc, config)[0]:.3f}"
             print(f"   resemblance {scores.resemblance:.3f}   containment (of B in A) {scores.containment:.3f}   "
-                  f"qgram {scores.qgram:.3f}   swlr {scores.swlr:.3f}")
+                  f"qgram {scores.qgram:.3f}   swlr {scores.swlr:.3f}{own}")
     va = dedup.check("A", text=a.text, title=a.title) if a.text is not None else None
     vb = dedup.check("B", text=b.text, title=b.title) if b.text is not None else None
     dedup.close()
