@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from .exceptions import ConfigError
 
-BACKENDS = ("lmdb", "memory")
+BACKENDS = ("lmdb", "memory", "redis")
 VERIFIER_NAMES = ("resemblance", "qgram", "swlr")
 MAX_K = 8
 
@@ -87,6 +87,18 @@ def _path(name: str, value: Any) -> str | None:
     return os.path.expanduser(str(value))
 
 
+def _redis_url(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not re.match(r"(rediss?|unix)://", value.strip()):
+        raise ConfigError(name, value, "a Redis URL: redis://[user:password@]host:port/db, rediss:// (TLS) or unix://")
+    return value.strip()
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "{}"):
+        raise ConfigError(name, value, "a non-empty name without { or }")
+    return value.strip()
+
+
 def _field_name(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(name, value, "a non-empty item field name")
@@ -102,8 +114,8 @@ def _dotted(name: str, value: Any, choices: tuple[str, ...], what: str) -> str:
 
 
 # what a setting's value may be; each has one check above
-BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER = (
-    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier")
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT = (
+    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text")
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,8 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     PATH: lambda s, v: _path(s.name, v),
     REGEXES: lambda s, v: tuple(_regexes(s.name, v)),
     FIELD: lambda s, v: _field_name(s.name, v),
+    URL: lambda s, v: _redis_url(s.name, v),
+    TEXT: lambda s, v: _text(s.name, v),
     BACKEND: lambda s, v: _dotted(s.name, v, s.choices, "store"),
     VERIFIER: lambda s, v: _dotted(s.name, v, s.choices, "Verifier"),
 }
@@ -157,7 +171,8 @@ SETTINGS: tuple[Setting, ...] = (
         "URL regexes that are never checked nor dropped: a list, or on the command line `^a,^b` or a JSON "
         "list (`'[\"x{1,3}\"]'` for patterns with commas)")),
     Setting("DEDUP_BACKEND", BACKEND, "lmdb", choices=BACKENDS, doc=(
-        "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), or a dotted path "
+        "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), `redis` (shared "
+        "by processes on many machines: `DEDUP_REDIS_URL`; `pip install -e \".[redis]\"`), or a dotted path "
         "to a store class")),
     Setting("DEDUP_CANONICAL", BOOL, True, doc=(
         "a page that a kept copy names as its `rel=canonical` (or `og:url`) replaces that copy, with a "
@@ -229,6 +244,11 @@ SETTINGS: tuple[Setting, ...] = (
         "a containment match needs at least this resemblance too")),
     Setting("DEDUP_MIN_TOKENS", INT, 15, lo=1, doc=(
         "texts with fewer words are kept unchecked (`dedup/skipped/too_short`)")),
+    Setting("DEDUP_REDIS_PREFIX", TEXT, "dedup", doc=(
+        "`DEDUP_BACKEND=redis`: the index's keys are `{PREFIX}:...` (one cluster slot); one prefix an "
+        "index")),
+    Setting("DEDUP_REDIS_URL", URL, "redis://localhost:6379/0", doc=(
+        "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS")),
     Setting("DEDUP_RESET", BOOL, False, doc=(
         "start from an empty index; the old `DEDUP_DIR` is moved aside to `DEDUP_DIR.reset-<UTC time>`. "
         "Per crawl: `-a dedup_reset=1`")),
@@ -326,6 +346,8 @@ class DedupConfig:
     max_bytes: int = _DEFAULTS["max_bytes"]
     min_resemblance: float = _DEFAULTS["min_resemblance"]
     min_tokens: int = _DEFAULTS["min_tokens"]
+    redis_prefix: str = _DEFAULTS["redis_prefix"]
+    redis_url: str = _DEFAULTS["redis_url"]
     reset: bool = _DEFAULTS["reset"]
     revisit: str = _DEFAULTS["revisit"]
     shingle: int = _DEFAULTS["shingle"]

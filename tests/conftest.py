@@ -95,3 +95,39 @@ def cli(*args, timeout=120, **kw):
     """`crawler-dedup ARGS` in a subprocess, output piped (so no progress bar)."""
     return subprocess.run([sys.executable, "-m", "crawler_dedup", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on a free 127.0.0.1 port for the session (`.ci/run` installs it);
+    yields its URL."""
+    import shutil
+    import socket
+    import time
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    work = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("redis-server did not start")
+    yield url
+    client.close()
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -22,7 +22,7 @@ from crawler_dedup.exceptions import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "settings_table.py"
-ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str",
+ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str", "url": "str", "text": "str",
               "path": "str | None", "regexes": "tuple"}
 
 
@@ -79,7 +79,7 @@ def test_the_table_needs_its_markers():
     ("DEDUP_ENABLED", "maybe", "DEDUP_ENABLED='maybe' is not allowed: a boolean (True/False, 1/0)"),
     ("DEDUP_ALLOW", 5, "DEDUP_ALLOW=5 is not allowed: a list of regular expressions"),
     ("DEDUP_BACKEND", "no such",
-     "DEDUP_BACKEND='no such' is not allowed: one of lmdb, memory or a dotted path to a store class"),
+     "DEDUP_BACKEND='no such' is not allowed: one of lmdb, memory, redis or a dotted path to a store class"),
     ("DEDUP_COMMIT_BATCH", 0, "DEDUP_COMMIT_BATCH=0 is not allowed: an integer from 1 to 10000"),
     ("DEDUP_COMMIT_DELAY", 2, "DEDUP_COMMIT_DELAY=2 is not allowed: a number from 0.0 to 1.0"),
     ("DEDUP_CONCEPTUAL", "on", "DEDUP_CONCEPTUAL='on' is not allowed: one of off, flag, drop"),

@@ -16,6 +16,12 @@ def make_store(config, readonly: bool = False):
     """The store DEDUP_BACKEND names, built by its from_config(config, readonly)."""
     if config.backend in BUILTIN:
         return BUILTIN[config.backend].from_config(config, readonly=readonly)
+    if config.backend == "redis":
+        try:
+            from .redis import RedisStore
+        except ImportError as exc:
+            raise ConfigError("DEDUP_BACKEND", "redis", f"lmdb or memory: redis needs `pip install crawler-dedup[redis]` ({exc})") from None
+        return RedisStore.from_config(config, readonly=readonly)
     try:
         module, _, name = config.backend.rpartition(".")
         cls = getattr(importlib.import_module(module), name)  # (no Scrapy here: the core runs without it)
