@@ -64,3 +64,91 @@ def test_scans_page_through_many_keys_and_see_the_transactions_own_changes(redis
 
     store.write(check)
     store.close()
+
+
+def _start_redis(port, work):
+    import shutil
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(work)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            return proc
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("redis-server did not start")
+
+
+def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(redis_server, tmp_path, articles):
+    """In process, through the extension and the downloader middleware: the server is killed
+    between pages and started again (its append-only file keeps the index)."""
+    import asyncio
+    import socket
+
+    from scrapy import Request
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from crawler_dedup.extension import DedupExtension
+    from crawler_dedup.middleware import DedupMiddleware
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = _start_redis(port, tmp_path)
+    crawler = get_crawler(settings_dict={
+        "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_BACKEND": "redis", "DEDUP_DIR": str(tmp_path / "d"),
+        "DEDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0", "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1})
+    ext = DedupExtension.of(crawler)
+    ext.spider_opened(None)
+    mw = DedupMiddleware.from_crawler(crawler)
+
+    def fetch(url, html):
+        request = Request(url)
+        response = HtmlResponse(url, body=html, request=request)
+        try:
+            asyncio.run(mw.process_response(request, response))
+            return "kept"
+        except IgnoreRequest:
+            return "dropped"
+
+    try:
+        assert fetch("https://a/0", articles[0][0]) == "kept"
+        server.kill()
+        server.wait()
+        # Redis is gone: pages are kept, the failure counted (and logged once)
+        assert [fetch(f"https://a/{i}", articles[0][0]) for i in (1, 2)] == ["kept", "kept"]
+        assert crawler.stats.get_value("dedup/errors/store") == 2
+        server = _start_redis(port, tmp_path)
+        # back: the index kept before the restart is there, copies are dropped again
+        assert fetch("https://a/3", articles[0][0]) == "dropped"
+        assert fetch("https://a/4", articles[1][0]) == "kept"
+        assert fetch("https://a/5", articles[1][0]) == "dropped"
+        assert crawler.stats.get_value("dedup/errors/store") == 2 and crawler.stats.get_value("dedup/dropped") == 2
+    finally:
+        ext.spider_closed(None, "finished")
+        ext.engine_stopped()
+        server.kill()
+        server.wait()
+
+
+def test_closing_with_redis_gone_does_not_raise(tmp_path, articles):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = _start_redis(port, tmp_path)
+    d = Deduplicator(backend="redis", redis_url=f"redis://127.0.0.1:{port}/0").open()
+    assert d.check("https://a/1", text=articles[0][1]).action == "keep"
+    server.kill()
+    server.wait()
+    d.close()  # logged, not raised: the run stays marked open, like a killed crawl's
+    assert d.index is None

@@ -99,6 +99,8 @@ class Deduplicator:
                         index.write(plugin.save)
                 if self.run:  # ended: what it passed on was handed to storage
                     index.write(lambda txn: index.end_run(txn, self.run))
+            except DedupError as exc:  # the store went away (a networked one): the run stays open, as if killed
+                logger.warning("crawler-dedup could not close the run on %s: %s", index.store.location, exc)
             finally:
                 index.store.close()
                 self.index = None
