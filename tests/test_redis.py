@@ -152,3 +152,41 @@ def test_closing_with_redis_gone_does_not_raise(tmp_path, articles):
     server.wait()
     d.close()  # logged, not raised: the run stays marked open, like a killed crawl's
     assert d.index is None
+
+
+def test_four_crawler_processes_on_one_redis_keep_each_group_once(redis_server, tmp_path, articles, serve):
+    """4 `scrapy crawl pages` processes at once, each fed a quarter of one URL list in which every
+    page has 3 copies at other URLs, spread so that all 4 processes race on every group."""
+    import json
+    import subprocess
+    import sys
+
+    from crawler_dedup.droplog import read_droplog
+
+    from .conftest import ROOT, make_site, write_urls
+
+    groups = 10
+    pages = {f"{v}{g}.html": articles[g][0] for g in range(groups) for v in "abcd"}
+    base = serve(make_site(tmp_path / "site", pages)).base_url
+    procs, outs = [], []
+    settings = ["-s", "DEDUP_BACKEND=redis", "-s", f"DEDUP_REDIS_URL={redis_server}", "-s", "DEDUP_REDIS_PREFIX=four",
+                "-s", "ROBOTSTXT_OBEY=0", "-s", "DEDUP_LOGSTATS_INTERVAL=0", "-s", "LOG_LEVEL=INFO"]
+    for n, v in enumerate("abcd"):
+        urls = write_urls(tmp_path / f"urls-{v}.txt", [f"{base}/{v}{g}.html" for g in range(groups)])
+        out = tmp_path / f"items-{v}.jsonl"
+        outs.append(out)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", *settings,
+             "-s", f"DEDUP_DIR={tmp_path / f'dir-{v}'}", "-s", f"DEDUP_DROPLOG={tmp_path / 'drops.jsonl'}", "-o", str(out)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+    kept = [json.loads(line)["url"] for out in outs for line in open(out, encoding="utf-8")]
+    by_group = {}
+    for url in kept:
+        by_group.setdefault(url.rsplit("/", 1)[1][1:], []).append(url)
+    assert sorted(by_group) == sorted(f"{g}.html" for g in range(groups))
+    assert all(len(urls) == 1 for urls in by_group.values()), by_group  # each group kept exactly once
+    drops = list(read_droplog(str(tmp_path / "drops.jsonl")))
+    assert len(drops) == 3 * groups and {d["duplicate_of"] for d in drops} == set(kept)
