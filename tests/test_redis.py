@@ -190,3 +190,34 @@ def test_four_crawler_processes_on_one_redis_keep_each_group_once(redis_server, 
     assert all(len(urls) == 1 for urls in by_group.values()), by_group  # each group kept exactly once
     drops = list(read_droplog(str(tmp_path / "drops.jsonl")))
     assert len(drops) == 3 * groups and {d["duplicate_of"] for d in drops} == set(kept)
+
+
+def test_show_report_and_index_commands_read_a_redis_index(redis_server, tmp_path, articles):
+    import json
+
+    from crawler_dedup.droplog import DropLog, make_record
+
+    from .conftest import ROOT, cli
+
+    log = tmp_path / "droplog.jsonl"
+    with Deduplicator(backend="redis", redis_url=redis_server, redis_prefix="cli") as d, DropLog(str(log)) as drops:
+        assert d.check("https://a/1", text=articles[2][1]).action == "keep"
+        v = d.check("https://b/1", text=articles[2][1].replace(" the ", " a ", 3))
+        drops.write(make_record(v, "response", "t"))
+    where = ["--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=cli"]
+    proc = cli("show", "https://b/1", "--log", log, *where, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "kept          https://a/1" in proc.stdout and "no longer in the index" not in proc.stdout
+    proc = cli("index", "stats", "--json", *where, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["pages"] == 1 and info["urls"] == 1 and "prefix cli" in info["dir"]
+    proc = cli("report", log, "-o", tmp_path / "r.html", *where, cwd=ROOT)
+    assert proc.returncode == 0 and "1 with texts for the diff view" in proc.stdout, proc.stderr
+    proc = cli("index", "remove", "https://a/1", *where, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(cli("index", "stats", "--json", *where, cwd=ROOT).stdout)["pages"] == 0
+    proc = cli("index", "stats", cwd=ROOT)
+    assert proc.returncode == 2 and "give DEDUP_DIR (the LMDB index) or --redis URL" in proc.stderr
+    proc = cli("index", "stats", "--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=nothing-here", cwd=ROOT)
+    assert proc.returncode == 2 and "no index in Redis" in proc.stderr

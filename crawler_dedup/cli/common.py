@@ -52,6 +52,21 @@ def add_settings(p, help: str = "a setting, as with scrapy -s") -> None:
     p.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help=help)
 
 
+def add_backend(p, help: str = "DEDUP_BACKEND (and its settings) when the index is not LMDB, as with scrapy -s") -> None:
+    """-s for another backend's settings, and --redis URL for a Redis index."""
+    add_settings(p, help=help)
+    p.add_argument("--redis", metavar="URL", help="the index is in Redis at URL (DEDUP_BACKEND=redis, "
+                   "DEDUP_REDIS_URL=URL; its prefix: -s DEDUP_REDIS_PREFIX=...)")
+
+
+def backend_settings(args) -> dict:
+    """The -s settings, with --redis URL as DEDUP_BACKEND=redis and DEDUP_REDIS_URL."""
+    settings = parse_settings(args.set)
+    if getattr(args, "redis", None):
+        settings.update({"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": args.redis})
+    return settings
+
+
 def parse_settings(items: list[str] | None) -> dict:
     """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name gets the crawl's "did you
     mean" suggestion."""

@@ -8,9 +8,9 @@ from ..config import MAX_K
 from .common import (
     CliError,
     Progress,
-    add_settings,
+    add_backend,
+    backend_settings,
     open_index,
-    parse_settings,
     require_index,
     term,
 )
@@ -23,17 +23,17 @@ def add_parser(sub):
     isub = idx.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
     st = isub.add_parser("stats", help="pages, plan, settings fixed by the index, disk per page",
                          description="Pages, plan, the settings fixed by the index, and disk per page.")
-    st.add_argument("dir", metavar="DEDUP_DIR")
+    st.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
     st.add_argument("--json", action="store_true", help="machine-readable output")
-    add_settings(st, help=BACKEND_HELP)
+    add_backend(st, help=BACKEND_HELP)
     ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago",
                          description="Remove pages kept more than --window seconds ago, in batches. A crawl "
                          "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
-    ex.add_argument("dir", metavar="DEDUP_DIR")
+    ex.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
     ex.add_argument("--window", type=int, required=True, metavar="SECONDS",
                     help="pages kept more than SECONDS ago go (1 or more)")
     ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
-    add_settings(ex, help=BACKEND_HELP)
+    add_backend(ex, help=BACKEND_HELP)
     co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",
                          description="Rewrite data.mdb without its free pages. LMDB reuses freed pages but "
                          "never shrinks the file; run this when no crawl has the index open.")
@@ -42,12 +42,19 @@ def add_parser(sub):
                          description="Remove the kept page at URL (or at a URL of the same canonical form) from "
                          "the index, so its copies are kept from now on; the next crawl of URL keeps it as new.")
     rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
-    rm.add_argument("--dir", required=True, metavar="DEDUP_DIR")
-    add_settings(rm, help=BACKEND_HELP)
+    rm.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (or --redis URL)")
+    add_backend(rm, help=BACKEND_HELP)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
     return idx
+
+
+def _where(args) -> str:
+    """DEDUP_DIR, or a placeholder with --redis (the store ignores it)."""
+    if args.dir is None and not getattr(args, "redis", None):
+        raise CliError("give DEDUP_DIR (the LMDB index) or --redis URL")
+    return args.dir or os.curdir
 
 
 def run(args) -> int:
@@ -59,7 +66,7 @@ def stats(args) -> int:
 
     from ..stores.base import FORMAT_VERSION, from_u64
 
-    index = open_index(args.dir, readonly=True, settings=parse_settings(args.set))
+    index = open_index(_where(args), readonly=True, settings=backend_settings(args))
     plan = index.plan
     try:
         meta = index.read(lambda t: {n: t.meta_get(n) for n in ("format", "params", "runs", "next_id", "df", "lsi")})
@@ -73,7 +80,7 @@ def stats(args) -> int:
         table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
         per_page = bool(pages and disk)
         info = {
-            "dir": os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
+            "dir": index.store.location if args.redis else os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
             "urls": sizes.get("urls", (0, 0))[0],
             "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
             "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
@@ -154,7 +161,7 @@ def expire(args) -> int:
                        f"(pages kept more than that long ago are removed)")
     if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
         raise CliError(f"--batch takes 1 or more, not {args.batch}")
-    index = open_index(args.dir, settings=parse_settings(args.set))
+    index = open_index(_where(args), settings=backend_settings(args))
     cutoff = time.time() - args.window
     removed, progress = 0, Progress("expiring")
     try:
@@ -183,7 +190,7 @@ def compact(args) -> int:
 
 
 def remove(args) -> int:
-    index = open_index(args.dir, settings=parse_settings(args.set))
+    index = open_index(_where(args), settings=backend_settings(args))
 
     def remove_url(txn):  # a key lookup in the URL table, the removal in the same transaction
         doc = index.by_url(txn, args.url)
@@ -194,8 +201,8 @@ def remove(args) -> int:
     finally:
         index.store.close()
     if not removed:
-        raise CliError(f"no kept page at {term(args.url)} in {args.dir}", 1)
-    print(f"removed the kept page at {term(args.url)} from {args.dir}: its copies will be kept from now on")
+        raise CliError(f"no kept page at {term(args.url)} in {index.store.location}", 1)
+    print(f"removed the kept page at {term(args.url)} from {index.store.location}: its copies will be kept from now on")
     return 0
 
 

@@ -7,12 +7,12 @@ import os
 from .common import (
     CliError,
     Progress,
+    add_backend,
     add_filters,
-    add_settings,
+    backend_settings,
     filters,
     has_index,
     index_hint,
-    parse_settings,
     resolve_log_dir,
     same_file,
 )
@@ -28,7 +28,7 @@ def add_parser(sub):
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     p.add_argument("--dir", metavar="DEDUP_DIR", help="the index, for the kept pages' texts in the diff view")
     p.add_argument("--rows", type=int, default=20_000, metavar="N", help="drops in the table at most (default 20000)")
-    add_settings(p, help="DEDUP_BACKEND (and its settings) when the index is not LMDB, as with scrapy -s")
+    add_backend(p)
     add_filters(p)
     return p
 
@@ -44,7 +44,7 @@ def run(args) -> int:
     dir_: str | None = found
     if os.path.exists(log) and same_file(log, args.output):  # before the HTML overwrites it
         raise CliError(f"-o {args.output} is the drop log itself: give another file, e.g. report.html")
-    settings = parse_settings(args.set)
+    settings = backend_settings(args)
     if dir_ is None or not has_index(dir_, settings):
         if args.dir:
             raise CliError(f"no LMDB index in {args.dir}{index_hint(args.dir)}")

@@ -7,7 +7,8 @@ import shutil
 from .common import (
     CliError,
     Progress,
-    add_settings,
+    add_backend,
+    backend_settings,
     index_hint,
     make_config,
     parse_settings,
@@ -30,8 +31,8 @@ def add_parser(sub):
     how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
     how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
     p.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
-    add_settings(p, help="the crawl's settings: for the 'why' line of a drop log older than its thresholds "
-                 "key, and DEDUP_BACKEND when the index is not LMDB")
+    add_backend(p, help="the crawl's settings: for the 'why' line of a drop log older than its thresholds "
+                "key, and DEDUP_BACKEND when the index is not LMDB")
     return p
 
 
@@ -45,7 +46,7 @@ def run(args) -> int:
     if width < 40:
         raise CliError(f"--width takes 40 or more, not {width}")
     rec, malformed = _find(args, log)
-    kept, note = _kept(rec, dir_, parse_settings(args.set))
+    kept, note = _kept(rec, dir_, backend_settings(args))
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
     if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
