@@ -345,20 +345,21 @@ class Deduplicator:
     def _candidates(self, txn: IndexTxn, fp: Fingerprinted) -> list[DocRecord]:
         """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing
         one of the smallest shingle hashes (most shared first); at most MAX_VERIFIED."""
-        index, seen, out = self.index, set(), []
+        index = self.index
         assert index is not None
-        ids = [d for f, _ in index.candidates(txn, fp.fingerprint) for d in txn.fp_docs(f)]
+        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
+        ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
         if self.config.sketch_probes:
             ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
-        for doc_id in ids:
-            if doc_id in seen:
-                continue
-            seen.add(doc_id)
-            doc = index.doc(txn, doc_id)
-            if doc is not None:
-                out.append(doc)
-            if len(out) >= MAX_VERIFIED:
-                break
+        ids = list(dict.fromkeys(ids))  # first occurrence order
+        out: list[DocRecord] = []
+        for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone
+            batch = ids[start:start + MAX_VERIFIED]
+            for doc_id, raw in zip(batch, txn.doc_get_many(batch)):
+                if raw is not None:
+                    out.append(DocRecord.decode(raw, doc_id))
+                    if len(out) >= MAX_VERIFIED:
+                        return out
         return out
 
     def failed(self, verdict: Verdict, where: Failure, exc: BaseException | object) -> Verdict:

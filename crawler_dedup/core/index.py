@@ -155,11 +155,8 @@ class NearDupIndex:
         Two pages with resemblance J share their single smallest hash with probability J, so a
         few probes find copies whose simhash moved more than k bits (edits, truncation).
         """
-        lists = []
-        for key in _keys8(sketch[:probes]):
-            docs = txn.postings(key, POSTING_LIMIT)
-            if docs is not None and docs.size:
-                lists.append(docs)
+        lists = [docs for docs in txn.postings_many(_keys8(sketch[:probes]), POSTING_LIMIT)
+                 if docs is not None and docs.size]
         if not lists:
             return []
         ids, shared = np.unique(np.concatenate(lists), return_counts=True)
@@ -224,8 +221,7 @@ class NearDupIndex:
             txn.exact_put(digest, doc_id)
         for table, key in enumerate(self.plan.keys(record.fingerprint)):
             txn.bucket_add(table, key, record.fingerprint)
-        for value in record.sketch[:probes].tolist():
-            txn.posting_add(u64(value), doc_id, POSTING_LIMIT)
+        txn.postings_add(_keys8(record.sketch[:probes]), doc_id, POSTING_LIMIT)
         return doc_id
 
     def remove(self, txn, doc_id: int) -> bool:

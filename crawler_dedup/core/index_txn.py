@@ -49,17 +49,22 @@ class IndexTxn:
     def bucket_remove(self, table: int, key: bytes, fp: int) -> None:
         self.raw.remove(self._names[table], key, u64(fp))
 
-    def postings(self, key: bytes, limit: int) -> np.ndarray | None:
-        """Doc ids filed under `key`; None when more than `limit` (a boilerplate shingle)."""
-        n = self.raw.value_count("mins", key)
-        if n > limit:
-            return None
-        return _ids(self.raw.values("mins", key)) if n else np.empty(0, np.uint64)
+    def postings_many(self, keys: list[bytes], limit: int) -> list[np.ndarray | None]:
+        """Doc ids filed under each key; None for a key with more than `limit` (boilerplate)."""
+        return [None if len(v) > limit else _ids(v) for v in self.raw.values_many("mins", keys)]
 
-    def posting_add(self, key: bytes, doc_id: int, limit: int) -> None:
-        if self.raw.value_count("mins", key) > limit:
-            return  # its list stops growing
-        self.raw.add("mins", key, u64(doc_id))
+    def fp_docs_many(self, fps: list[int]) -> list[list[int]]:
+        return [[from_u64(v) for v in vals] for vals in self.raw.values_many("fps", [u64(f) for f in fps])]
+
+    def doc_get_many(self, doc_ids: list[int]) -> list[bytes | None]:
+        return self.raw.get_many("docs", [u64(d) for d in doc_ids])
+
+    def postings_add(self, keys: list[bytes], doc_id: int, limit: int) -> None:
+        """File doc_id under each key whose list holds `limit` doc ids or fewer (a boilerplate
+        shingle's list stops growing), reading the lists in one go."""
+        for key, docs in zip(keys, self.raw.values_many("mins", keys)):
+            if len(docs) <= limit:
+                self.raw.add("mins", key, u64(doc_id))
 
     def posting_remove(self, key: bytes, doc_id: int) -> None:
         self.raw.remove("mins", key, u64(doc_id))

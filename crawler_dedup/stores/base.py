@@ -55,6 +55,10 @@ class Txn(Protocol):
     def union_u64(self, tables: list[str], keys: list[bytes]) -> np.ndarray:
         """The values under keys[i] in tables[i], for every i, as one uint64 array (big-endian
         values; repeats kept): the index's hot read, one call per page looked up."""
+    def values_many(self, table: str, keys: list[bytes]) -> list[list[bytes]]:
+        """values() of each key, in one go (one round trip for a networked store)."""
+    def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
+        """get() of each key of a SINGLE table, in one go."""
     # both kinds
     def scan(self, table: str, start: bytes, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to `limit` (key, value) with key >= start, in key order (bytewise); a MULTI
@@ -85,6 +89,12 @@ class TxnBase:
     def union_u64(self, tables: list[str], keys: list[bytes]) -> np.ndarray:
         raw = b"".join(b"".join(self.values(t, k)) for t, k in zip(tables, keys))  # type: ignore[attr-defined]
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+    def values_many(self, table: str, keys: list[bytes]) -> list[list[bytes]]:
+        return [self.values(table, k) for k in keys]  # type: ignore[attr-defined]
+
+    def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(table, k) for k in keys]  # type: ignore[attr-defined]
 
     def incr(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
         raw = self.get(table, key)  # type: ignore[attr-defined]

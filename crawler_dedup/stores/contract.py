@@ -118,6 +118,23 @@ class StoreContract:
         assert sorted(got.tolist()) == [1, 7, 2**63]
         assert s.read(lambda t: t.union_u64(["many"], [b"zz"])).size == 0
 
+    def test_many_at_once_is_each_one_and_sees_the_transactions_changes(self):
+        s = self.opened()
+        s.write(lambda t: (t.put("one", b"a", b"1"), t.put("one", b"b", b"2"), t.add("many", b"x", u64(5)),
+                           t.add("many", b"y", u64(6))))
+
+        def check(t):
+            t.put("one", b"b", b"new")
+            t.delete("one", b"a")
+            t.add("many", b"x", u64(1))
+            t.remove("many", b"y", u64(6))
+            return (t.get_many("one", [b"a", b"b", b"zz", b"b"]), t.values_many("many", [b"x", b"y", b"none"]),
+                    t.get_many("one", []), t.values_many("many", []))
+
+        assert s.write(check) == ([None, b"new", None, b"new"], [[u64(1), u64(5)], [], []], [], [])
+        assert s.read(lambda t: (t.get_many("one", [b"b", b"a"]), t.values_many("many", [b"y", b"x"]))) == (
+            [b"new", None], [[], [u64(1), u64(5)]])
+
     # -- scans, counts, counters ---------------------------------------------------------------
     def test_scan_in_key_order_from_start_with_limit(self):
         s = self.opened()

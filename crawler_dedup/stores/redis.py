@@ -108,6 +108,24 @@ class _RedisTxn(TxnBase):
         self.added.get((table, key), set()).discard(value)
         self.removed.setdefault((table, key), set()).add(value)
 
+    def values_many(self, table, keys):
+        self._kind(table, MULTI)
+        keys = [bytes(k) for k in keys]
+        pipe = self.r.pipeline(transaction=False)
+        for k in keys:
+            pipe.zrangebylex(self.s.k("m", table, k), b"-", b"+")
+        stored = pipe.execute() if keys else []
+        return [self._merged(table, k, [] if (table, k) in self.cleared else [bytes(v) for v in got])
+                for k, got in zip(keys, stored)]
+
+    def get_many(self, table, keys):
+        self._kind(table, SINGLE)
+        keys = [bytes(k) for k in keys]
+        missing = [k for k in keys if (table, k) not in self.single]
+        stored = dict(zip(missing, self.r.hmget(self.s.k("s", table), missing))) if missing else {}
+        return [self.single[(table, k)] if (table, k) in self.single else
+                (None if stored[k] is None else bytes(stored[k])) for k in keys]
+
     def union_u64(self, tables, keys):
         """Every bucket of a lookup in one round trip."""
         pipe = self.r.pipeline(transaction=False)
@@ -171,13 +189,16 @@ class _RedisTxn(TxnBase):
     def commit(self, token: bytes) -> bool:
         """Apply the buffer in one MULTI/EXEC, only if this writer still holds the lock."""
         s = self.s
-        touched = {(t, k) for (t, k) in (*self.added, *self.removed, *self.cleared)}
+        touched = sorted({(t, k) for (t, k) in (*self.added, *self.removed, *self.cleared)})
         finals: dict[tuple[str, bytes], list[bytes]] = {}
         deltas: dict[str, int] = {}
-        for t, k in touched:  # final values and the table counts' change (we hold the lock)
-            stored = [bytes(v) for v in self.r.zrangebylex(s.k("m", t, k), b"-", b"+")]
+        reads = self.r.pipeline(transaction=False)
+        for t, k in touched:
+            reads.zcard(s.k("m", t, k))
+        for (t, k), before in zip(touched, reads.execute() if touched else []):
+            # final values and the table counts' change, from one round trip (we hold the lock)
             finals[(t, k)] = self.values(t, k)
-            deltas[t] = deltas.get(t, 0) + len(finals[(t, k)]) - len(stored)
+            deltas[t] = deltas.get(t, 0) + len(finals[(t, k)]) - int(before)
         with self.r.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(s.k("lock"))
