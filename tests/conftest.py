@@ -131,3 +131,59 @@ def redis_server(tmp_path_factory):
     client.close()
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """A real 3-node Redis Cluster on 127.0.0.1 (no replicas) for the session; yields a node's URL."""
+    import shutil
+    import socket
+    import time
+
+    exe, cli_exe = shutil.which("redis-server"), shutil.which("redis-cli")
+    if exe is None or cli_exe is None:
+        pytest.skip("redis-server / redis-cli are not installed (apt-get install redis-server; .ci/run does)")
+    work = tmp_path_factory.mktemp("redis-cluster")
+    ports: list[int] = []
+    procs = []
+    while len(ports) < 3:  # a node also listens on its port + 10000 (the cluster bus)
+        with socket.socket() as s, socket.socket() as bus:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port > 55000 or port in ports:
+                continue
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+            ports.append(port)
+    for port in ports:
+        procs.append(subprocess.Popen(
+            [exe, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
+             f"nodes-{port}.conf", "--save", "", "--appendonly", "no", "--dir", str(work)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+    import redis
+
+    try:
+        for port in ports:
+            client = redis.Redis(port=port)
+            for _ in range(200):
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+        subprocess.run([cli_exe, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "0",
+                        "--cluster-yes"], check=True, capture_output=True, timeout=30)
+        for _ in range(200):
+            if all(redis.Redis(port=p).cluster("info").get("cluster_state") == "ok" for p in ports):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the Redis Cluster did not come up")
+        yield f"redis://127.0.0.1:{ports[0]}/0"
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=10)

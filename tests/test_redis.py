@@ -154,17 +154,21 @@ def test_closing_with_redis_gone_does_not_raise(tmp_path, articles):
     assert d.index is None
 
 
-def test_four_crawler_processes_on_one_redis_keep_each_group_once(redis_server, tmp_path, articles, serve):
+@pytest.mark.parametrize("where", ["redis_server", "redis_cluster"])
+def test_four_crawler_processes_on_one_redis_keep_each_group_once(where, request, tmp_path, articles, serve):
     """4 `scrapy crawl pages` processes at once, each fed a quarter of one URL list in which every
-    page has 3 copies at other URLs, spread so that all 4 processes race on every group."""
+    page has 3 copies at other URLs, spread so that all 4 processes race on every group; on one
+    server and on a 3-node cluster."""
     import json
     import subprocess
     import sys
+    import time
 
     from crawler_dedup.droplog import read_droplog
 
     from .conftest import ROOT, make_site, write_urls
 
+    redis_server = request.getfixturevalue(where)
     groups = 10
     pages = {f"{v}{g}.html": articles[g][0] for g in range(groups) for v in "abcd"}
     base = serve(make_site(tmp_path / "site", pages)).base_url
@@ -179,8 +183,14 @@ def test_four_crawler_processes_on_one_redis_keep_each_group_once(redis_server, 
             [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", *settings,
              "-s", f"DEDUP_DIR={tmp_path / f'dir-{v}'}", "-s", f"DEDUP_DROPLOG={tmp_path / 'drops.jsonl'}", "-o", str(out)],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + 180
     for proc in procs:
-        _, err = proc.communicate(timeout=240)
+        try:
+            _, err = proc.communicate(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            raise
         assert proc.returncode == 0, err[-3000:]
     kept = [json.loads(line)["url"] for out in outs for line in open(out, encoding="utf-8")]
     by_group = {}
@@ -221,3 +231,20 @@ def test_show_report_and_index_commands_read_a_redis_index(redis_server, tmp_pat
     assert proc.returncode == 2 and "give DEDUP_DIR (the LMDB index) or --redis URL" in proc.stderr
     proc = cli("index", "stats", "--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=nothing-here", cwd=ROOT)
     assert proc.returncode == 2 and "no index in Redis" in proc.stderr
+
+
+class TestRedisClusterStore(TestRedisStore):
+    """The same suite on a 3-node Redis Cluster (every key of an index in its prefix's slot)."""
+
+    @pytest.fixture(autouse=True)
+    def _server(self, redis_cluster):
+        self.url = redis_cluster
+
+
+def test_a_cluster_index_is_shared_and_keeps_a_group_once(redis_cluster, articles):
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="on-a-cluster")
+    with Deduplicator(**settings) as one, Deduplicator(**settings) as two:
+        assert one.index.store.cluster
+        assert one.check("https://a/1", text=articles[3][1]).action == "keep"
+        v = two.check("https://b/1", text=articles[3][1])
+    assert (v.action, v.duplicate_of) == ("drop", "https://a/1")

@@ -239,6 +239,7 @@ class RedisStore:
         self.location = f"{_safe_url(url)} prefix {prefix}"
         self.kinds: dict[str, str] = {}
         self.client: Any = None
+        self.cluster = False  # a Redis Cluster: every key of the index is in the slot of {prefix}
         import redis
 
         self.redis = redis
@@ -256,9 +257,15 @@ class RedisStore:
 
     def open(self) -> None:
         try:
-            self.client = self.redis.Redis.from_url(self.url, socket_timeout=10, socket_connect_timeout=5,
-                                                    health_check_interval=30)
+            timeouts = {"socket_timeout": 10, "socket_connect_timeout": 5}
+            self.client = self.redis.Redis.from_url(self.url, health_check_interval=30, **timeouts)
             self.client.ping()
+            if self.client.info("cluster").get("cluster_enabled"):  # the URL names a node of a cluster
+                from redis.cluster import RedisCluster
+
+                self.client.close()
+                self.client = RedisCluster.from_url(self.url, **timeouts)
+                self.cluster = True
             if self.readonly and not self.client.exists(self.k("index")):
                 raise StoreError(f"no index in Redis {self.location}")
         except self.redis.RedisError as exc:
