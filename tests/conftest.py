@@ -97,38 +97,58 @@ def cli(*args, timeout=120, **kw):
                           timeout=timeout, **kw)
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
-    """A real redis-server on a free 127.0.0.1 port for the session (`.ci/run` installs it);
-    yields its URL."""
+def start_redis(port: int, work, *args: str):
+    """redis-server on 127.0.0.1:port (its files in `work`), started and answering; skips the
+    test when redis-server is not installed (.ci/run installs it)."""
     import shutil
-    import socket
     import time
 
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    work = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(work)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"redis://127.0.0.1:{port}/0"
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(work), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     import redis
 
-    client = redis.Redis.from_url(url)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("redis-server did not start")
-    yield url
-    client.close()
+    client = redis.Redis(port=port)
+    try:
+        for _ in range(200):
+            try:
+                client.ping()
+                return proc
+            except redis.ConnectionError:
+                time.sleep(0.05)
+    finally:
+        client.close()
+    proc.kill()
+    pytest.fail(f"redis-server did not start on port {port}")
+
+
+def free_port(bus: bool = False) -> int:
+    """A free 127.0.0.1 port; bus: with port + 10000 free too (a cluster node's bus)."""
+    import socket
+
+    while True:
+        with socket.socket() as s, socket.socket() as other:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if not bus:
+                return port
+            if port > 55000:
+                continue
+            try:
+                other.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+            return port
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on a free 127.0.0.1 port for the session; yields its URL."""
+    port = free_port()
+    proc = start_redis(port, tmp_path_factory.mktemp("redis"), "--appendonly", "no")
+    yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -137,42 +157,24 @@ def redis_server(tmp_path_factory):
 def redis_cluster(tmp_path_factory):
     """A real 3-node Redis Cluster on 127.0.0.1 (no replicas) for the session; yields a node's URL."""
     import shutil
-    import socket
     import time
 
-    exe, cli_exe = shutil.which("redis-server"), shutil.which("redis-cli")
-    if exe is None or cli_exe is None:
-        pytest.skip("redis-server / redis-cli are not installed (apt-get install redis-server; .ci/run does)")
-    work = tmp_path_factory.mktemp("redis-cluster")
-    ports: list[int] = []
-    procs = []
-    while len(ports) < 3:  # a node also listens on its port + 10000 (the cluster bus)
-        with socket.socket() as s, socket.socket() as bus:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            if port > 55000 or port in ports:
-                continue
-            try:
-                bus.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-            ports.append(port)
-    for port in ports:
-        procs.append(subprocess.Popen(
-            [exe, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
-             f"nodes-{port}.conf", "--save", "", "--appendonly", "no", "--dir", str(work)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
     import redis
 
+    cli_exe = shutil.which("redis-cli")
+    if cli_exe is None:
+        pytest.skip("redis-cli is not installed (apt-get install redis-server; .ci/run does)")
+    work = tmp_path_factory.mktemp("redis-cluster")
+    ports: list[int] = []
+    while len(ports) < 3:
+        port = free_port(bus=True)
+        if port not in ports:
+            ports.append(port)
+    procs = []
     try:
         for port in ports:
-            client = redis.Redis(port=port)
-            for _ in range(200):
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
+            procs.append(start_redis(port, work, "--appendonly", "no", "--cluster-enabled", "yes",
+                                     "--cluster-config-file", f"nodes-{port}.conf"))
         subprocess.run([cli_exe, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "0",
                         "--cluster-yes"], check=True, capture_output=True, timeout=30)
         for _ in range(200):

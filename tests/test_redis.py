@@ -67,29 +67,15 @@ def test_scans_page_through_many_keys_and_see_the_transactions_own_changes(redis
 
 
 def _start_redis(port, work):
-    import shutil
-    import subprocess
-    import time
+    from .conftest import start_redis
 
-    proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(work)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            return proc
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("redis-server did not start")
+    return start_redis(port, work, "--appendonly", "yes", "--appendfsync", "always")
 
 
 def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(redis_server, tmp_path, articles):
     """In process, through the extension and the downloader middleware: the server is killed
     between pages and started again (its append-only file keeps the index)."""
     import asyncio
-    import socket
 
     from scrapy import Request
     from scrapy.exceptions import IgnoreRequest
@@ -99,9 +85,9 @@ def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(r
     from crawler_dedup.extension import DedupExtension
     from crawler_dedup.middleware import DedupMiddleware
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from .conftest import free_port
+
+    port = free_port()
     server = _start_redis(port, tmp_path)
     crawler = get_crawler(settings_dict={
         "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_BACKEND": "redis", "DEDUP_DIR": str(tmp_path / "d"),
@@ -140,11 +126,9 @@ def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(r
 
 
 def test_closing_with_redis_gone_does_not_raise(tmp_path, articles):
-    import socket
+    from .conftest import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = _start_redis(port, tmp_path)
     d = Deduplicator(backend="redis", redis_url=f"redis://127.0.0.1:{port}/0").open()
     assert d.check("https://a/1", text=articles[0][1]).action == "keep"
