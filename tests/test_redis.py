@@ -232,3 +232,14 @@ def test_a_cluster_index_is_shared_and_keeps_a_group_once(redis_cluster, article
         assert one.check("https://a/1", text=articles[3][1]).action == "keep"
         v = two.check("https://b/1", text=articles[3][1])
     assert (v.action, v.duplicate_of) == ("drop", "https://a/1")
+
+
+def test_dedup_window_on_redis_forgets_old_pages_and_removes_them(redis_server, articles):
+    settings = dict(backend="redis", redis_url=redis_server, redis_prefix="window", window=100)
+    with Deduplicator(**settings) as d:
+        assert d.check("https://a/1", text=articles[4][1], now=1000.0).action == "keep"
+        assert d.check("https://b/1", text=articles[4][1], now=1050.0).action == "drop"  # within the window
+        later = d.check("https://c/1", text=articles[4][1], now=1200.0)  # a/1 is out of it: no match
+        assert later.action == "keep"
+        d.check("https://d/1", text=articles[5][1], now=1400.0)  # each page kept removes expired ones
+        assert d.index.read(lambda t: (t.doc_count(), t.url_count())) == (1, 1)
