@@ -20,12 +20,11 @@ logger = logging.getLogger("crawler_dedup")
 class GroupCommit:
     """Pending pages and their waiting Deferreds. `decide` takes the batch and returns its
     verdicts; `finish` records one (stats, drop log) and returns it as recorded; `busy()` is
-    the number of downloads in flight (None: unknown); `count` counts a failure."""
+    the number of downloads in flight (None: unknown)."""
 
     def __init__(self, decide: Callable[[list[Pending]], list[Verdict]], finish: Callable[[Verdict], Verdict],
-                 batch: int, delay: float, busy: Callable[[], int | None], count: Callable[[Failure], None]):
+                 batch: int, delay: float, busy: Callable[[], int | None]):
         self.decide, self.finish, self.batch, self.delay, self.busy = decide, finish, batch, delay, busy
-        self.count = count
         self.pending: list[tuple[Any, Any]] = []  # (Pending, Deferred)
         self._call: Any = None  # the reactor's delayed flush
         self._logged = False
@@ -66,13 +65,7 @@ class GroupCommit:
             self._error("Dedup could not decide %d pages, keeping them: %s", len(batch), exc)
             verdicts = [p.verdict.kept_because(Failure.INTERNAL) for p, _ in batch]
         for (_, waiting), verdict in zip(batch, verdicts):
-            try:
-                verdict = self.finish(verdict)
-            except Exception as exc:  # never a drop without its drop-log line, never a stuck page
-                self._error("Dedup could not record %s, keeping it: %s", verdict.url, exc)
-                self.count(Failure.INTERNAL)
-                verdict = verdict.kept_because(Failure.INTERNAL)
-            waiting.callback(verdict)
+            waiting.callback(self.finish(verdict))  # (finish never raises: every page is released)
 
     def _error(self, message: str, *args) -> None:
         if not self._logged:

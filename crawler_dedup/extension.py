@@ -71,7 +71,7 @@ class DedupExtension:
         self.droplog: DropLog | None = None
         self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
         self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, Stage.RESPONSE), self.config.commit_batch,
-                                   self.config.commit_delay, self._downloads, self._count_failure)
+                                   self.config.commit_delay, self._downloads)
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logged: set[str] = set()
         self._superseded_later: list = []  # page_superseded signals held until the spider closes
@@ -216,12 +216,7 @@ class DedupExtension:
             commits = self.dedup.commits
             verdict = self.dedup.check(url, stage=stage, **page)
             self._count_commits(commits)
-        try:
-            return self.finish(verdict, stage, item)
-        except Exception as exc:  # never a drop without its drop-log line, never a failed request
-            self._error_once("internal", "Dedup could not record %s, keeping it: %s", url, exc)
-            self._count_failure(Failure.INTERNAL)
-            return verdict.kept_because(Failure.INTERNAL)
+        return self.finish(verdict, stage, item)
 
     async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
         """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
@@ -286,8 +281,14 @@ class DedupExtension:
 
     def finish(self, verdict: Verdict, stage: Stage, item=None) -> Verdict:
         """Record the verdict (stats, drop log); the verdict as recorded: a drop whose drop-log
-        line could not be written is a keep."""
-        verdict = self.record(verdict, stage, item)
+        line could not be written is a keep. Never raises: every path of a page (the pipeline's,
+        the group commit's, a worker's) keeps it when recording fails."""
+        try:
+            verdict = self.record(verdict, stage, item)
+        except Exception as exc:  # never a drop without its drop-log line, never a failed request
+            self._error_once("internal", "Dedup could not record %s, keeping it: %s", verdict.url, exc)
+            self._count_failure(Failure.INTERNAL)
+            return verdict.kept_because(Failure.INTERNAL)
         if stage == Stage.RESPONSE and verdict.fingerprint is not None and verdict.action != Action.DROP:
             self.remember(verdict.url, "flagged" if verdict.action == Action.FLAG else "kept")
         return verdict

@@ -61,9 +61,9 @@ class IndexTxn:
 
     def postings_add(self, keys: list[bytes], doc_id: int, limit: int) -> None:
         """File doc_id under each key whose list holds `limit` doc ids or fewer (a boilerplate
-        shingle's list stops growing), reading the lists in one go."""
-        for key, docs in zip(keys, self.raw.values_many("mins", keys)):
-            if len(docs) <= limit:
+        shingle's list stops growing), reading the lists' sizes in one go."""
+        for key, filed in zip(keys, self.raw.value_counts("mins", keys)):  # counts, not the lists
+            if filed <= limit:
                 self.raw.add("mins", key, u64(doc_id))
 
     def posting_remove(self, key: bytes, doc_id: int) -> None:

@@ -59,6 +59,8 @@ class Txn(Protocol):
         """values() of each key, in one go (one round trip for a networked store)."""
     def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
         """get() of each key of a SINGLE table, in one go."""
+    def value_counts(self, table: str, keys: list[bytes]) -> list[int]:
+        """value_count() of each key, in one go."""
     # both kinds
     def scan(self, table: str, start: bytes, limit: int) -> list[tuple[bytes, bytes]]:
         """Up to `limit` (key, value) with key >= start, in key order (bytewise); a MULTI
@@ -95,6 +97,9 @@ class TxnBase:
 
     def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
         return [self.get(table, k) for k in keys]  # type: ignore[attr-defined]
+
+    def value_counts(self, table: str, keys: list[bytes]) -> list[int]:
+        return [self.value_count(table, k) for k in keys]  # type: ignore[attr-defined]
 
     def incr(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
         raw = self.get(table, key)  # type: ignore[attr-defined]

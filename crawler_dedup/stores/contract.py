@@ -134,6 +134,9 @@ class StoreContract:
         assert s.write(check) == ([None, b"new", None, b"new"], [[u64(1), u64(5)], [], []], [], [])
         assert s.read(lambda t: (t.get_many("one", [b"b", b"a"]), t.values_many("many", [b"y", b"x"]))) == (
             [b"new", None], [[], [u64(1), u64(5)]])
+        assert s.write(lambda t: (t.add("many", b"y", u64(9)), t.value_counts("many", [b"x", b"y", b"none"]))[1]) == [
+            2, 1, 0]
+        assert s.read(lambda t: (t.value_counts("many", [b"y", b"x"]), t.value_counts("many", []))) == ([1, 2], [])
 
     # -- scans, counts, counters ---------------------------------------------------------------
     def test_scan_in_key_order_from_start_with_limit(self):

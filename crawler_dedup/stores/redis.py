@@ -118,6 +118,19 @@ class _RedisTxn(TxnBase):
         return [self._merged(table, k, [] if (table, k) in self.cleared else [bytes(v) for v in got])
                 for k, got in zip(keys, stored)]
 
+    def value_counts(self, table, keys):
+        self._kind(table, MULTI)
+        keys = [bytes(k) for k in keys]
+        plain = [k for k in keys if not self._touched(table, k)]  # the others need the overlay
+        pipe = self.r.pipeline(transaction=False)
+        for k in plain:
+            pipe.zcard(self.s.k("m", table, k))
+        counts = dict(zip(plain, pipe.execute() if plain else []))
+        return [int(counts[k]) if k in counts else len(self.values(table, k)) for k in keys]
+
+    def _touched(self, table: str, key: bytes) -> bool:
+        return (table, key) in self.added or (table, key) in self.removed or (table, key) in self.cleared
+
     def get_many(self, table, keys):
         self._kind(table, SINGLE)
         keys = [bytes(k) for k in keys]
