@@ -1,11 +1,12 @@
 """Decided pages a second with 1, 4 and 8 processes sharing one index: Redis beside LMDB, and the
-Redis round trips and commands a page takes.
+Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
+the page read) a page takes, on one redis-server and on a 3-node Redis Cluster.
 
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8]
 
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
-out, as in a crawl whose workers extract. A redis-server is started on 127.0.0.1 for the run.
+out, as in a crawl whose workers extract. The redis-servers are started on 127.0.0.1 for the run.
 """
 
 from __future__ import annotations
@@ -42,50 +43,24 @@ def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-def _work(args) -> tuple[int, float, int, int]:
+def _work(args) -> tuple[int, float, int, int, int]:
     backend, where, pages = args
     from crawler_dedup import Deduplicator
 
     settings = {"backend": backend, "lmdb_sync": True}
-    if backend == "redis":
-        settings.update(redis_url=where, redis_prefix="bench")
+    if backend != "lmdb":
+        settings.update(backend="redis", redis_url=where, redis_prefix="bench")
     else:
         settings.update(dir=where)
     with Deduplicator(**settings) as d:
-        counter = _count_round_trips(d) if backend == "redis" else None
+        store = d.index.store
+        before = (store.trips, store.commands, store.conflicts) if backend != "lmdb" else (0, 0, 0)
         t0 = time.perf_counter()
         for url, text in pages:
             d.check(url, text=text)
         took = time.perf_counter() - t0
-        trips = counter() if counter else (0, 0)
-    return len(pages), took, trips[0], trips[1]
-
-
-def _count_round_trips(dedup):
-    """Count the client's round trips (a command, or a pipeline) and the commands they carried."""
-    client = dedup.index.store.client
-    seen = {"trips": 0, "commands": 0}
-    plain, pipe_cls = client.execute_command, client.pipeline
-
-    def execute_command(*a, **kw):
-        seen["trips"] += 1
-        seen["commands"] += 1
-        return plain(*a, **kw)
-
-    def pipeline(*a, **kw):
-        pipe = pipe_cls(*a, **kw)
-        run = pipe.execute
-
-        def execute(*ea, **ekw):
-            seen["trips"] += 1
-            seen["commands"] += len(pipe.command_stack)
-            return run(*ea, **ekw)
-
-        pipe.execute = execute
-        return pipe
-
-    client.execute_command, client.pipeline = execute_command, pipeline
-    return lambda: (seen["trips"], seen["commands"])
+        after = (store.trips, store.commands, store.conflicts) if backend != "lmdb" else (0, 0, 0)
+    return len(pages), took, after[0] - before[0], after[1] - before[1], after[2] - before[2]
 
 
 def run(backend: str, where: str, stream, procs: int):
@@ -96,15 +71,26 @@ def run(backend: str, where: str, stream, procs: int):
     wall = time.perf_counter() - t0
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
-    return pages / busy, wall, sum(r[2] for r in results) / pages, sum(r[3] for r in results) / pages
+    return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4)))
 
 
-def start_redis(work: str) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def _free_port() -> int:
+    while True:
+        with socket.socket() as s, socket.socket() as bus:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port > 55000:
+                continue
+            try:
+                bus.bind(("127.0.0.1", port + 10000))  # a cluster node's bus port
+            except OSError:
+                continue
+            return port
+
+
+def _server(work: str, port: int, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", work],
+                             "--save", "", "--appendonly", "no", "--dir", work, *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     import redis
 
@@ -112,11 +98,29 @@ def start_redis(work: str) -> tuple[subprocess.Popen, str]:
     for _ in range(200):
         try:
             client.ping()
-            return proc, f"redis://127.0.0.1:{port}/0"
+            return proc
         except redis.ConnectionError:
             time.sleep(0.05)
     proc.kill()
     raise SystemExit("redis-server did not start")
+
+
+def start_redis(work: str, nodes: int) -> tuple[list[subprocess.Popen], str]:
+    """One redis-server (nodes=1) or a cluster of `nodes` masters on 127.0.0.1; a node's URL."""
+    if nodes == 1:
+        port = _free_port()
+        return [_server(work, port)], f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    ports = sorted({_free_port() for _ in range(nodes * 3)})[:nodes]
+    procs = [_server(work, p, "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{p}.conf") for p in ports]
+    subprocess.run([shutil.which("redis-cli") or "redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                    "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
+    for _ in range(400):
+        if all(redis.Redis(port=p).cluster("info").get("cluster_state") == "ok" for p in ports):
+            return procs, f"redis://127.0.0.1:{ports[0]}/0"
+        time.sleep(0.05)
+    raise SystemExit("the Redis Cluster did not come up")
 
 
 def main(argv=None) -> int:
@@ -127,19 +131,22 @@ def main(argv=None) -> int:
     stream = texts(args.pages)
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores")
-    print(f"{'backend':<8} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'trips/page':>11} {'commands/page':>14}")
+    print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'trips/page':>11} "
+          f"{'commands/page':>14} {'reruns/page':>12}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            lmdb_rate, lmdb_wall, _, _ = run("lmdb", os.path.join(tmp, "lmdb"), stream, procs)
-            server, url = start_redis(tmp)
-            try:
-                rate, wall, trips, commands = run("redis", url, stream, procs)
-            finally:
-                server.kill()
-                server.wait()
-        print(f"{'lmdb':<8} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {'':>11} {'':>14}")
-        print(f"{'redis':<8} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} {commands:>14.1f}",
-              flush=True)
+            lmdb_rate, lmdb_wall, *_ = run("lmdb", os.path.join(tmp, "lmdb"), stream, procs)
+            print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f}", flush=True)
+            for name, nodes in (("redis", 1), ("redis cluster", 3)):
+                servers, url = start_redis(tmp, nodes)
+                try:
+                    rate, wall, trips, commands, reruns = run(name, url, stream, procs)
+                finally:
+                    for server in servers:
+                        server.kill()
+                        server.wait()
+                print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} "
+                      f"{commands:>14.1f} {reruns:>12.3f}", flush=True)
     return 0
 
 

@@ -37,6 +37,42 @@ def test_a_duplicate_is_dropped_across_two_deduplicators_on_one_redis(redis_serv
     assert (v.action, v.duplicate_of) == ("drop", "https://a/1")
 
 
+@pytest.mark.parametrize("where", ["redis_server", "redis_cluster"])
+def test_writers_racing_on_every_group_keep_it_once(where, request, articles):
+    """4 Deduplicators (each its own connection, as on 4 machines) check a copy of the same article
+    at the same moment, group after group: the optimistic commit lets one keep it, the others run
+    again and drop. (Without the WATCHes, most groups are kept twice or more.)"""
+    import threading
+
+    url = request.getfixturevalue(where)
+    settings = dict(backend="redis", redis_url=url, redis_prefix="race-" + where)
+    start = threading.Barrier(4)
+    kept: dict[int, list[str]] = {g: [] for g in range(len(articles))}
+    errors: list[BaseException] = []
+
+    def writer(n):
+        try:
+            with Deduplicator(**settings) as d:
+                for g, (_, body) in enumerate(articles):
+                    words = body.split()
+                    words[n * 7 % len(words)] = f"edit{n}"  # a near copy, not a byte copy
+                    start.wait(timeout=60)
+                    v = d.check(f"https://site{n}.example/{g}", text=" ".join(words))
+                    if v.action == "keep":
+                        kept[g].append(v.url)
+        except BaseException as exc:  # (reported below, with the thread's traceback)
+            errors.append(exc)
+            start.abort()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert {g: len(urls) for g, urls in kept.items()} == {g: 1 for g in kept}, kept
+
+
 def test_an_unreachable_redis_fails_clearly_and_a_crawl_keeps_its_pages(articles):
     with pytest.raises(StoreError, match="cannot open the Redis index redis://127.0.0.1:1/0"):
         Deduplicator(backend="redis", redis_url="redis://127.0.0.1:1/0").open()

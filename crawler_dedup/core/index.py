@@ -204,7 +204,7 @@ class NearDupIndex:
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match)."""
-        doc_id = txn.counter("next_id", 1)
+        doc_id = txn.next_doc_id()
         record.doc_id = doc_id
         record.time = record.time or time.time()
         # what remove() needs to undo every entry below

@@ -40,6 +40,10 @@ class IndexTxn:
         """Advance a counter; its value before (`start` when new)."""
         return self.raw.incr("meta", name.encode(), 1, start) - 1
 
+    def next_doc_id(self) -> int:
+        """A new doc id (unique; Redis may skip some: stores/base.py `sequence`)."""
+        return self.raw.sequence("meta", b"next_id", 1, 1) - 1
+
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
 

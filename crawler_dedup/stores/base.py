@@ -12,14 +12,15 @@ Keys are 1..511 bytes. Counters are SINGLE entries holding an 8-byte big-endian 
 
 Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its result):
 - write(fn) is atomic: every change fn made lands, or none does (fn raised, the process died).
-- write(fn) is exclusive: no other writer of the index, in this process or another (or, for a
-  networked store, on another machine), runs between fn's first read and its commit. The
-  index's decisions are made inside fn (look up, then add), so two crawlers sharing an index
-  cannot both keep one page. A networked store gets this from a lock held while fn runs (with a
-  lease, so a dead holder does not block the others) and applies fn's buffered writes in one
-  atomic step at the end; reads inside fn must see fn's own writes.
+- write(fn) is serializable: the result is as if no other writer of the index (in this process
+  or another, or on another machine) ran between fn's first read and its commit. The index's
+  decisions are made inside fn (look up, then add), so two crawlers sharing an index cannot
+  both keep one page. A local store gets this from its write lock; a networked one may run
+  writers at once and validate what fn read at commit (Redis WATCHes every key fn reads and
+  applies fn's buffered writes in one MULTI/EXEC, which fails if any of them changed); reads
+  inside fn must see fn's own writes.
 - write(fn) may run fn again from the start (a local store growing its file, a networked store
-  retrying after a lost lease): fn must not keep side effects outside the store, or must undo
+  retrying after a conflict): fn must not keep side effects outside the store, or must undo
   them when run again (Deduplicator does).
 - read(fn) sees one consistent state; a Txn write method called in it raises StoreError.
 - A store opened `readonly` (after-crawl tools on an index a crawl may be using) never writes
@@ -69,6 +70,8 @@ class Txn(Protocol):
         """Entries: keys of a SINGLE table, (key, value) pairs of a MULTI one."""
     def incr(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
         """Add `by` to the counter at key (`start` when absent) and return the new value."""
+    def sequence(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
+        """An id from a counter: unique and increasing; may skip values (see TxnBase)."""
 
 
 class Store(Protocol):
@@ -106,6 +109,11 @@ class TxnBase:
         value = (start if raw is None else from_u64(raw)) + by
         self.put(table, key, u64(value))  # type: ignore[attr-defined]
         return value
+
+    def sequence(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
+        """Like incr, for ids: a backend whose writers run at once may hand them out outside the
+        transaction (never twice, never rolled back, so some may be skipped)."""
+        return self.incr(table, key, by, start)
 
 
 def u64(value: int) -> bytes:

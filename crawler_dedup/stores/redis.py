@@ -1,23 +1,36 @@
 """Redis store: one index shared by crawler processes on many machines (DEDUP_BACKEND=redis).
 
-Layout, all keys under one hash tag `{PREFIX}` (one cluster slot):
-- `{P}:s:<table>`: a hash, key -> value (SINGLE tables);
-- `{P}:m:<table>:<key>`: a sorted set of the key's 8-byte values, all at score 0 (MULTI tables:
+Layout, all keys under one hash tag `{PREFIX}` (one cluster slot, so one MULTI/EXEC or script
+may touch any of them):
+- `{P}:s:<table>:<key>`: a string, the value (SINGLE tables);
+- `{P}:m:<table>:<key>`: a sorted set of the key's values, all at score 0 (MULTI tables:
   ZRANGEBYLEX gives them in byte order);
-- `{P}:o:<table>`: a sorted set of the table's keys at score 0, for scans in key order;
-- `{P}:n`: a hash, MULTI table -> its (key, value) count;
-- `{P}:lock`: the writers' lock; `{P}:index`: set by the first commit.
+- `{P}:o:<table>`: a sorted set of the table's keys, for scans in key order;
+- `{P}:n`: a hash, table -> its entry count (keys of a SINGLE table, values of a MULTI one);
+- `{P}:q:<table>:<key>`: sequences (doc ids); `{P}:index`: set by the first commit.
 
-Transactions (stores/base.py): write(fn) takes the lock (SET NX with a lease), runs fn with
-reads going to Redis and writes buffered (reads see them), and commits the buffer in one
-MULTI/EXEC that WATCHes the lock: if the lease ran out and another writer took it, nothing is
-applied and fn runs again. So every change lands or none, and no two writers interleave.
-read(fn) takes no lock: each commit is atomic, but a read of several keys may see two commits.
+Transactions are optimistic, so writers work at once (stores/base.py has the semantics):
+- write(fn) runs fn on one connection. Every key fn reads is WATCHed first, in the same round
+  trip as the read; writes are buffered (reads see them).
+- Commit sends the buffer as one script inside MULTI/EXEC. Redis runs EXEC only if no watched
+  key changed since it was read; otherwise nothing is applied and fn runs again on fresh data.
+- Why a page's check-and-add is atomic: a page is kept only if nothing it read changed before its
+  commit. Two near-duplicates racing read the same simhash buckets (Manku: pages within k bits
+  share a bucket), the same exact-digest key, the same URL key or the same sketch postings; the
+  first commit adds to them, so the second's EXEC fails, it runs again, finds the first and drops.
+  This is serializable (optimistic concurrency with read-set validation); writers wait for each
+  other only when their pages could match.
+- Writes are applied blind (ZADD/ZREM/SET and counts moved by what changed, in the script), so
+  two unrelated pages filed at once do not conflict; doc ids come from INCR, outside the
+  transaction (an id may be skipped when fn runs again, never given twice).
+read(fn) watches nothing: each commit is atomic, but a read of several keys may see two commits.
+With a TTL (DEDUP_WINDOW), every key written outside the meta table expires that long after its
+last write, so an index nobody writes to any more empties itself.
 """
 
 from __future__ import annotations
 
-import os
+import random
 import time
 from typing import Any, Callable
 
@@ -26,18 +39,109 @@ import numpy as np
 from ..exceptions import StoreError
 from .base import MULTI, SINGLE, T, TxnBase
 
-LEASE_MS = 30_000  # a writer that dies holding the lock blocks the others this long at most
-WAIT_S = 60.0  # how long a writer waits for the lock before the store call fails (the page is kept)
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
+
+# ARGV[1] = TTL in ms (0: none); then 4 per change: op, table, key, value. KEYS: 3 per change (the
+# entry's key, the table's key list, the counts), then the index marker. Upper-case op: with TTL.
+_COMMIT = """
+local ttl = tonumber(ARGV[1])
+local k = 1
+for a = 2, #ARGV, 4 do
+  local op, tbl, member, val = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local key, order, counts = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+  k = k + 3
+  local up = string.upper(op)
+  if up == 'S' then
+    if redis.call('exists', key) == 0 then
+      redis.call('hincrby', counts, tbl, 1)
+      redis.call('zadd', order, 0, member)
+    end
+    if op == 'S' and ttl > 0 then redis.call('set', key, val, 'px', ttl) else redis.call('set', key, val) end
+  elseif up == 'D' then
+    if redis.call('del', key) == 1 then redis.call('hincrby', counts, tbl, -1) end
+    redis.call('zrem', order, member)
+  elseif up == 'A' then
+    if redis.call('zadd', key, 0, val) == 1 then redis.call('hincrby', counts, tbl, 1) end
+    redis.call('zadd', order, 0, member)
+    if op == 'A' and ttl > 0 then redis.call('pexpire', key, ttl) end
+  elseif up == 'R' then
+    if redis.call('zrem', key, val) == 1 then redis.call('hincrby', counts, tbl, -1) end
+    if redis.call('exists', key) == 0 then redis.call('zrem', order, member) end
+  elseif up == 'C' then
+    local n = redis.call('zcard', key)
+    if n > 0 then
+      redis.call('del', key)
+      redis.call('hincrby', counts, tbl, -n)
+    end
+    redis.call('zrem', order, member)
+  end
+end
+redis.call('set', KEYS[#KEYS], '1')
+return 1
+"""
+
+
+class _Conn:
+    """One connection to the node that holds the index's slot, for one transaction."""
+
+    def __init__(self, store: "RedisStore"):
+        self.store, self.pool = store, store.pool()
+        self.c = self.pool.get_connection()
+        self.watching = False
+
+    def run(self, cmds: list[tuple], watch: list[bytes] | tuple = ()) -> list[Any]:
+        """Send the commands (after a WATCH of `watch`) in one round trip; their replies."""
+        if watch:
+            cmds = [("WATCH", *watch), *cmds]
+            self.watching = True
+        self.store.trips += 1
+        self.store.commands += len(cmds)
+        try:
+            self.c.send_packed_command(self.c.pack_commands(cmds))
+            replies = []
+            for _ in cmds:
+                try:
+                    replies.append(self.c.read_response())
+                except self.store.redis.ResponseError as exc:
+                    replies.append(exc)
+        except BaseException:
+            self.c.disconnect()  # half a reply may be left on it
+            raise
+        for reply in replies:
+            if isinstance(reply, Exception):
+                if str(reply).startswith(("MOVED", "ASK", "CLUSTERDOWN")):
+                    self.store.moved()
+                raise reply
+        return replies[1:] if watch else replies
+
+    def close(self) -> None:
+        try:
+            if self.watching:
+                self.run([("UNWATCH",)])
+        except Exception:
+            pass  # (disconnected: the server dropped the watches with the connection)
+        finally:
+            self.pool.release(self.c)
 
 
 class _RedisTxn(TxnBase):
     def __init__(self, store: "RedisStore", writing: bool):
-        self.s, self.r, self.writing = store, store.client, writing
+        self.s, self.writing = store, writing
+        self.conn = _Conn(store)
+        self.watched: set[bytes] = set()
         self.single: dict[tuple[str, bytes], bytes | None] = {}  # (table, key) -> value, None = deleted
         self.added: dict[tuple[str, bytes], set[bytes]] = {}
         self.removed: dict[tuple[str, bytes], set[bytes]] = {}
         self.cleared: set[tuple[str, bytes]] = set()  # MULTI keys deleted whole
+
+    def _run(self, cmds: list[tuple], keys: list[bytes]) -> list[Any]:
+        """Read: a writer first watches every key it reads (in the same round trip)."""
+        if not cmds:
+            return []
+        watch = [k for k in dict.fromkeys(keys) if k not in self.watched] if self.writing else []
+        out = self.conn.run(cmds, watch)
+        self.watched.update(watch)
+        return out
 
     def _kind(self, table: str, kind: str | None = None) -> str:
         found = self.s.kinds.get(table)
@@ -53,12 +157,16 @@ class _RedisTxn(TxnBase):
 
     # -- SINGLE ---------------------------------------------------------------------------
     def get(self, table, key):
+        return self.get_many(table, [key])[0]
+
+    def get_many(self, table, keys):
         self._kind(table, SINGLE)
-        key = bytes(key)
-        if (table, key) in self.single:
-            return self.single[(table, key)]
-        value = self.r.hget(self.s.k("s", table), key)
-        return None if value is None else bytes(value)
+        keys = [bytes(k) for k in keys]
+        missing = list(dict.fromkeys(k for k in keys if (table, k) not in self.single))
+        names = [self.s.k("s", table, k) for k in missing]
+        stored = dict(zip(missing, self._run([("MGET", *names)], names)[0])) if missing else {}
+        return [self.single[(table, k)] if (table, k) in self.single else
+                (None if stored[k] is None else bytes(stored[k])) for k in keys]
 
     def put(self, table, key, value):
         self._kind(table, SINGLE)
@@ -77,22 +185,34 @@ class _RedisTxn(TxnBase):
             self.removed.pop((table, key), None)
 
     # -- MULTI ----------------------------------------------------------------------------
-    def _stored_values(self, table: str, key: bytes) -> list[bytes]:
-        if (table, key) in self.cleared:
-            return []
-        return [bytes(v) for v in self.r.zrangebylex(self.s.k("m", table, key), b"-", b"+")]
-
-    def _merged(self, table: str, key: bytes, stored: list[bytes]) -> list[bytes]:
+    def _merged(self, table: str, key: bytes, stored: list) -> list[bytes]:
+        stored_set = set() if (table, key) in self.cleared else {bytes(v) for v in stored}
         added, removed = self.added.get((table, key), set()), self.removed.get((table, key), set())
-        return sorted((set(stored) - removed) | added)
+        return sorted((stored_set - removed) | added)
 
     def values(self, table, key):
+        return self.values_many(table, [key])[0]
+
+    def values_many(self, table, keys):
         self._kind(table, MULTI)
-        key = bytes(key)
-        return self._merged(table, key, self._stored_values(table, key))
+        keys = [bytes(k) for k in keys]
+        names = [self.s.k("m", table, k) for k in keys]
+        stored = self._run([("ZRANGEBYLEX", n, "-", "+") for n in names], names)
+        return [self._merged(table, k, got) for k, got in zip(keys, stored)]
 
     def value_count(self, table, key):
-        return len(self.values(table, key))
+        return self.value_counts(table, [key])[0]
+
+    def value_counts(self, table, keys):
+        self._kind(table, MULTI)
+        keys = [bytes(k) for k in keys]
+        plain = [k for k in keys if not self._touched(table, k)]  # the others need the overlay
+        names = [self.s.k("m", table, k) for k in plain]
+        counts = dict(zip(plain, self._run([("ZCARD", n) for n in names], names)))
+        return [int(counts[k]) if k in counts else len(self.values(table, k)) for k in keys]
+
+    def _touched(self, table: str, key: bytes) -> bool:
+        return (table, key) in self.added or (table, key) in self.removed or (table, key) in self.cleared
 
     def add(self, table, key, value):
         self._kind(table, MULTI)
@@ -108,49 +228,21 @@ class _RedisTxn(TxnBase):
         self.added.get((table, key), set()).discard(value)
         self.removed.setdefault((table, key), set()).add(value)
 
-    def values_many(self, table, keys):
-        self._kind(table, MULTI)
-        keys = [bytes(k) for k in keys]
-        pipe = self.r.pipeline(transaction=False)
-        for k in keys:
-            pipe.zrangebylex(self.s.k("m", table, k), b"-", b"+")
-        stored = pipe.execute() if keys else []
-        return [self._merged(table, k, [] if (table, k) in self.cleared else [bytes(v) for v in got])
-                for k, got in zip(keys, stored)]
-
-    def value_counts(self, table, keys):
-        self._kind(table, MULTI)
-        keys = [bytes(k) for k in keys]
-        plain = [k for k in keys if not self._touched(table, k)]  # the others need the overlay
-        pipe = self.r.pipeline(transaction=False)
-        for k in plain:
-            pipe.zcard(self.s.k("m", table, k))
-        counts = dict(zip(plain, pipe.execute() if plain else []))
-        return [int(counts[k]) if k in counts else len(self.values(table, k)) for k in keys]
-
-    def _touched(self, table: str, key: bytes) -> bool:
-        return (table, key) in self.added or (table, key) in self.removed or (table, key) in self.cleared
-
-    def get_many(self, table, keys):
-        self._kind(table, SINGLE)
-        keys = [bytes(k) for k in keys]
-        missing = [k for k in keys if (table, k) not in self.single]
-        stored = dict(zip(missing, self.r.hmget(self.s.k("s", table), missing))) if missing else {}
-        return [self.single[(table, k)] if (table, k) in self.single else
-                (None if stored[k] is None else bytes(stored[k])) for k in keys]
-
     def union_u64(self, tables, keys):
         """Every bucket of a lookup in one round trip."""
-        pipe = self.r.pipeline(transaction=False)
-        for t, k in zip(tables, keys):
+        for t in tables:
             self._kind(t, MULTI)
-            pipe.zrangebylex(self.s.k("m", t, bytes(k)), b"-", b"+")
-        raw = []
-        for t, k, stored in zip(tables, keys, pipe.execute()):
-            k = bytes(k)
-            stored = [] if (t, k) in self.cleared else [bytes(v) for v in stored]
-            raw.append(b"".join(self._merged(t, k, stored)))
-        return np.frombuffer(b"".join(raw), dtype=">u8").astype(np.uint64)
+        pairs = [(t, bytes(k)) for t, k in zip(tables, keys)]
+        names = [self.s.k("m", t, k) for t, k in pairs]
+        stored = self._run([("ZRANGEBYLEX", n, "-", "+") for n in names], names)
+        raw = b"".join(b"".join(self._merged(t, k, got)) for (t, k), got in zip(pairs, stored))
+        return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+    def sequence(self, table, key, by=1, start=0):
+        """INCR outside the transaction: never conflicts, never rolled back (ids may skip)."""
+        self._kind(table, SINGLE)
+        self._change()
+        return int(self.conn.run([("INCRBY", self.s.k("q", table, bytes(key)), by)])[0]) + start
 
     # -- both -----------------------------------------------------------------------------
     def _pending_keys(self, table: str) -> set[bytes]:
@@ -162,22 +254,21 @@ class _RedisTxn(TxnBase):
         out: list[tuple[bytes, bytes]] = []
         if limit <= 0:
             return out
+        order = self.s.k("o", table)
         pending = sorted(k for k in self._pending_keys(table) if k >= bytes(start))
         lo, batch = b"[" + bytes(start), max(limit, 64)
         while True:
-            stored = [bytes(k) for k in self.r.zrangebylex(self.s.k("o", table), lo, b"+", start=0, num=batch)]
+            stored = [bytes(k) for k in self._run([("ZRANGEBYLEX", order, lo, "+", "LIMIT", 0, batch)], [order])[0]]
             upto = stored[-1] if len(stored) == batch else None  # keys past this one come in the next round
             keys = sorted(set(stored) | {k for k in pending if upto is None or k <= upto})
-            for key in keys:
-                if kind == SINGLE:
-                    value = self.get(table, key)
-                    rows = [] if value is None else [(key, value)]
-                else:
-                    rows = [(key, v) for v in self.values(table, key)]
-                for row in rows:
-                    out.append(row)
-                    if len(out) >= limit:
-                        return out
+            if kind == SINGLE:
+                rows = [(k, v) for k, v in zip(keys, self.get_many(table, keys)) if v is not None]
+            else:
+                rows = [(k, v) for k, vals in zip(keys, self.values_many(table, keys)) for v in vals]
+            for row in rows:
+                out.append(row)
+                if len(out) >= limit:
+                    return out
             if upto is None:
                 return out
             pending = [k for k in pending if k > upto]
@@ -185,61 +276,54 @@ class _RedisTxn(TxnBase):
 
     def count(self, table):
         kind = self._kind(table)
+        counts = self.s.k("n")
+        base = int(self._run([("HGET", counts, table)], [counts])[0] or 0)
         if kind == SINGLE:
-            base = int(self.r.hlen(self.s.k("s", table)))
-            for (t, key), value in self.single.items():
-                if t == table:
-                    there = bool(self.r.hexists(self.s.k("s", table), key))
-                    base += (value is not None) - there
-            return base
-        base = int(self.r.hget(self.s.k("n"), table) or 0)
-        for t, key in {(t, k) for (t, k) in (*self.added, *self.removed, *self.cleared) if t == table}:
-            stored = [bytes(v) for v in self.r.zrangebylex(self.s.k("m", t, key), b"-", b"+")]
-            base += len(self.values(t, key)) - len(stored)
-        return base
+            mine = [(k, v) for (t, k), v in self.single.items() if t == table]
+            names = [self.s.k("s", table, k) for k, _ in mine]
+            there = self._run([("EXISTS", n) for n in names], names)
+            return base + sum((v is not None) - int(e) for (_, v), e in zip(mine, there))
+        touched = sorted({k for (t, k) in (*self.added, *self.removed, *self.cleared) if t == table})
+        names = [self.s.k("m", table, k) for k in touched]
+        stored = self._run([("ZCARD", n) for n in names], names)
+        return base + sum(len(self.values(table, k)) - int(n) for k, n in zip(touched, stored))
 
     # -- commit ---------------------------------------------------------------------------
-    def commit(self, token: bytes) -> bool:
-        """Apply the buffer in one MULTI/EXEC, only if this writer still holds the lock."""
+    def commit(self) -> bool:
+        """Apply the buffer in one script inside MULTI/EXEC; False (nothing applied) when a key
+        this transaction read changed since it read it."""
         s = self.s
-        touched = sorted({(t, k) for (t, k) in (*self.added, *self.removed, *self.cleared)})
-        finals: dict[tuple[str, bytes], list[bytes]] = {}
-        deltas: dict[str, int] = {}
-        reads = self.r.pipeline(transaction=False)
-        for t, k in touched:
-            reads.zcard(s.k("m", t, k))
-        for (t, k), before in zip(touched, reads.execute() if touched else []):
-            # final values and the table counts' change, from one round trip (we hold the lock)
-            finals[(t, k)] = self.values(t, k)
-            deltas[t] = deltas.get(t, 0) + len(finals[(t, k)]) - int(before)
-        with self.r.pipeline(transaction=True) as pipe:
-            try:
-                pipe.watch(s.k("lock"))
-                if pipe.get(s.k("lock")) != token:
-                    return False
-                pipe.multi()
-                for (t, k), value in self.single.items():
-                    if value is None:
-                        pipe.hdel(s.k("s", t), k)
-                        pipe.zrem(s.k("o", t), k)
-                    else:
-                        pipe.hset(s.k("s", t), k, value)
-                        pipe.zadd(s.k("o", t), {k: 0})
-                for (t, k), values in finals.items():
-                    pipe.delete(s.k("m", t, k))
-                    if values:
-                        pipe.zadd(s.k("m", t, k), {v: 0 for v in values})
-                        pipe.zadd(s.k("o", t), {k: 0})
-                    else:
-                        pipe.zrem(s.k("o", t), k)
-                for t, delta in deltas.items():
-                    if delta:
-                        pipe.hincrby(s.k("n"), t, delta)
-                pipe.set(s.k("index"), b"1")  # there is an index under this prefix (a read-only open checks)
-                pipe.execute()
-                return True
-            except s.redis.WatchError:
-                return False
+        keys: list[bytes] = []
+        argv: list[Any] = [s.ttl_ms]
+
+        def change(op: str, table: str, key: bytes, name: bytes, value: bytes = b"") -> None:
+            keys.extend((name, s.k("o", table), s.k("n")))
+            argv.extend((op if s.ttl_ms and table not in s.ttl_except else op.lower(), table, key, value))
+
+        for (t, k), value in self.single.items():
+            change("D" if value is None else "S", t, k, s.k("s", t, k), value or b"")
+        for t, k in self.cleared:
+            change("C", t, k, s.k("m", t, k))
+        for (t, k), values in self.removed.items():
+            for v in values:
+                change("R", t, k, s.k("m", t, k), v)
+        for (t, k), values in self.added.items():
+            for v in values:
+                change("A", t, k, s.k("m", t, k), v)
+        if not keys:
+            return True
+        keys.append(s.k("index"))  # there is an index under this prefix (a read-only open checks)
+        replies = self.conn.run([("MULTI",), ("EVAL", _COMMIT, len(keys), *keys, *argv), ("EXEC",)])
+        self.conn.watching = False  # EXEC ends the watches, run or not
+        if replies[-1] is None:
+            return False
+        for reply in replies[-1]:
+            if isinstance(reply, Exception):
+                raise reply
+        return True
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class RedisStore:
@@ -247,19 +331,24 @@ class RedisStore:
 
     one_per_process = False
 
-    def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False):
+    def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False, ttl_ms: int = 0,
+                 ttl_except: tuple[str, ...] = ("meta",)):
         self.url, self.prefix, self.readonly = url, prefix, readonly
+        self.ttl_ms, self.ttl_except = int(ttl_ms), ttl_except
         self.location = f"{_safe_url(url)} prefix {prefix}"
         self.kinds: dict[str, str] = {}
         self.client: Any = None
         self.cluster = False  # a Redis Cluster: every key of the index is in the slot of {prefix}
+        self.trips = self.commands = self.conflicts = 0  # round trips, commands, transactions run again
         import redis
 
         self.redis = redis
 
     @classmethod
     def from_config(cls, config, readonly: bool = False) -> "RedisStore":
-        return cls(config.redis_url, config.redis_prefix, readonly=readonly)
+        # DEDUP_WINDOW: keys outlive their last write by twice the window (pages leave the index
+        # at one window, removed by the crawl; the TTL empties an index no crawl writes to)
+        return cls(config.redis_url, config.redis_prefix, readonly=readonly, ttl_ms=2000 * int(config.window or 0))
 
     def k(self, *parts: str | bytes) -> bytes:
         """A key under the prefix's hash tag (one cluster slot)."""
@@ -288,6 +377,20 @@ class RedisStore:
             self.close()
             raise
 
+    def pool(self):
+        """The connection pool of the server (or cluster node) that holds the index's slot."""
+        if self.cluster:
+            return self.client.get_redis_connection(self.client.get_node_from_key(self.k("index"))).connection_pool
+        return self.client.connection_pool
+
+    def moved(self) -> None:
+        """The cluster moved the slot: learn its new node for the next transaction."""
+        if self.cluster:
+            try:
+                self.client.nodes_manager.initialize()
+            except Exception:
+                pass  # (the cluster is down: the next transaction fails too, and is counted)
+
     def ensure(self, tables) -> None:
         for name, kind in tables.items():
             if kind not in (SINGLE, MULTI):
@@ -307,31 +410,32 @@ class RedisStore:
     def read(self, fn: Callable[..., T]) -> T:
         self._client()
         try:
-            return fn(_RedisTxn(self, writing=False))
+            txn = _RedisTxn(self, writing=False)
+            try:
+                return fn(txn)
+            finally:
+                txn.close()
         except self.redis.RedisError as exc:
             raise StoreError(f"Redis index {self.location}: {exc}") from exc
 
     def write(self, fn: Callable[..., T]) -> T:
         if self.readonly:
             raise StoreError(f"the Redis index {self.location} is open read-only")
-        client, token = self._client(), os.urandom(16)
+        self._client()
         try:
-            deadline = time.monotonic() + WAIT_S
-            while not client.set(self.k("lock"), token, nx=True, px=LEASE_MS):
-                if time.monotonic() > deadline:
-                    raise StoreError(f"the Redis index {self.location} stayed locked for {WAIT_S:.0f} s")
-                time.sleep(0.002)
-            try:
-                while True:
-                    txn = _RedisTxn(self, writing=True)
+            for attempt in range(MAX_ATTEMPTS):
+                txn = _RedisTxn(self, writing=True)
+                try:
                     out = fn(txn)
-                    if txn.commit(token):
+                    if txn.commit():
                         return out
-                    # the lease ran out and another writer went first: take the lock again, run fn again
-                    while not client.set(self.k("lock"), token, nx=True, px=LEASE_MS):
-                        time.sleep(0.002)
-            finally:
-                client.eval(_RELEASE, 1, self.k("lock"), token)
+                finally:
+                    txn.close()
+                # a key fn read changed under it (another writer's page could match): run again
+                self.conflicts += 1
+                if attempt >= 2:  # many writers on one hot key: back off a little, at random
+                    time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** attempt)))
+            raise StoreError(f"the Redis index {self.location}: a write conflicted {MAX_ATTEMPTS} times in a row")
         except self.redis.RedisError as exc:
             raise StoreError(f"Redis index {self.location}: {exc}") from exc
 
