@@ -279,3 +279,28 @@ def test_dedup_window_on_redis_forgets_old_pages_and_removes_them(redis_server, 
         assert later.action == "keep"
         d.check("https://d/1", text=articles[5][1], now=1400.0)  # each page kept removes expired ones
         assert d.index.read(lambda t: (t.doc_count(), t.url_count())) == (1, 1)
+
+
+def test_dedup_window_maps_to_key_expiry_so_an_idle_index_empties_itself(redis_server, articles):
+    """With DEDUP_WINDOW, every key a page writes expires at twice the window (the crawl removes
+    pages at one window; expiry empties an index no crawl writes to any more); meta stays."""
+    import time
+
+    import redis as redis_py
+
+    settings = dict(backend="redis", redis_url=redis_server, redis_prefix="ttl", window=1)
+    client = redis_py.Redis.from_url(redis_server)
+    with Deduplicator(**settings) as d:
+        assert d.check("https://a/1", text=articles[6][1]).action == "keep"
+        assert d.check("https://b/1", text=articles[6][1]).action == "drop"
+        doc_keys = client.keys("{ttl}:s:docs:*")
+        assert len(doc_keys) == 1 and 0 < client.pttl(doc_keys[0]) <= 2000
+        assert all(0 < client.pttl(k) <= 2000 for k in client.keys("{ttl}:m:t0*"))  # the simhash buckets
+        assert client.pttl(client.keys("{ttl}:s:meta:plan")[0]) == -1  # the index's plan never expires
+        assert d.index.read(lambda t: t.doc_count()) == 1
+    time.sleep(2.3)
+    assert client.keys("{ttl}:s:docs:*") == [] and client.keys("{ttl}:m:*") == []
+    with Deduplicator(**settings) as d:
+        assert d.index.read(lambda t: t.doc_count()) == 0  # (counted from the keys left, not stale counts)
+        assert d.check("https://c/1", text=articles[6][1]).action == "keep"
+    client.close()

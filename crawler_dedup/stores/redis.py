@@ -277,7 +277,10 @@ class _RedisTxn(TxnBase):
     def count(self, table):
         kind = self._kind(table)
         counts = self.s.k("n")
-        base = int(self._run([("HGET", counts, table)], [counts])[0] or 0)
+        if self.s.ttl_ms and table not in self.s.ttl_except:
+            base = self._count_live(table, kind)  # the counts still hold what Redis expired on its own
+        else:
+            base = int(self._run([("HGET", counts, table)], [counts])[0] or 0)
         if kind == SINGLE:
             mine = [(k, v) for (t, k), v in self.single.items() if t == table]
             names = [self.s.k("s", table, k) for k, _ in mine]
@@ -287,6 +290,18 @@ class _RedisTxn(TxnBase):
         names = [self.s.k("m", table, k) for k in touched]
         stored = self._run([("ZCARD", n) for n in names], names)
         return base + sum(len(self.values(table, k)) - int(n) for k, n in zip(touched, stored))
+
+    def _count_live(self, table: str, kind: str, batch: int = 1000) -> int:
+        """Entries of a table whose keys expire, counted key by key (the after-crawl stats)."""
+        order, lo, total = self.s.k("o", table), b"-", 0
+        op, part = ("EXISTS", "s") if kind == SINGLE else ("ZCARD", "m")
+        while True:
+            keys = self._run([("ZRANGEBYLEX", order, lo, "+", "LIMIT", 0, batch)], [order])[0]
+            names = [self.s.k(part, table, bytes(k)) for k in keys]
+            total += sum(int(n) for n in self._run([(op, n) for n in names], names))
+            if len(keys) < batch:
+                return total
+            lo = b"(" + bytes(keys[-1])
 
     # -- commit ---------------------------------------------------------------------------
     def commit(self) -> bool:
