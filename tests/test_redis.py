@@ -304,3 +304,77 @@ def test_dedup_window_maps_to_key_expiry_so_an_idle_index_empties_itself(redis_s
         assert d.index.read(lambda t: t.doc_count()) == 0  # (counted from the keys left, not stale counts)
         assert d.check("https://c/1", text=articles[6][1]).action == "keep"
     client.close()
+
+
+def _self_signed(where):
+    """A certificate and key for 127.0.0.1, written to `where` (cert.pem, key.pem)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    (where / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (where / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    return where / "cert.pem", where / "key.pem"
+
+
+def test_rediss_with_tls_a_user_and_a_password(tmp_path, articles):
+    """rediss:// to a TLS-only redis-server with an ACL user: the index works; a wrong password
+    fails with a clear message that does not show it."""
+    import shutil
+    import subprocess
+    import time
+
+    import redis as redis_py
+
+    from .conftest import free_port
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
+    cert, key = _self_signed(tmp_path)
+    port = free_port()
+    (tmp_path / "users.acl").write_text("user default off\nuser crawler on >s3cret-pw ~* &* +@all\n")
+    server = subprocess.Popen(
+        [exe, "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path),
+         "--tls-cert-file", str(cert), "--tls-key-file", str(key), "--tls-ca-cert-file", str(cert),
+         "--tls-auth-clients", "no", "--aclfile", str(tmp_path / "users.acl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"rediss://crawler:s3cret-pw@127.0.0.1:{port}/0?ssl_ca_certs={cert}"
+    try:
+        for _ in range(200):
+            try:
+                redis_py.Redis.from_url(url).ping()
+                break
+            except redis_py.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("the TLS redis-server did not start")
+        settings = dict(backend="redis", redis_url=url, redis_prefix="tls")
+        with Deduplicator(**settings) as one, Deduplicator(**settings) as two:
+            assert one.check("https://a/1", text=articles[7][1]).action == "keep"
+            assert two.check("https://b/1", text=articles[7][1]).action == "drop"
+        bad = url.replace("s3cret-pw", "wrong-pw")
+        with pytest.raises(StoreError) as info:
+            Deduplicator(**{**settings, "redis_url": bad}).open()
+        assert "cannot open the Redis index rediss://crawler:***@127.0.0.1" in str(info.value)
+        assert "wrong-pw" not in str(info.value)
+        plain = f"redis://crawler:s3cret-pw@127.0.0.1:{port}/0"  # TLS-only: a plain connection fails
+        with pytest.raises(StoreError, match="cannot open the Redis index"):
+            Deduplicator(**{**settings, "redis_url": plain}).open()
+    finally:
+        server.kill()
+        server.wait()
