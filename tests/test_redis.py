@@ -378,3 +378,56 @@ def test_rediss_with_tls_a_user_and_a_password(tmp_path, articles):
     finally:
         server.kill()
         server.wait()
+
+
+def test_beside_scrapy_redis_the_example_project_crawls_each_url_once_and_keeps_each_group_once(
+        redis_server, tmp_path, articles, serve):
+    """examples/distributed (the README's step-by-step): scrapy-redis shares the request queue,
+    this index the near-duplicates, on one redis-server; 2 `scrapy crawl site` processes."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    import redis as redis_py
+
+    from crawler_dedup.droplog import read_droplog
+
+    from .conftest import ROOT, make_site
+
+    pytest.importorskip("scrapy_redis")
+    groups = 10
+    pages = {f"{v}{g}.html": articles[g][0] for g in range(groups) for v in "abcd"}
+    base = serve(make_site(tmp_path / "site", pages)).base_url
+    client = redis_py.Redis.from_url(redis_server)
+    client.lpush("site:start_urls", *[json.dumps({"url": f"{base}/{name}"}) for name in sorted(pages)])
+    env = {**os.environ, "REDIS_URL": redis_server, "MAX_IDLE_TIME_BEFORE_CLOSE": "3"}
+    procs = []
+    for n in range(2):
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "site", "-s", "ROBOTSTXT_OBEY=0", "-s", "DEDUP_REDIS_PREFIX=sr-test",
+             "-s", f"DEDUP_DIR={tmp_path / f'dir-{n}'}", "-o", str(tmp_path / f"items-{n}.jsonl")],
+            cwd=os.path.join(ROOT, "examples", "distributed"), env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + 180
+    errs = []
+    for proc in procs:
+        try:
+            errs.append(proc.communicate(timeout=max(1, deadline - time.monotonic()))[1])
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            raise
+        assert proc.returncode == 0, errs[-1][-3000:]
+    kept = [json.loads(line)["url"] for n in range(2) if (tmp_path / f"items-{n}.jsonl").exists()
+            for line in open(tmp_path / f"items-{n}.jsonl", encoding="utf-8")]
+    groups_kept = sorted(url.rsplit("/", 1)[1][1:] for url in kept)
+    assert groups_kept == sorted(f"{g}.html" for g in range(groups))  # each group once, over both processes
+    drops = [d for n in range(2) if (tmp_path / f"dir-{n}" / "droplog.jsonl").exists()
+             for d in read_droplog(str(tmp_path / f"dir-{n}" / "droplog.jsonl"))]
+    assert len(drops) == 3 * groups and {d["duplicate_of"] for d in drops} == set(kept)
+    checked = sum(int(s.split("'dedup/checked': ")[1].split(",")[0]) for s in errs)
+    assert checked == 4 * groups  # scrapy-redis gave each URL to one process only
+    theirs = [k for k in client.scan_iter() if not k.startswith(b"{sr-test}")]
+    assert all(k.startswith(b"site:") for k in theirs)  # scrapy-redis's keys; every key of ours is under the prefix
+    client.close()
