@@ -431,3 +431,62 @@ def test_beside_scrapy_redis_the_example_project_crawls_each_url_once_and_keeps_
     theirs = [k for k in client.scan_iter() if not k.startswith(b"{sr-test}")]
     assert all(k.startswith(b"site:") for k in theirs)  # scrapy-redis's keys; every key of ours is under the prefix
     client.close()
+
+
+def test_redis_killed_and_restarted_during_a_scrapy_crawl(tmp_path, articles, serve):
+    """A real `scrapy crawl pages` (one request at a time, 0.25 s apart): originals are filed,
+    redis-server is killed, started again 1 s later on its append-only file. The crawl finishes;
+    a copy checked while Redis was down is kept and counted as a store error, never dropped
+    without a line; the copies after the restart are dropped against the index kept before."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    import redis as redis_py
+
+    from crawler_dedup.droplog import read_droplog
+
+    from .conftest import ROOT, free_port, make_site, write_urls
+
+    port = free_port()
+    server = _start_redis(port, tmp_path)
+    url = f"redis://127.0.0.1:{port}/0"
+    n = 5
+    pages = {f"{phase}{g}.html": articles[g][0] for g in range(n) for phase in "abc"}  # b, c: copies of a
+    base = serve(make_site(tmp_path / "site", pages)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{p}{g}.html" for p in "abc" for g in range(n)]
+                      + [f"{base}/c{g}.html?again" for g in range(n)])
+    crawl = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", "-s", "DEDUP_BACKEND=redis",
+         "-s", f"DEDUP_REDIS_URL={url}", "-s", "DEDUP_REDIS_PREFIX=restart", "-s", f"DEDUP_DIR={tmp_path / 'd'}",
+         "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-s", "DOWNLOAD_DELAY=0.25",
+         "-s", "RANDOMIZE_DOWNLOAD_DELAY=0", "-s", "DEDUP_LOGSTATS_INTERVAL=0", "-o", str(tmp_path / "items.jsonl")],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    client = redis_py.Redis(port=port)
+    try:
+        deadline = time.monotonic() + 60
+        while int(client.hget("{restart}:n", "docs") or 0) < n:  # the originals are in
+            assert time.monotonic() < deadline and crawl.poll() is None, "the originals were not filed"
+            time.sleep(0.02)
+        client.close()
+        server.kill()
+        server.wait()
+        time.sleep(1.0)
+        server = _start_redis(port, tmp_path)
+        _, err = crawl.communicate(timeout=120)
+    finally:
+        crawl.kill()
+        server.kill()
+        server.wait()
+    assert crawl.returncode == 0, err[-3000:]
+    stats = {k: int(v) for k, v in (p.split("': ") for p in err.split("'dedup/")[1:] for p in [p.split(",")[0]])}
+    kept = {json.loads(line)["url"].rsplit("/", 1)[1] for line in open(tmp_path / "items.jsonl", encoding="utf-8")}
+    dropped = {d["url"].rsplit("/", 1)[1] for d in read_droplog(str(tmp_path / "d" / "droplog.jsonl"))}
+    copies = {f"{p}{g}.html{q}" for p in "bc" for g in range(n) for q in ("", "?again")} - {
+        f"b{g}.html?again" for g in range(n)}
+    assert {f"a{g}.html" for g in range(n)} <= kept
+    assert copies == (kept | dropped) - {f"a{g}.html" for g in range(n)}  # every page: passed on or a line
+    assert stats["errors/store"] >= 1 and len(copies & kept) == stats["errors/store"]  # kept only by an error
+    assert {f"c{g}.html?again" for g in range(n)} <= dropped  # well after the restart: deduplicated again
+    assert "Redis" in err and err.count("Traceback") == 0
