@@ -248,7 +248,8 @@ SETTINGS: tuple[Setting, ...] = (
         "`DEDUP_BACKEND=redis`: the index's keys are `{PREFIX}:...` (one cluster slot); one prefix an "
         "index")),
     Setting("DEDUP_REDIS_URL", URL, "redis://localhost:6379/0", doc=(
-        "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS")),
+        "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS "
+        "(`?ssl_ca_certs=FILE` for a private CA), or a Redis Cluster node; see docs/distributed.md")),
     Setting("DEDUP_RESET", BOOL, False, doc=(
         "start from an empty index; the old `DEDUP_DIR` is moved aside to `DEDUP_DIR.reset-<UTC time>`. "
         "Per crawl: `-a dedup_reset=1`")),
@@ -283,7 +284,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_WINDOW", INT, 0, lo=0, doc=(
         "seconds a kept page can be matched (0 = forever, seed 004 uses a day: `86400`); older pages stop "
         "matching at once and leave the index a few at a time as new pages come, so its size stays flat "
-        "on a steady stream")),
+        "on a steady stream; on Redis a page's keys also expire at twice the window")),
     Setting("DEDUP_WORKERS", INT, 0, lo=0, hi=64, doc=(
         "worker processes for extraction and fingerprinting: the crawler keeps downloading while "
         "trafilatura runs, and only the lookup and insert stay in the crawler (see [Speed](#speed)); in a "
