@@ -399,6 +399,7 @@ def test_beside_scrapy_redis_the_example_project_crawls_each_url_once_and_keeps_
     groups = 10
     pages = {f"{v}{g}.html": articles[g][0] for g in range(groups) for v in "abcd"}
     base = serve(make_site(tmp_path / "site", pages)).base_url
+    redis_server = redis_server.rsplit("/", 1)[0] + "/5"  # a database of its own: only these two tools' keys
     client = redis_py.Redis.from_url(redis_server)
     client.lpush("site:start_urls", *[json.dumps({"url": f"{base}/{name}"}) for name in sorted(pages)])
     env = {**os.environ, "REDIS_URL": redis_server, "MAX_IDLE_TIME_BEFORE_CLOSE": "3"}
@@ -430,6 +431,7 @@ def test_beside_scrapy_redis_the_example_project_crawls_each_url_once_and_keeps_
     assert checked == 4 * groups  # scrapy-redis gave each URL to one process only
     theirs = [k for k in client.scan_iter() if not k.startswith(b"{sr-test}")]
     assert all(k.startswith(b"site:") for k in theirs)  # scrapy-redis's keys; every key of ours is under the prefix
+    assert len(theirs) < client.dbsize()
     client.close()
 
 
