@@ -2,7 +2,7 @@
 Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster.
 
-    python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8]
+    python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3]
 
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
@@ -12,6 +12,7 @@ out, as in a crawl whose workers extract. The redis-servers are started on 127.0
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -74,6 +75,15 @@ def run(backend: str, where: str, stream, procs: int):
     return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4)))
 
 
+def median_run(backend: str, make_where, stream, procs: int, repeat: int):
+    """The run with the median pages/s of `repeat` runs, each on a fresh index."""
+    runs = []
+    for n in range(repeat):
+        with make_where(n) as where:
+            runs.append(run(backend, where, stream, procs))
+    return sorted(runs)[len(runs) // 2]
+
+
 def _free_port() -> int:
     while True:
         with socket.socket() as s, socket.socket() as bus:
@@ -123,28 +133,42 @@ def start_redis(work: str, nodes: int) -> tuple[list[subprocess.Popen], str]:
     raise SystemExit("the Redis Cluster did not come up")
 
 
+@contextlib.contextmanager
+def _lmdb_dir(tmp: str, n: int):
+    yield os.path.join(tmp, f"lmdb-{n}")
+
+
+@contextlib.contextmanager
+def _redis(tmp: str, nodes: int):
+    work = tempfile.mkdtemp(dir=tmp)
+    servers, url = start_redis(work, nodes)
+    try:
+        yield url
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--procs", default="1,4,8")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
     args = ap.parse_args(argv)
     stream = texts(args.pages)
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
-          f"over the slowest process's time; this machine has {os.cpu_count()} cores")
+          f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
+          f"{args.repeat} runs a row, each on a fresh index")
     print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'trips/page':>11} "
           f"{'commands/page':>14} {'reruns/page':>12}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            lmdb_rate, lmdb_wall, *_ = run("lmdb", os.path.join(tmp, "lmdb"), stream, procs)
+            lmdb_rate, lmdb_wall, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs, args.repeat)
             print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
-                servers, url = start_redis(tmp, nodes)
-                try:
-                    rate, wall, trips, commands, reruns = run(name, url, stream, procs)
-                finally:
-                    for server in servers:
-                        server.kill()
-                        server.wait()
+                rate, wall, trips, commands, reruns = median_run(
+                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat)
                 print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} "
                       f"{commands:>14.1f} {reruns:>12.3f}", flush=True)
     return 0

@@ -72,6 +72,8 @@ class Txn(Protocol):
         """Add `by` to the counter at key (`start` when absent) and return the new value."""
     def sequence(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
         """An id from a counter: unique and increasing; may skip values (see TxnBase)."""
+    def prefetch(self, single: list[tuple[str, bytes]], multi: list[tuple[str, bytes]]) -> None:
+        """A hint: these keys are read next; a networked store reads them in one round trip."""
 
 
 class Store(Protocol):
@@ -109,6 +111,9 @@ class TxnBase:
         value = (start if raw is None else from_u64(raw)) + by
         self.put(table, key, u64(value))  # type: ignore[attr-defined]
         return value
+
+    def prefetch(self, single: list[tuple[str, bytes]], multi: list[tuple[str, bytes]]) -> None:
+        return None  # a local store reads as fast one key at a time
 
     def sequence(self, table: str, key: bytes, by: int = 1, start: int = 0) -> int:
         """Like incr, for ids: a backend whose writers run at once may hand them out outside the

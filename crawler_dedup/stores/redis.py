@@ -133,6 +133,9 @@ class _RedisTxn(TxnBase):
         self.added: dict[tuple[str, bytes], set[bytes]] = {}
         self.removed: dict[tuple[str, bytes], set[bytes]] = {}
         self.cleared: set[tuple[str, bytes]] = set()  # MULTI keys deleted whole
+        # what this transaction read from Redis (watched, so still current when it commits)
+        self.got_single: dict[tuple[str, bytes], bytes | None] = {}
+        self.got_multi: dict[tuple[str, bytes], list[bytes]] = {}
 
     def _run(self, cmds: list[tuple], keys: list[bytes]) -> list[Any]:
         """Read: a writer first watches every key it reads (in the same round trip)."""
@@ -155,6 +158,36 @@ class _RedisTxn(TxnBase):
         if not self.writing:
             raise StoreError("a read transaction cannot write")
 
+    def prefetch(self, single, multi):
+        """Read these keys (watched) in one round trip; the reads that follow find them here."""
+        single = [(t, bytes(k)) for t, k in dict.fromkeys(single) if (t, bytes(k)) not in self.got_single]
+        multi = [(t, bytes(k)) for t, k in dict.fromkeys(multi) if (t, bytes(k)) not in self.got_multi]
+        for t, _ in single:
+            self._kind(t, SINGLE)
+        for t, _ in multi:
+            self._kind(t, MULTI)
+        names = [self.s.k("s", t, k) for t, k in single] + [self.s.k("m", t, k) for t, k in multi]
+        cmds = [("GET", n) for n in names[:len(single)]] + [("ZRANGEBYLEX", n, "-", "+") for n in names[len(single):]]
+        replies = self._run(cmds, names)
+        for pair, got in zip(single, replies):
+            self.got_single[pair] = None if got is None else bytes(got)
+        for pair, got in zip(multi, replies[len(single):]):
+            self.got_multi[pair] = [bytes(v) for v in got]
+
+    def _stored_single(self, table: str, keys: list[bytes]) -> dict[bytes, bytes | None]:
+        missing = list(dict.fromkeys(k for k in keys if (table, k) not in self.got_single))
+        names = [self.s.k("s", table, k) for k in missing]
+        for k, got in zip(missing, self._run([("MGET", *names)], names)[0] if missing else []):
+            self.got_single[(table, k)] = None if got is None else bytes(got)
+        return {k: self.got_single[(table, k)] for k in keys}
+
+    def _stored_multi(self, pairs: list[tuple[str, bytes]]) -> list[list[bytes]]:
+        missing = list(dict.fromkeys(p for p in pairs if p not in self.got_multi))
+        names = [self.s.k("m", t, k) for t, k in missing]
+        for pair, got in zip(missing, self._run([("ZRANGEBYLEX", n, "-", "+") for n in names], names)):
+            self.got_multi[pair] = [bytes(v) for v in got]
+        return [self.got_multi[p] for p in pairs]
+
     # -- SINGLE ---------------------------------------------------------------------------
     def get(self, table, key):
         return self.get_many(table, [key])[0]
@@ -162,11 +195,8 @@ class _RedisTxn(TxnBase):
     def get_many(self, table, keys):
         self._kind(table, SINGLE)
         keys = [bytes(k) for k in keys]
-        missing = list(dict.fromkeys(k for k in keys if (table, k) not in self.single))
-        names = [self.s.k("s", table, k) for k in missing]
-        stored = dict(zip(missing, self._run([("MGET", *names)], names)[0])) if missing else {}
-        return [self.single[(table, k)] if (table, k) in self.single else
-                (None if stored[k] is None else bytes(stored[k])) for k in keys]
+        stored = self._stored_single(table, [k for k in keys if (table, k) not in self.single])
+        return [self.single[(table, k)] if (table, k) in self.single else stored[k] for k in keys]
 
     def put(self, table, key, value):
         self._kind(table, SINGLE)
@@ -196,8 +226,7 @@ class _RedisTxn(TxnBase):
     def values_many(self, table, keys):
         self._kind(table, MULTI)
         keys = [bytes(k) for k in keys]
-        names = [self.s.k("m", table, k) for k in keys]
-        stored = self._run([("ZRANGEBYLEX", n, "-", "+") for n in names], names)
+        stored = self._stored_multi([(table, k) for k in keys])
         return [self._merged(table, k, got) for k, got in zip(keys, stored)]
 
     def value_count(self, table, key):
@@ -206,7 +235,7 @@ class _RedisTxn(TxnBase):
     def value_counts(self, table, keys):
         self._kind(table, MULTI)
         keys = [bytes(k) for k in keys]
-        plain = [k for k in keys if not self._touched(table, k)]  # the others need the overlay
+        plain = [k for k in keys if not self._touched(table, k) and (table, k) not in self.got_multi]
         names = [self.s.k("m", table, k) for k in plain]
         counts = dict(zip(plain, self._run([("ZCARD", n) for n in names], names)))
         return [int(counts[k]) if k in counts else len(self.values(table, k)) for k in keys]
@@ -233,8 +262,7 @@ class _RedisTxn(TxnBase):
         for t in tables:
             self._kind(t, MULTI)
         pairs = [(t, bytes(k)) for t, k in zip(tables, keys)]
-        names = [self.s.k("m", t, k) for t, k in pairs]
-        stored = self._run([("ZRANGEBYLEX", n, "-", "+") for n in names], names)
+        stored = self._stored_multi(pairs)
         raw = b"".join(b"".join(self._merged(t, k, got)) for (t, k), got in zip(pairs, stored))
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
