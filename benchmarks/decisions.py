@@ -49,8 +49,9 @@ def _s(value):
     return None if value is None else str(getattr(value, "value", value))
 
 
-def demo_decisions(passes: int = 2) -> dict[str, list]:
-    """The demo site's pages in crawl order, `passes` times over one LMDB index."""
+def demo_decisions(passes: int = 2, store: dict | None = None) -> dict[str, list]:
+    """The demo site's pages in crawl order, `passes` times over one LMDB index (or the index
+    `store` names, e.g. {"backend": "redis", "redis_url": ..., "redis_prefix": ...})."""
     from crawler_dedup import Deduplicator
     from crawler_dedup.demo.site import build_site
 
@@ -59,7 +60,8 @@ def demo_decisions(passes: int = 2) -> dict[str, list]:
         site = os.path.join(tmp, "site")
         pages = build_site(site)
         for n in range(passes):
-            dedup = Deduplicator(backend="lmdb", dir=os.path.join(tmp, "index"), lmdb_sync=False).open()
+            where = store or {"backend": "lmdb", "dir": os.path.join(tmp, "index"), "lmdb_sync": False}
+            dedup = Deduplicator(**where).open()
             rows = []
             try:
                 for i, page in enumerate(pages):

@@ -492,3 +492,18 @@ def test_redis_killed_and_restarted_during_a_scrapy_crawl(tmp_path, articles, se
     assert stats["errors/store"] >= 1 and len(copies & kept) == stats["errors/store"]  # kept only by an error
     assert {f"c{g}.html?again" for g in range(n)} <= dropped  # well after the restart: deduplicated again
     assert "Redis" in err and err.count("Traceback") == 0
+
+
+def test_the_demo_decisions_on_redis_are_the_recorded_lmdb_ones(redis_server):
+    """Every decision and drop-log field of the demo site, twice over one index, as on LMDB."""
+    import sys
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import decisions
+
+    expected = {k: v for k, v in decisions.load(os.path.join(ROOT, "benchmarks", "decisions.json.gz")).items()
+                if k.startswith("demo/")}
+    got = decisions.demo_decisions(store={"backend": "redis", "redis_url": redis_server, "redis_prefix": "demo-decisions"})
+    assert set(got) == set(expected) and decisions.compare(expected, got) == []
