@@ -53,8 +53,23 @@ def test_near_match_ranks_by_score_then_distance_then_age_and_says_when_a_guard_
     assert (only_contained.doc.doc_id, only_contained.measure) == (4, "containment")  # 5: resemblance under 0.2
     titled = [_doc(2, title="Budget vote delayed again"), _doc(3, title="Budget vote delayed again")]
     match, guarded = near_match(_fp(tokens=120), "Storm closes schools", titled, thresholds_for(cfg, 120),
-                                lambda fp, d: (0.7, 0.7), "resemblance")
-    assert match is None and guarded  # short, different titles: not the same page
+                                lambda fp, d: (0.7, 0.7), "resemblance", url="https://www.k/story")
+    assert match is None and guarded  # one site, different titles: two pages (a block taken for both texts)
+    match, guarded = near_match(_fp(tokens=120), "Storm closes schools", titled, thresholds_for(cfg, 120),
+                                lambda fp, d: (0.7, 0.7), "resemblance", url="https://other.example/story")
+    assert match.doc.doc_id == 2 and not guarded  # another site's title over a longer text: a syndicated copy
+    match, guarded = near_match(_fp(tokens=80), "Storm closes schools", titled, thresholds_for(cfg, 80),
+                                lambda fp, d: (0.9, 0.9), "resemblance", url="https://other.example/story")
+    assert match is None and guarded  # another site, but a short text: a promo or notice block
+
+
+def test_same_site_compares_registered_domains():
+    from crawler_dedup.core.decide import same_site
+
+    assert same_site("https://news.example.co.uk/a", "http://www.example.co.uk/b")
+    assert not same_site("https://example.co.uk/a", "https://other.co.uk/a")
+    assert not same_site("https://a.blogspot.com/x", "https://b.blogspot.com/x")  # a public suffix: two sites
+    assert not same_site(None, "https://example.com/") and not same_site("not a url", "not a url")
 
 
 def test_exact_match_and_its_title_guard():

@@ -4,7 +4,9 @@ in; a typed match out. No store, no clock, no state: `show` and the crawl apply 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable
+from urllib.parse import urlsplit
 
 from .churn import churn_digest, same_but_churn
 from .conceptual import cosine
@@ -12,8 +14,7 @@ from .guards import titles_disagree
 from .index import DocRecord, Extra, canonical_url
 from .verdict import Reason, Thresholds
 
-GUARD_TOKENS = 300  # texts shorter than this need agreeing titles to be dropped ...
-GUARD_RESEMBLANCE = 0.8  # ... and so do longer ones less alike than this
+GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
@@ -44,28 +45,61 @@ def thresholds_for(config, tokens: int) -> Thresholds:
                       conceptual=conceptual)
 
 
-def title_guarded(tokens: int, resemblance: float, title: str | None, other_title: str | None) -> bool:
-    """The title guard: a match under an unrelated title is not the same page when the text is
-    short (a promo or "related stories" block taken for the content) or not nearly the same
-    (two press releases sharing a long "About us" block)."""
-    return (tokens < GUARD_TOKENS or resemblance < GUARD_RESEMBLANCE) and titles_disagree(title, other_title)
+def title_guarded(tokens: int, title: str | None, other_title: str | None, same_site: bool) -> bool:
+    """The title guard against extraction collapse: two pages under unrelated titles are two
+    pages, whatever text extraction gave them, when they are of one site (a sign-up block, a
+    promo, "related stories" or a long "About us" taken for the content of both: on the
+    benchmark every false drop of a shell page is of this kind), or when the text is short.
+    A page of another site under another title with a longer text is a syndicated copy: such
+    a copy keeps the other site's title (benchmarks/realcopies.py)."""
+    return (same_site or tokens < GUARD_TOKENS) and titles_disagree(title, other_title)
+
+
+def same_site(url: str | None, other_url: str | None) -> bool:
+    """Both URLs under one registered domain (news.example.co.uk and www.example.co.uk)."""
+    a, b = registered_domain(url), registered_domain(other_url)
+    return a is not None and a == b
+
+
+@lru_cache(maxsize=1)
+def _public_suffixes():
+    import tldextract
+
+    # the list shipped with tldextract (no download), private suffixes too: two blogs on
+    # blogspot.com are two sites
+    return tldextract.TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
+
+
+@lru_cache(maxsize=65536)
+def _domain_of_host(host: str) -> str:
+    return _public_suffixes()(host).top_domain_under_public_suffix or host.removeprefix("www.")  # (no known suffix)
+
+
+def registered_domain(url: str | None) -> str | None:
+    if not url:
+        return None
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    return _domain_of_host(host) if host else None
 
 
 def _distance(fp, doc: DocRecord) -> int:
     return (doc.fingerprint ^ fp.fingerprint).bit_count()
 
 
-def exact_match(fp, title: str | None, doc: DocRecord | None) -> tuple[Match | None, bool]:
+def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = None) -> tuple[Match | None, bool]:
     """The kept page with the same words, unless the title guard keeps this one; (match, guarded)."""
     if doc is None:
         return None, False
-    if title_guarded(fp.tokens, 1.0, title, doc.title):
+    if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
         return None, True
     return Match(doc, Reason.EXACT, _distance(fp, doc), 1.0, "exact"), False
 
 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
-               measure: str) -> tuple[Match | None, bool]:
+               measure: str, url: str | None = None) -> tuple[Match | None, bool]:
     """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
     verifier's score or by containment; (match, whether the title guard rejected one)."""
     best, guarded = None, False
@@ -77,7 +111,7 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             value, how = c, "containment"
         else:
             continue
-        if title_guarded(fp.tokens, j, title, doc.title):
+        if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
             guarded = True
             continue
         dist = _distance(fp, doc)

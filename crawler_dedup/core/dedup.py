@@ -334,11 +334,11 @@ class Deduplicator:
             return not mine and (cutoff is None or doc.time >= cutoff)
 
         exact = index.exact(txn, fp.digest)
-        match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None)
+        match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
         if match is not None:
             return match, guarded
         candidates = [doc for doc in self._candidates(txn, fp) if usable(doc)]
-        near, guarded_near = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name)
+        near, guarded_near = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url)
         if near is None:
             near = self.conceptual.match(fp, candidates)
         return near, guarded or guarded_near

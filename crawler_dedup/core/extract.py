@@ -19,12 +19,20 @@ class Extracted:
 
 
 def page_title(html: bytes | str, limit: int = 65536) -> str | None:
-    """The <title> text, found cheaply (no second parse of the page)."""
+    """The <title> text, else the og:title or twitter:title of the head, found cheaply (no
+    second parse of the page): the title guard needs one on both pages to tell two pages apart."""
     head = html[:limit].encode("utf-8", "replace") if isinstance(html, str) else html[:limit]
     match = _TITLE.search(head)
-    if not match:
+    raw = match.group(1).decode("utf-8", "replace") if match else None
+    if raw is None or not raw.strip():
+        text = bytes(head).decode("latin-1")
+        for _, attrs in _tags_around(text, ("og:title", "OG:TITLE", "twitter:title")):
+            if (attrs.get("property") or attrs.get("name") or "").lower() in ("og:title", "twitter:title"):
+                raw = attrs.get("content", "").encode("latin-1").decode("utf-8", "replace")
+                break
+    if raw is None:
         return None
-    title = " ".join(htmllib.unescape(match.group(1).decode("utf-8", "replace")).split())
+    title = " ".join(htmllib.unescape(raw).split())
     return title[:300] or None
 
 
