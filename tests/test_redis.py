@@ -507,3 +507,45 @@ def test_the_demo_decisions_on_redis_are_the_recorded_lmdb_ones(redis_server):
                 if k.startswith("demo/")}
     got = decisions.demo_decisions(store={"backend": "redis", "redis_url": redis_server, "redis_prefix": "demo-decisions"})
     assert set(got) == set(expected) and decisions.compare(expected, got) == []
+
+
+def _move_slot(cluster_url: str, key: bytes) -> None:
+    """Move the cluster slot of `key` to another node, its keys with it (as a resharding does)."""
+    from redis.cluster import RedisCluster
+
+    import redis as redis_py
+
+    cluster = RedisCluster.from_url(cluster_url)
+    slot = cluster.keyslot(key)
+    src = cluster.get_node_from_key(key)
+    primaries = cluster.get_primaries()
+    dst = next(n for n in primaries if n.name != src.name)
+    s, d = redis_py.Redis(host=src.host, port=src.port), redis_py.Redis(host=dst.host, port=dst.port)
+    src_id, dst_id = s.execute_command("CLUSTER MYID"), d.execute_command("CLUSTER MYID")
+    d.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    s.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    s.set_response_callback("CLUSTER GETKEYSINSLOT", lambda r, **kw: r)  # the key names as bytes, not decoded
+    for _ in range(1000):
+        keys = s.execute_command("CLUSTER GETKEYSINSLOT", slot, 100)
+        if not keys:
+            break
+        s.execute_command("MIGRATE", dst.host, dst.port, "", 0, 5000, "KEYS", *keys)
+    else:
+        raise AssertionError("the slot's keys did not move")
+    for n in primaries:
+        redis_py.Redis(host=n.host, port=n.port).execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
+    cluster.close()
+
+
+def test_a_cluster_slot_moved_mid_crawl_is_followed(redis_cluster, articles):
+    """The index's slot is resharded to another node between two pages: the next page is decided
+    on the new node (no store error), against the pages kept before the move."""
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="moving") as d:
+        store = d.index.store
+        assert d.check("https://a/1", text=articles[8][1]).action == "keep"
+        before = store.client.get_node_from_key(store.k("index")).name
+        _move_slot(redis_cluster, store.k("index"))
+        v = d.check("https://b/1", text=articles[8][1])
+        assert (v.action, v.duplicate_of, v.error) == ("drop", "https://a/1", None)
+        assert store.client.get_node_from_key(store.k("index")).name != before
+        assert d.check("https://c/1", text=articles[9][1]).action == "keep"

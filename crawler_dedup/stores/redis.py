@@ -109,8 +109,6 @@ class _Conn:
             raise
         for reply in replies:
             if isinstance(reply, Exception):
-                if str(reply).startswith(("MOVED", "ASK", "CLUSTERDOWN")):
-                    self.store.moved()
                 raise reply
         return replies[1:] if watch else replies
 
@@ -452,35 +450,53 @@ class RedisStore:
 
     def read(self, fn: Callable[..., T]) -> T:
         self._client()
+        return self._moving(lambda: self._read_once(fn))
+
+    def _read_once(self, fn: Callable[..., T]) -> T:
+        txn = _RedisTxn(self, writing=False)
         try:
-            txn = _RedisTxn(self, writing=False)
-            try:
-                return fn(txn)
-            finally:
-                txn.close()
-        except self.redis.RedisError as exc:
-            raise StoreError(f"Redis index {self.location}: {exc}") from exc
+            return fn(txn)
+        finally:
+            txn.close()
 
     def write(self, fn: Callable[..., T]) -> T:
         if self.readonly:
             raise StoreError(f"the Redis index {self.location} is open read-only")
         self._client()
-        try:
-            for attempt in range(MAX_ATTEMPTS):
-                txn = _RedisTxn(self, writing=True)
-                try:
-                    out = fn(txn)
-                    if txn.commit():
-                        return out
-                finally:
-                    txn.close()
-                # a key fn read changed under it (another writer's page could match): run again
-                self.conflicts += 1
-                if attempt >= 2:  # many writers on one hot key: back off a little, at random
-                    time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** attempt)))
-            raise StoreError(f"the Redis index {self.location}: a write conflicted {MAX_ATTEMPTS} times in a row")
-        except self.redis.RedisError as exc:
-            raise StoreError(f"Redis index {self.location}: {exc}") from exc
+        return self._moving(lambda: self._write_once(fn))
+
+    def _write_once(self, fn: Callable[..., T]) -> T:
+        for attempt in range(MAX_ATTEMPTS):
+            txn = _RedisTxn(self, writing=True)
+            try:
+                out = fn(txn)
+                if txn.commit():
+                    return out
+            finally:
+                txn.close()
+            # a key fn read changed under it (another writer's page could match): run again
+            self.conflicts += 1
+            if attempt >= 2:  # many writers on one hot key: back off a little, at random
+                time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** attempt)))
+        raise StoreError(f"the Redis index {self.location}: a write conflicted {MAX_ATTEMPTS} times in a row")
+
+    def _moving(self, run: Callable[[], T]) -> T:
+        """Run a transaction; when the cluster moved the index's slot (MOVED, ASK, CLUSTERDOWN,
+        TRYAGAIN), learn the new map and run it again on the slot's new node (nothing of the
+        failed try was applied: its commit never reached EXEC, or EXEC was refused)."""
+        moved = (self.redis.exceptions.AskError, self.redis.exceptions.ClusterDownError,
+                 self.redis.exceptions.TryAgainError)  # (MovedError is an AskError)
+        for attempt in range(5):
+            try:
+                return run()
+            except moved as exc:
+                if not self.cluster or attempt == 4:
+                    raise StoreError(f"Redis index {self.location}: the cluster moved its slot ({exc})") from exc
+                self.moved()
+                time.sleep(0.05 * attempt)
+            except self.redis.RedisError as exc:
+                raise StoreError(f"Redis index {self.location}: {exc}") from exc
+        raise AssertionError("unreachable")
 
 
 def _safe_url(url: str) -> str:
