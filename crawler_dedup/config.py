@@ -89,8 +89,27 @@ def _path(name: str, value: Any) -> str | None:
 
 def _redis_url(name: str, value: Any) -> str:
     if not isinstance(value, str) or not re.match(r"(rediss?|unix)://", value.strip()):
-        raise ConfigError(name, value, "a Redis URL: redis://[user:password@]host:port/db, rediss:// (TLS) or unix://")
+        shown = mask_password(value) if isinstance(value, str) else value
+        raise ConfigError(name, shown, "a Redis URL: redis://[user:password@]host:port/db, rediss:// (TLS) or unix://")
     return value.strip()
+
+
+def mask_password(url: str) -> str:
+    """The URL with its password (user:password@, or ?password=) shown as ***, for messages."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            host = netloc.rsplit("@", 1)[1]
+            netloc = f"{parts.username or ''}:***@{host}"
+        query = parts.query
+        if "password" in query.lower():
+            query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(query)], safe="*/")
+        return urlunsplit(parts._replace(netloc=netloc, query=query))
+    except ValueError:
+        return re.sub(r"(?<=:)[^:@/]*(?=@)", "***", url)  # (a URL urlsplit cannot read: still no password)
 
 
 def _text(name: str, value: Any) -> str:

@@ -549,3 +549,18 @@ def test_a_cluster_slot_moved_mid_crawl_is_followed(redis_cluster, articles):
         assert (v.action, v.duplicate_of, v.error) == ("drop", "https://a/1", None)
         assert store.client.get_node_from_key(store.k("index")).name != before
         assert d.check("https://c/1", text=articles[9][1]).action == "keep"
+
+
+def test_a_redis_password_never_shows_in_messages():
+    from crawler_dedup import DedupConfig
+    from crawler_dedup.exceptions import ConfigError
+    from crawler_dedup.stores.redis import RedisStore
+
+    with pytest.raises(ConfigError) as info:  # a typo in the scheme: the value is shown, its password not
+        DedupConfig.from_settings({"DEDUP_REDIS_URL": "redsi://u:s3cret-pw@127.0.0.1:1/0"})
+    assert "s3cret-pw" not in str(info.value) and "redsi://u:***@127.0.0.1:1/0" in str(info.value)
+    store = RedisStore("redis://127.0.0.1:1/0?password=s3cret-pw", prefix="p")
+    assert "s3cret-pw" not in store.location and "password=***" in store.location
+    with pytest.raises(StoreError) as info:
+        store.open()
+    assert "s3cret-pw" not in str(info.value)

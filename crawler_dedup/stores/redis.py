@@ -501,10 +501,6 @@ class RedisStore:
 
 def _safe_url(url: str) -> str:
     """The URL without its password, for messages and logs."""
-    from urllib.parse import urlsplit, urlunsplit
+    from ..config import mask_password
 
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = f"{parts.username or ''}:***@{parts.hostname}{f':{parts.port}' if parts.port else ''}"
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    return mask_password(url)
