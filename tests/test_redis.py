@@ -251,6 +251,9 @@ def test_show_report_and_index_commands_read_a_redis_index(redis_server, tmp_pat
     assert proc.returncode == 2 and "give DEDUP_DIR (the LMDB index) or --redis URL" in proc.stderr
     proc = cli("index", "stats", "--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=nothing-here", cwd=ROOT)
     assert proc.returncode == 2 and "no index in Redis" in proc.stderr
+    for command in (["report", log, "-o", tmp_path / "r2.html"], ["show", "https://b/1", "--log", log]):
+        proc = cli(*command, "--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=nothing-here", cwd=ROOT)
+        assert proc.returncode == 2 and "no index in Redis" in proc.stderr and "LMDB" not in proc.stderr, proc.stderr
 
 
 class TestRedisClusterStore(TestRedisStore):

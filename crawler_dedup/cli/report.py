@@ -36,6 +36,7 @@ def add_parser(sub):
 def run(args) -> int:
     from ..tools.inspect import LogError
     from ..tools.report import write_report
+    from ..tools.show import ShowError
 
     selected = filters(args)
     if args.rows < 0:
@@ -52,7 +53,7 @@ def run(args) -> int:
     try:
         info = write_report(log, args.output, filters=selected, dir_=dir_, max_rows=args.rows,
                             progress=Progress("reading", unit="MiB"), settings=settings)
-    except LogError as exc:
+    except (LogError, ShowError) as exc:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None

@@ -129,6 +129,10 @@ def _kept(rec: dict, dir_: str, settings: dict | None = None):
         elif kept is None:
             note = f"the kept page is no longer in the index {dir_} (expired or removed)"
     except ShowError as exc:
+        from ..tools.indexes import is_lmdb
+
+        if not is_lmdb(settings):  # an index named with --redis / DEDUP_BACKEND that cannot be read: an error
+            raise CliError(str(exc)) from None
         note = str(exc) + index_hint(dir_)
     return kept, note
 

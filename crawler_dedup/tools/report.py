@@ -174,13 +174,16 @@ def _cell(value):
 
 def _kept_texts(dir_: str, rows, with_text: set, settings: dict | None = None) -> dict:
     """The kept pages' stored texts for the rows that carry a dropped text, by kept URL."""
+    from .indexes import is_lmdb
     from .show import ReadOnlyIndex, ShowError
 
     out: dict[str, str] = {}
     try:
         index = ReadOnlyIndex(dir_, settings)
     except ShowError:
-        return out
+        if not is_lmdb(settings):
+            raise  # an index named with --redis / DEDUP_BACKEND that cannot be read: say so
+        return out  # (an LMDB directory without an index: the dropped texts only)
     with index:
         idx_url, idx_fp = 1 + COLUMNS.index("duplicate_of"), -1
         for row in rows:

@@ -35,7 +35,7 @@ class ReadOnlyIndex:
         try:
             self.index = open_index(path, readonly=True, settings=settings)
         except DedupError as exc:
-            raise ShowError(f"cannot read the LMDB index in {path}: {exc}") from None
+            raise ShowError(f"cannot read the LMDB index in {path}: {exc}" if is_lmdb(settings) else str(exc)) from None
         self.path = path
 
     def close(self) -> None:
