@@ -2,7 +2,7 @@
 Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster.
 
-    python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3]
+    python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
 
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
@@ -45,10 +45,10 @@ def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
 
 
 def _work(args) -> tuple[int, float, int, int, int]:
-    backend, where, pages = args
+    backend, where, pages, window = args
     from crawler_dedup import Deduplicator
 
-    settings = {"backend": backend, "lmdb_sync": True}
+    settings = {"backend": backend, "lmdb_sync": True, "window": window}
     if backend != "lmdb":
         settings.update(backend="redis", redis_url=where, redis_prefix="bench")
     else:
@@ -64,23 +64,23 @@ def _work(args) -> tuple[int, float, int, int, int]:
     return len(pages), took, after[0] - before[0], after[1] - before[1], after[2] - before[2]
 
 
-def run(backend: str, where: str, stream, procs: int):
+def run(backend: str, where: str, stream, procs: int, window: int = 0):
     shares = [stream[i::procs] for i in range(procs)]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
-        results = pool.map(_work, [(backend, where, share) for share in shares])
+        results = pool.map(_work, [(backend, where, share, window) for share in shares])
     wall = time.perf_counter() - t0
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
     return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4)))
 
 
-def median_run(backend: str, make_where, stream, procs: int, repeat: int):
+def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0):
     """The run with the median pages/s of `repeat` runs, each on a fresh index."""
     runs = []
     for n in range(repeat):
         with make_where(n) as where:
-            runs.append(run(backend, where, stream, procs))
+            runs.append(run(backend, where, stream, procs, window))
     return sorted(runs)[len(runs) // 2]
 
 
@@ -155,6 +155,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--procs", default="1,4,8")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
+    ap.add_argument("--window", type=int, default=0, help="DEDUP_WINDOW in seconds (2: pages expire during the run)")
     args = ap.parse_args(argv)
     stream = texts(args.pages)
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
@@ -164,11 +165,12 @@ def main(argv=None) -> int:
           f"{'commands/page':>14} {'reruns/page':>12}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            lmdb_rate, lmdb_wall, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs, args.repeat)
+            lmdb_rate, lmdb_wall, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs, args.repeat,
+                                                    args.window)
             print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
                 rate, wall, trips, commands, reruns = median_run(
-                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat)
+                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window)
                 print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} "
                       f"{commands:>14.1f} {reruns:>12.3f}", flush=True)
     return 0

@@ -223,7 +223,21 @@ class Deduplicator:
         for plugin in self.plugins:
             plugin.end(committed=True)
         self.commits += 1
+        kept = sum(v.action != Action.DROP and v.doc_id is not None and not v.skipped for v in verdicts)
+        if self.config.window and kept and getattr(self.index.store, "expire_apart", False):
+            self._expire_apart(max(p.now for p in pages) - self.config.window, EXPIRE_BATCH * kept)
         return verdicts
+
+    def _expire_apart(self, cutoff: float, limit: int) -> None:
+        """A store whose writers run at once (Redis) removes expired pages in a transaction of its
+        own: inside the page's, every writer would read the time table and conflict. Decisions do
+        not wait for it (a page out of the window never matches); a failure is left for the next."""
+        index = self.index
+        assert index is not None
+        try:
+            index.write(lambda txn: index.expire(txn, cutoff, limit))
+        except (DedupError, OSError) as exc:
+            logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction. A page whose
@@ -296,8 +310,8 @@ class Deduplicator:
                            exact=not verdict.guard)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
-        if cutoff is not None:  # a few expired pages out per page in: the index stays flat
-            index.expire(txn, cutoff, EXPIRE_BATCH)
+        if cutoff is not None and not getattr(index.store, "expire_apart", False):
+            index.expire(txn, cutoff, EXPIRE_BATCH)  # a few expired pages out per page in: the index stays flat
         for plugin in self.plugins:
             plugin.kept(index, txn, doc_id, fp)
         return verdict

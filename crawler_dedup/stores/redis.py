@@ -42,7 +42,8 @@ from .base import MULTI, SINGLE, T, TxnBase
 MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
 
 # ARGV[1] = TTL in ms (0: none); then 4 per change: op, table, key, value. KEYS: 3 per change (the
-# entry's key, the table's key list, the counts), then the index marker. Upper-case op: with TTL.
+# entry's key, the table's key list, the counts), then the TTL marker and the index marker.
+# Upper-case op: with TTL. O: a key Redis expired leaves the table's key list.
 _COMMIT = """
 local ttl = tonumber(ARGV[1])
 local k = 1
@@ -67,6 +68,8 @@ for a = 2, #ARGV, 4 do
   elseif up == 'R' then
     if redis.call('zrem', key, val) == 1 then redis.call('hincrby', counts, tbl, -1) end
     if redis.call('exists', key) == 0 then redis.call('zrem', order, member) end
+  elseif up == 'O' then
+    redis.call('zrem', order, member)
   elseif up == 'C' then
     local n = redis.call('zcard', key)
     if n > 0 then
@@ -76,6 +79,7 @@ for a = 2, #ARGV, 4 do
     redis.call('zrem', order, member)
   end
 end
+if ttl > 0 then redis.call('set', KEYS[#KEYS - 1], ARGV[1]) end
 redis.call('set', KEYS[#KEYS], '1')
 return 1
 """
@@ -134,6 +138,7 @@ class _RedisTxn(TxnBase):
         # what this transaction read from Redis (watched, so still current when it commits)
         self.got_single: dict[tuple[str, bytes], bytes | None] = {}
         self.got_multi: dict[tuple[str, bytes], list[bytes]] = {}
+        self.purge: set[tuple[str, bytes]] = set()  # keys a scan met in a key list that Redis expired
 
     def _run(self, cmds: list[tuple], keys: list[bytes]) -> list[Any]:
         """Read: a writer first watches every key it reads (in the same round trip)."""
@@ -238,6 +243,9 @@ class _RedisTxn(TxnBase):
         counts = dict(zip(plain, self._run([("ZCARD", n) for n in names], names)))
         return [int(counts[k]) if k in counts else len(self.values(table, k)) for k in keys]
 
+    def _pending(self, table: str, key: bytes) -> bool:
+        return (table, key) in self.single or self._touched(table, key)
+
     def _touched(self, table: str, key: bytes) -> bool:
         return (table, key) in self.added or (table, key) in self.removed or (table, key) in self.cleared
 
@@ -288,9 +296,13 @@ class _RedisTxn(TxnBase):
             upto = stored[-1] if len(stored) == batch else None  # keys past this one come in the next round
             keys = sorted(set(stored) | {k for k in pending if upto is None or k <= upto})
             if kind == SINGLE:
-                rows = [(k, v) for k, v in zip(keys, self.get_many(table, keys)) if v is not None]
+                found = dict(zip(keys, self.get_many(table, keys)))
+                rows = [(k, v) for k, v in found.items() if v is not None]
             else:
-                rows = [(k, v) for k, vals in zip(keys, self.values_many(table, keys)) for v in vals]
+                found = dict(zip(keys, self.values_many(table, keys)))
+                rows = [(k, v) for k, vals in found.items() for v in vals]
+            if self.writing and self.s.expiring():  # (the keys are watched: one written again fails the commit)
+                self.purge |= {(table, k) for k, v in found.items() if not v and not self._pending(table, k)}
             for row in rows:
                 out.append(row)
                 if len(out) >= limit:
@@ -303,7 +315,7 @@ class _RedisTxn(TxnBase):
     def count(self, table):
         kind = self._kind(table)
         counts = self.s.k("n")
-        if self.s.ttl_ms and table not in self.s.ttl_except:
+        if self.s.expiring() and table not in self.s.ttl_except:
             base = self._count_live(table, kind)  # the counts still hold what Redis expired on its own
         else:
             base = int(self._run([("HGET", counts, table)], [counts])[0] or 0)
@@ -351,8 +363,11 @@ class _RedisTxn(TxnBase):
         for (t, k), values in self.added.items():
             for v in values:
                 change("A", t, k, s.k("m", t, k), v)
+        for t, k in self.purge - set(self.single) - self.cleared - set(self.added) - set(self.removed):
+            change("O", t, k, s.k("o", t))
         if not keys:
             return True
+        keys.append(s.k("ttl"))  # keys expire: counts are taken from the keys left (readers check)
         keys.append(s.k("index"))  # there is an index under this prefix (a read-only open checks)
         replies = self.conn.run([("MULTI",), ("EVAL", _COMMIT, len(keys), *keys, *argv), ("EXEC",)])
         self.conn.watching = False  # EXEC ends the watches, run or not
@@ -371,6 +386,7 @@ class RedisStore:
     """Many processes, on many machines, share it; open it in the process that uses it."""
 
     one_per_process = False
+    expire_apart = True  # DEDUP_WINDOW: expired pages leave in their own transactions (core/dedup.py)
 
     def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False, ttl_ms: int = 0,
                  ttl_except: tuple[str, ...] = ("meta",)):
@@ -381,6 +397,7 @@ class RedisStore:
         self.client: Any = None
         self.cluster = False  # a Redis Cluster: every key of the index is in the slot of {prefix}
         self.trips = self.commands = self.conflicts = 0  # round trips, commands, transactions run again
+        self._expiring: bool | None = None
         import redis
 
         self.redis = redis
@@ -417,6 +434,12 @@ class RedisStore:
         except StoreError:
             self.close()
             raise
+
+    def expiring(self) -> bool:
+        """Whether the index's keys expire (DEDUP_WINDOW here, or in a crawl that wrote it)."""
+        if self._expiring is None:
+            self._expiring = bool(self.ttl_ms) or bool(self._client().exists(self.k("ttl")))
+        return self._expiring
 
     def pool(self):
         """The connection pool of the server (or cluster node) that holds the index's slot."""
