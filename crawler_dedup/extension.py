@@ -105,7 +105,8 @@ class DedupExtension:
         dir_, droplog = str(cfg.dir), str(cfg.droplog)  # both set by _configure
         if cfg.backend != "lmdb":
             logger.warning("crawler-dedup: DEDUP_RESET moves an LMDB DEDUP_DIR aside; with DEDUP_BACKEND=%s "
-                           "it does nothing", cfg.backend)
+                           "it does nothing (other crawlers may use the index): to start over, give this crawl "
+                           "a new DEDUP_REDIS_PREFIX", cfg.backend)
             return
         if opening.in_use(cfg):
             raise ConfigError("DEDUP_RESET", True, f"an index no other crawler of this process is using ({cfg.dir} is open)")

@@ -175,8 +175,10 @@ def expire(args) -> int:
         left = index.read(lambda t: t.doc_count())
     finally:
         index.store.close()
-    print(f"removed {removed} pages kept more than {args.window} s ago; {left} pages left "
-          f"(run `crawler-dedup index compact` to give the space back to the file system)")
+    from ..tools.indexes import is_lmdb
+
+    hint = "" if not is_lmdb(backend_settings(args)) else " (run `crawler-dedup index compact` to give the space back to the file system)"
+    print(f"removed {removed} pages kept more than {args.window} s ago; {left} pages left{hint}")
     return 0
 
 
