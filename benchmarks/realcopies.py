@@ -217,6 +217,9 @@ def notice_blocks(pages: list[Page]) -> list[tuple[list[str], bytes]]:
     import lxml.html
 
     found: dict[str, tuple[list[str], bytes]] = {}
+    gold_of: dict[str, set] = defaultdict(set)  # a site's articles' words: a block of them is content, not a notice
+    for p in pages:
+        gold_of[p.base.site] |= set(_words(p.base.gold))
     for p in pages:
         tree, main = p.tree_and_main()
         inside = set(main.iter()) if main is not None else set()
@@ -226,6 +229,8 @@ def notice_blocks(pages: list[Page]) -> list[tuple[list[str], bytes]]:
             if not _NOTICE_MARKUP.search(f"{el.get('id', '')} {el.get('class', '')}"):
                 continue
             words = _words(el.text_content())
+            if len(set(words) & gold_of[p.base.site]) >= 0.8 * len(set(words)):
+                continue
             if 15 <= len(words) <= 250 and not any(
                     _NOTICE_MARKUP.search(f"{a.get('id', '')} {a.get('class', '')}") for a in el.iterancestors()):
                 sites, raw = found.setdefault(" ".join(words), ([], lxml.html.tostring(el, encoding="utf-8")))
