@@ -43,7 +43,8 @@ MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the 
 
 # ARGV[1] = TTL in ms (0: none); then 4 per change: op, table, key, value. KEYS: 3 per change (the
 # entry's key, the table's key list, the counts), then the TTL marker and the index marker.
-# Upper-case op: with TTL. O: a key Redis expired leaves the table's key list.
+# Upper-case op: with TTL (the entry and its table's key list, so an idle index leaves nothing).
+# O: a key Redis expired leaves the table's key list.
 _COMMIT = """
 local ttl = tonumber(ARGV[1])
 local k = 1
@@ -57,14 +58,22 @@ for a = 2, #ARGV, 4 do
       redis.call('hincrby', counts, tbl, 1)
       redis.call('zadd', order, 0, member)
     end
-    if op == 'S' and ttl > 0 then redis.call('set', key, val, 'px', ttl) else redis.call('set', key, val) end
+    if op == 'S' and ttl > 0 then
+      redis.call('set', key, val, 'px', ttl)
+      redis.call('pexpire', order, ttl)
+    else
+      redis.call('set', key, val)
+    end
   elseif up == 'D' then
     if redis.call('del', key) == 1 then redis.call('hincrby', counts, tbl, -1) end
     redis.call('zrem', order, member)
   elseif up == 'A' then
     if redis.call('zadd', key, 0, val) == 1 then redis.call('hincrby', counts, tbl, 1) end
     redis.call('zadd', order, 0, member)
-    if op == 'A' and ttl > 0 then redis.call('pexpire', key, ttl) end
+    if op == 'A' and ttl > 0 then
+      redis.call('pexpire', key, ttl)
+      redis.call('pexpire', order, ttl)
+    end
   elseif up == 'R' then
     if redis.call('zrem', key, val) == 1 then redis.call('hincrby', counts, tbl, -1) end
     if redis.call('exists', key) == 0 then redis.call('zrem', order, member) end
