@@ -7,7 +7,8 @@ may touch any of them):
   ZRANGEBYLEX gives them in byte order);
 - `{P}:o:<table>`: a sorted set of the table's keys, for scans in key order;
 - `{P}:n`: a hash, table -> its entry count (keys of a SINGLE table, values of a MULTI one);
-- `{P}:q:<table>:<key>`: sequences (doc ids); `{P}:index`: set by the first commit.
+- `{P}:q:<table>:<key>`: sequences (doc ids); `{P}:index`: set by the first commit; `{P}:ttl`:
+  set when keys expire (DEDUP_WINDOW), so every reader counts the keys left.
 
 Transactions are optimistic, so writers work at once (stores/base.py has the semantics):
 - write(fn) runs fn on one connection. Every key fn reads is WATCHed first, in the same round
@@ -24,8 +25,9 @@ Transactions are optimistic, so writers work at once (stores/base.py has the sem
   two unrelated pages filed at once do not conflict; doc ids come from INCR, outside the
   transaction (an id may be skipped when fn runs again, never given twice).
 read(fn) watches nothing: each commit is atomic, but a read of several keys may see two commits.
-With a TTL (DEDUP_WINDOW), every key written outside the meta table expires that long after its
-last write, so an index nobody writes to any more empties itself.
+With a TTL (DEDUP_WINDOW), every key written outside the meta table, and its table's key list,
+expires that long after its last write, so an index nobody writes to any more empties itself.
+A cluster that moved the slot (MOVED, ASK, ...) is followed: the transaction runs again there.
 """
 
 from __future__ import annotations
