@@ -356,18 +356,15 @@ def _pages(bases: list[Base]) -> list[Page]:
 def containment_rule(name, texts, threshold=0.5, w=5):
     """Brute force: drop when a kept text contains `threshold` of this one's word 5-shingles, or
     this one contains `threshold` of a kept one's (a text-only ceiling, quadratic)."""
-    from crawler_dedup.core.tokens import tokenize
+    from stream import word_shingles
 
     kept: list[tuple[str, set]] = []
 
     def decide(page):
         text, _ = texts[page.url]
-        if text is None:
+        sh = None if text is None else word_shingles(text, w)
+        if sh is None:
             return None
-        toks = tokenize(text)
-        if len(toks) < 15:
-            return None
-        sh = {" ".join(toks[i:i + w]) for i in range(max(1, len(toks) - w + 1))}
         best, best_c = None, 0.0
         for url, other in kept:
             common = len(sh & other)

@@ -332,6 +332,14 @@ def plain_simhash(name, texts, k=3, w=3):
     return name, decide
 
 
+def word_shingles(text: str, w: int) -> set[str] | None:
+    """The text's word w-shingles, as the baselines take them; None for a text under 15 words."""
+    toks = tokenize(text)
+    if len(toks) < 15:
+        return None
+    return {" ".join(toks[i : i + w]) for i in range(max(1, len(toks) - w + 1))}
+
+
 def minhash_lsh(name, texts, threshold, num_perm=128, w=5):
     from datasketch import MinHash, MinHashLSH
 
@@ -342,12 +350,11 @@ def minhash_lsh(name, texts, threshold, num_perm=128, w=5):
         text, _ = texts[page.url]
         if text is None:
             return None
-        toks = tokenize(text)
-        if len(toks) < 15:
+        sh = word_shingles(text, w)
+        if sh is None:
             return None
-        sh = {" ".join(toks[i : i + w]).encode() for i in range(max(1, len(toks) - w + 1))}
         m = MinHash(num_perm=num_perm)
-        m.update_batch(list(sh))
+        m.update_batch([s.encode() for s in sh])
         hits = lsh.query(m)
         if hits:
             return max(hits, key=lambda u: (m.jaccard(sigs[u]), u))
