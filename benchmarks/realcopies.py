@@ -28,8 +28,6 @@ t=0.5) and a brute-force containment rule are the baselines.
 from __future__ import annotations
 
 import argparse
-import copy
-import gzip
 import hashlib
 import html as htmllib
 import os
