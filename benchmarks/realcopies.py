@@ -208,13 +208,14 @@ _NOTICE_MARKUP = re.compile(r"cookie|consent|gdpr|privacy|newsletter|subscri|sig
                             r"|promo|modal|overlay|banner|popup|notice", re.I)
 
 
-def notice_blocks(pages: list[Page]) -> list[tuple[list[str], bytes]]:
-    """(sites, serialized element) of real consent, sign-up, comment-widget, ad-block and promo
-    blocks: elements whose id or class says so (their markup, not their words), 15-250 words,
-    outside the main content; one a page, one entry a distinct text with every site that has it."""
+def notice_blocks(pages: list[Page]) -> list[tuple[list[str], bytes, set[str]]]:
+    """(sites, serialized element, ids of the pages holding it) of real consent, sign-up,
+    comment-widget, ad-block and promo blocks: elements whose id or class says so (their markup,
+    not their words), 15-250 words, outside the main content; one a page, one entry a distinct
+    text with every site that has it."""
     import lxml.html
 
-    found: dict[str, tuple[list[str], bytes]] = {}
+    found: dict[str, tuple[list[str], bytes, set[str]]] = {}
     gold_of: dict[str, set] = defaultdict(set)  # a site's articles' words: a block of them is content, not a notice
     for p in pages:
         gold_of[p.base.site] |= set(_words(p.base.gold))
@@ -231,11 +232,23 @@ def notice_blocks(pages: list[Page]) -> list[tuple[list[str], bytes]]:
                 continue
             if 15 <= len(words) <= 250 and not any(
                     _NOTICE_MARKUP.search(f"{a.get('id', '')} {a.get('class', '')}") for a in el.iterancestors()):
-                sites, raw = found.setdefault(" ".join(words), ([], lxml.html.tostring(el, encoding="utf-8")))
+                sites, _, holders = found.setdefault(" ".join(words), ([], lxml.html.tostring(el, encoding="utf-8"), set()))
+                holders.add(p.base.id)
                 if p.base.site not in sites:
                     sites.append(p.base.site)
                 break
     return list(found.values())
+
+
+def _extracts_block(page: Page, block: bytes) -> bool:
+    """Extraction returns most of the block's words from the page itself."""
+    import lxml.html
+
+    from crawler_dedup.core.extract import extract
+
+    words = set(_words(lxml.html.fromstring(block).text_content()))
+    got = extract(page.base.html, f"https://{page.base.site}/{page.base.id}")
+    return got is not None and len(words & set(_words(got.text))) >= 0.5 * len(words)
 
 
 def notice_page(title: str, block: bytes) -> bytes:
@@ -282,7 +295,8 @@ def build(data_dir: str, seed: int = 7, variant_share: float = 0.7) -> tuple[lis
             if kind == "syndicated":
                 others = [t for t in with_main if t.base.site != b.site]
                 t = rnd.choice(others)
-                page = StreamPage(f"https://{t.base.site}/syndicated/{b.id}", syndicated(p, t), b.id, kind)
+                page = StreamPage(f"https://{t.base.site}/syndicated/{b.id}", syndicated(p, t), b.id, kind,
+                                  template=t.base.id)
             elif kind == "print":
                 page = StreamPage(f"{url}/print", print_page(p), b.id, kind)
             elif kind == "churn":
@@ -309,15 +323,19 @@ def build(data_dir: str, seed: int = 7, variant_share: float = 0.7) -> tuple[lis
     # notices: each real block as the only text of two pages (other articles) of each site that
     # has it; a block found on several sites (a comment widget's, a consent tool's) is on each
     notices = 0
-    titles_of: dict[str, list[str]] = defaultdict(list)
+    unused: dict[str, list[tuple[str, str]]] = defaultdict(list)  # (id, title): each notice page another article
     for p in pages:
-        titles_of[p.base.site].append(p.base.title)
-    unused = {site: list(titles) for site, titles in titles_of.items()}  # each notice page another article
-    for n, (sites, block) in enumerate(notice_blocks(with_main)):
+        unused[p.base.site].append((p.base.id, p.base.title))
+    page_of = {p.base.id: p for p in pages}
+    for n, (sites, block, holders) in enumerate(notice_blocks(with_main)):
         for site in sites:
-            for k in range(min(2, len(unused[site]))):
-                title = unused[site].pop(0)
-                keyed.append((rnd.random(), StreamPage(f"https://{site}/js/{n}-{k}", notice_page(title, block),
+            # not the title of a page whose own extraction is the block (a real collapse): under
+            # that title the notice page would be that page's copy
+            free = [entry for entry in unused[site]
+                    if entry[0] not in holders or not _extracts_block(page_of[entry[0]], block)][:2]
+            for k, entry in enumerate(free):
+                unused[site].remove(entry)
+                keyed.append((rnd.random(), StreamPage(f"https://{site}/js/{n}-{k}", notice_page(entry[1], block),
                                                        f"notice-{n}-{site}-{k}", "notice")))
                 notices += 1
     keyed.sort(key=lambda kv: kv[0])

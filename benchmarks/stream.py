@@ -87,6 +87,8 @@ class StreamPage:
     cluster: str  # the base it comes from: equal clusters = duplicates
     kind: str  # original | a VARIANT_KINDS entry | banner | shared-block
     related: str | None = None  # a cluster this page may match or not, both fine (scored neutral)
+    template: str | None = None  # the base whose page this one is built in (a syndicated copy): it
+    # holds that page's shell (related = the base) plus a block, so matching the shell is neutral too
 
 
 def _strip_tags(markup: str) -> str:
@@ -400,6 +402,7 @@ def score_stream(name: str, stream: list[StreamPage], decide: Callable[[StreamPa
 
     cluster_of: dict[str, str] = {}
     related_of: dict[str, str | None] = {}
+    template_of: dict[str, str | None] = {}
     seen: set[str] = set()
     s = Score(name)
     t0 = time.perf_counter()
@@ -409,7 +412,9 @@ def score_stream(name: str, stream: list[StreamPage], decide: Callable[[StreamPa
         theirs, their_related = cluster_of.get(matched), related_of.get(matched)
         if matched is not None and theirs != page.cluster and (
                 (page.related is not None and page.related in (theirs, their_related))
-                or (their_related is not None and their_related == page.cluster)):
+                or (their_related is not None and their_related == page.cluster)
+                or (page.template is not None and their_related == page.template)
+                or (page.related is not None and template_of.get(matched) == page.related)):
             s.neutral += 1  # a page and one holding all of it plus a block: either answer is fine
             seen.add(page.cluster)
             continue
@@ -427,6 +432,7 @@ def score_stream(name: str, stream: list[StreamPage], decide: Callable[[StreamPa
         else:
             cluster_of[page.url] = page.cluster  # kept: later copies may name it
             related_of[page.url] = page.related
+            template_of[page.url] = page.template
             if is_dup:
                 s.fn += 1
         seen.add(page.cluster)
