@@ -22,7 +22,9 @@ sign-up, comment-widget and ad-block blocks (found by their id or class, not the
 only text of a page whose article loads by script, on two pages of each site that has them.
 
 Every method runs in this process on the same extracted texts; MinHashLSH (word 5-shingles,
-t=0.5) and a brute-force containment rule are the baselines.
+t=0.5) and a brute-force containment rule are the baselines. crawler-dedup also gets each page's
+markup, as in a crawl (rel=canonical, and the lines it shows outside its text for the learned
+boilerplate); its ms/page is everything after extraction, those lines included.
 """
 
 from __future__ import annotations
@@ -397,6 +399,7 @@ def containment_rule(name, texts, threshold=0.5, w=5):
 
 def methods(texts):
     return [ours("crawler-dedup (defaults)", texts),
+            ours("  without learned boilerplate", texts, {"DEDUP_BOILERPLATE": False}),
             minhash_lsh("datasketch MinHashLSH t=0.5 w=5", texts, 0.5),
             containment_rule("containment >= 0.5 (brute force)", texts)]
 

@@ -299,7 +299,7 @@ def ours(name, texts, settings=None, **overrides):
         text, title = texts[page.url]
         if text is None:
             return None
-        v = d.check(page.url, text=text, title=title)
+        v = d.check(page.url, html=page.html, text=text, title=title)  # the markup too, as in a crawl
         # a drop, or what a dry run would drop; a conceptual flag keeps the page
         dropped = v.would_drop
         return v.duplicate_of if dropped else None

@@ -193,6 +193,11 @@ SETTINGS: tuple[Setting, ...] = (
         "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), `redis` (shared "
         "by processes on many machines: `DEDUP_REDIS_URL`; `pip install -e \".[redis]\"`), or a dotted path "
         "to a store class")),
+    Setting("DEDUP_BOILERPLATE", BOOL, True, doc=(
+        "learn boilerplate from the crawl: each kept page files the lines it shows outside its main text; a "
+        "page whose extracted text is mostly such lines of other kept pages, with under 100 words of its own "
+        "(a sign-up block, a consent notice or a comment form that extraction returned instead of the "
+        "article), is kept on a match and counted in `dedup/guarded/boilerplate`. Needs the page's HTML")),
     Setting("DEDUP_CANONICAL", BOOL, True, doc=(
         "a page that a kept copy names as its `rel=canonical` (or `og:url`) replaces that copy, with a "
         "`superseded` drop-log line and the `page_superseded` signal for it ([Recrawls](#recrawls)); "
@@ -340,6 +345,7 @@ class DedupConfig:
     enabled: bool = _DEFAULTS["enabled"]
     allow: tuple = _DEFAULTS["allow"]
     backend: str = _DEFAULTS["backend"]
+    boilerplate: bool = _DEFAULTS["boilerplate"]
     canonical: bool = _DEFAULTS["canonical"]
     commit_batch: int = _DEFAULTS["commit_batch"]
     commit_delay: float = _DEFAULTS["commit_delay"]

@@ -85,7 +85,8 @@ def run(args) -> int:
     if vb.skipped or vb.error:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
     elif vb.action == "keep":
-        guard = " (the title guard kept it: the titles disagree)" if vb.guard else ""
+        guard = {"title": " (the title guard kept it: the titles disagree)",
+                 "boilerplate": " (its text is lines kept pages show outside theirs)"}.get(vb.guard or "", "")
         print(f"   B kept: not a duplicate of A{guard}")
     else:
         print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..config import DedupConfig
 from ..exceptions import DedupError, StoreError
 from ..stores import make_store
+from .boilerplate import collapsed, template_keys, text_lines
 from .churn import churn_digest, mask
 from .decide import (
     Match,
@@ -156,6 +157,8 @@ class Deduplicator:
                     return verdict, None
             if isinstance(fp, str):  # a Skip
                 return verdict.but(skipped=Skip(fp)), None
+            if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
+                fp.template = template_keys(html, fp.text)  # (a worker found them already)
             excerpt = " ".join(fp.text[:600].split())  # a prefix of the whole text's join
             if len(excerpt) < 200:
                 excerpt = " ".join(fp.text.split())
@@ -202,6 +205,7 @@ class Deduplicator:
                 fp = self.fingerprint(page.fp.text) if again else page.fp
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
                     fp = page.fp
+                fp.template = page.fp.template  # (from the page's markup, which is not here)
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now))
             return out
 
@@ -275,6 +279,8 @@ class Deduplicator:
         match, guarded = self._match(txn, verdict, fp, cutoff, thresholds, exclude=replace_id,
                                      own_url=verdict.url if revisit else None)
         verdict = verdict.but(thresholds=thresholds, guard=Guard.TITLE if guarded and match is None else None)
+        if match is not None and cfg.boilerplate and match.reason != Reason.CONCEPTUAL and self._boilerplate(txn, fp):
+            match, verdict = None, verdict.but(guard=Guard.BOILERPLATE)  # the match is on lines of no page
         replace_ids: list[int] = []
         if match is not None and cfg.canonical and supersedes(verdict.url, verdict.canonical, match.doc):
             verdict = verdict.but(superseded=_superseded(match, cfg.store_text))
@@ -307,7 +313,7 @@ class Deduplicator:
         for doc_id in replace_ids:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
         doc_id = index.add(txn, self._record(verdict, fp, stage, now), fp.digest, probes=cfg.sketch_probes,
-                           exact=not verdict.guard)
+                           exact=not verdict.guard, template=fp.template if cfg.boilerplate else None)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
@@ -330,6 +336,15 @@ class Deduplicator:
         if verdict.canonical and canonical_url(verdict.canonical) != canonical_url(verdict.url):
             record.extras[Extra.CANONICAL] = verdict.canonical.encode("utf-8", "surrogatepass")
         return record
+
+    def _boilerplate(self, txn: IndexTxn, fp: Fingerprinted) -> bool:
+        """The page's text is mostly lines that kept pages showed outside their own text."""
+        assert self.index is not None
+        lines = text_lines(fp.text)
+        if not lines:
+            return False
+        counts = self.index.boilerplate_counts(txn, [key for key, _ in lines])
+        return collapsed(lines, counts, fp.tokens)
 
     def _score(self, fp, doc: DocRecord) -> tuple[float, float]:
         return self.verifier.score(fp, doc, self.config)

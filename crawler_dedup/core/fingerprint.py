@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .boilerplate import template_keys
 from .extract import extract
 from .features import content_hash, shingles
 from .guards import looks_like_notice
@@ -33,6 +34,7 @@ class Fingerprinted:
     extras: dict = field(default_factory=dict)  # what the verifier keeps per page
     df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
+    template: np.ndarray | None = None  # keys of the lines shown outside the text (boilerplate.py)
 
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
@@ -85,7 +87,10 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
     key = (config.features, config.weighting)
     features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
     try:
-        return Step.FINGERPRINT, fingerprint(str(value), config, features, make_verifier(config.verifier)), title
+        fp = fingerprint(str(value), config, features, make_verifier(config.verifier))
+        if isinstance(fp, Fingerprinted) and config.boilerplate:
+            fp.template = template_keys(html, fp.text)
+        return Step.FINGERPRINT, fp, title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title
 

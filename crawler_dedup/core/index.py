@@ -18,6 +18,7 @@ import numpy as np
 
 from ..exceptions import StoreFormat
 from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from .boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, url_key
@@ -207,9 +208,12 @@ class NearDupIndex:
         doc_id = txn.exact_get(digest)
         return None if doc_id is None else self.doc(txn, doc_id)
 
-    def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True) -> int:
+    def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True,
+            template: np.ndarray | None = None) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
-        also file it in the exact table (off for a page a guard kept beside its match)."""
+        also file it in the exact table (off for a page a guard kept beside its match);
+        `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
+        known when the page is removed)."""
         doc_id = txn.next_doc_id()
         record.doc_id = doc_id
         record.time = record.time or time.time()
@@ -228,7 +232,13 @@ class NearDupIndex:
         for table, key in enumerate(self.plan.keys(record.fingerprint)):
             txn.bucket_add(table, key, record.fingerprint)
         txn.postings_add(_keys8(record.sketch[:probes]), doc_id, POSTING_LIMIT)
+        if template is not None and template.size:
+            txn.template_add(_keys8(template), doc_id, TEMPLATE_PAGES - 1)
         return doc_id
+
+    def boilerplate_counts(self, txn, keys: list[int]) -> list[int]:
+        """For each line key, how many kept pages showed it outside their text (up to TEMPLATE_PAGES)."""
+        return txn.template_counts([u64(k) for k in keys]) if keys else []
 
     def remove(self, txn, doc_id: int) -> bool:
         """Take a page out of every database; its fingerprint leaves the tables with its last page."""

@@ -10,10 +10,11 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
 # id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
 # few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
-# (seconds -> doc ids, for the time window); t000.. one per Manku permutation (permuted prefix ->
+# (seconds -> doc ids, for the time window); tpl (a line kept pages showed outside their text ->
+# the first of those pages: boilerplate.py); t000.. one per Manku permutation (permuted prefix ->
 # the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
-          "fps": MULTI, "mins": MULTI, "times": MULTI}
+          "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI}
 
 
 def table_name(t: int) -> str:
@@ -75,6 +76,16 @@ class IndexTxn:
         for key, filed in zip(keys, self.raw.value_counts("mins", keys)):  # counts, not the lists
             if filed <= limit:
                 self.raw.add("mins", key, u64(doc_id))
+
+    def template_counts(self, keys: list[bytes]) -> list[int]:
+        """How many kept pages showed each line outside their text (counted up to a few)."""
+        return self.raw.value_counts("tpl", keys)
+
+    def template_add(self, keys: list[bytes], doc_id: int, limit: int) -> None:
+        """File doc_id under each line filed for `limit` pages or fewer (then it is known)."""
+        for key, filed in zip(keys, self.raw.value_counts("tpl", keys)):
+            if filed <= limit:
+                self.raw.add("tpl", key, u64(doc_id))
 
     def posting_remove(self, key: bytes, doc_id: int) -> None:
         self.raw.remove("mins", key, u64(doc_id))

@@ -79,6 +79,7 @@ class Guard(StrEnum):
     """A guard that kept a page the index matched (stats `dedup/guarded/<guard>`)."""
 
     TITLE = "title"
+    BOILERPLATE = "boilerplate"  # the page's text is mostly lines kept pages show outside theirs
 
 
 class Step(StrEnum):
