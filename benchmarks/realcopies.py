@@ -371,6 +371,25 @@ def _pages(bases: list[Base]) -> list[Page]:
     return out
 
 
+def mark_template_holders(stream: list[StreamPage], texts) -> int:
+    """A syndicated copy whose extraction still holds half or more of its template page's text
+    (extraction reads that page's article from outside the element replaced, or the page's own
+    extraction is leftovers) is that page plus a block too: matching it is neutral."""
+    from stream import word_shingles
+
+    url_of = {page.cluster: page.url for page in stream if page.kind == "original"}
+    marked = 0
+    for page in stream:
+        if page.kind != "syndicated" or page.template not in url_of:
+            continue
+        mine, theirs = texts[page.url][0], texts[url_of[page.template]][0]
+        a, b = word_shingles(mine or "", 5) or set(), word_shingles(theirs or "", 5) or set()
+        if b and len(a & b) >= 0.5 * len(b):
+            page.related = page.template
+            marked += 1
+    return marked
+
+
 def containment_rule(name, texts, threshold=0.5, w=5):
     """Brute force: drop when a kept text contains `threshold` of this one's word 5-shingles, or
     this one contains `threshold` of a kept one's (a text-only ceiling, quadratic)."""
@@ -416,11 +435,13 @@ def main(argv=None) -> int:
     for seed in range(args.seed, args.seed + args.seeds):
         stream, info = build(args.data, seed)
         texts = extract_all(stream)
+        info["holders"] = mark_template_holders(stream, texts)
         counts = defaultdict(int)
         for page in stream:
             counts[page.kind] += 1
         print(f"seed {seed}: {info['pages']} pages from {info['bases']} real pages of {info['sites']} sites "
-              f"({info['with_main']} with their main content found); " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+              f"({info['with_main']} with their main content found; {info['holders']} syndicated copies still hold "
+              f"their template page's text); " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
         scores = [score_stream(name, stream, decide) for name, decide in methods(texts)]
         print(format_table(scores, [k for k in KINDS if counts[k]]), flush=True)
         print()

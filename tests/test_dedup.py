@@ -352,3 +352,15 @@ def test_worker_fingerprint_equals_the_in_process_one(articles):
     kind, value, _ = extract_and_fingerprint(html, "u", DedupConfig.from_settings({"DEDUP_WEIGHTING": "tfidf"}))
     assert kind == "text" and isinstance(value, str)
     assert extract_and_fingerprint(b"", "u", config) == ("skipped", "empty", None)
+
+
+@pytest.mark.parametrize("before", [0, 100_000, 400_000])
+def test_the_title_is_found_after_a_long_head(before):
+    # news pages put 70-100 KB of inline scripts and styles before <title> (nypost, msn on the benchmark)
+    from crawler_dedup.core.extract import page_title
+
+    head = "<script>" + "x" * before + "</script>"
+    html = f"<html><head>{head}<TITLE>Storm closes &amp; schools</TITLE></head><body><p>t</p></body></html>"
+    assert page_title(html) == page_title(html.encode()) == "Storm closes & schools"
+    og = f'<html><head>{head}<meta property="og:title" content="Vote counted"></head><body></body></html>'
+    assert page_title(og.encode()) == "Vote counted"
