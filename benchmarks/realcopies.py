@@ -1,6 +1,6 @@
 """Detection quality on copies made the way copies of real pages are made, from real pages only.
 
-    python benchmarks/realcopies.py [--data ../shared/data] [--seed 7] [--seeds 1]
+    python benchmarks/realcopies.py [--data ../shared/data] [--seed 7] [--seeds 1] [--app-shells]
 
 The pages are the real pages with human (or reviewed) main text in ../shared/data
 (article-extraction-benchmark, newspaper and readability test pages). Nothing is written by hand:
@@ -16,8 +16,10 @@ The pages are the real pages with human (or reviewed) main text in ../shared/dat
   of their test set; byte-identical, so only a floor).
 Negatives: every other page (126+ hosts, 65 same-site pairs of one template), and "shells":
 two pages of one site with their main content gone (a page whose article loads by script), so
-extraction returns what is left of the site (a sign-up block, a promo, links) for both. A shell
-matching its own full page is scored neither right nor wrong. And "notices": real consent,
+extraction returns what is left of the site (a sign-up block, a promo, links) for both; with
+--app-shells each also as an "app-shell" titled with the site's name (a single-page app before its
+script runs): a stress test, as the two pages then differ in their URL only. A shell matching its own full page is scored neither right nor
+wrong. And "notices": real consent,
 sign-up, comment-widget and ad-block blocks (found by their id or class, not their words) as the
 only text of a page whose article loads by script, on two pages of each site that has them.
 
@@ -253,6 +255,32 @@ def _extracts_block(page: Page, block: bytes) -> bool:
     return got is not None and len(words & set(_words(got.text))) >= 0.5 * len(words)
 
 
+_SEPARATOR = re.compile(r"\s+[|\-–—·•»:]\s+")
+
+
+def site_names(pages: list[Page]) -> dict[str, str]:
+    """Each site's name as its titles give it: the part its titles end with most ("Sports Items |
+    Boston Herald"), else the first label of its host."""
+    ends: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for p in pages:
+        parts = [part.strip() for part in _SEPARATOR.split(p.base.title) if part.strip()]
+        if len(parts) >= 2:
+            ends[p.base.site][parts[-1]] += 1
+    out = {}
+    for p in pages:
+        site = p.base.site
+        counts = ends.get(site)
+        out[site] = max(sorted(counts), key=counts.__getitem__) if counts else site.split(".")[0].capitalize()
+    return out
+
+
+def retitle(raw: bytes, title: str) -> bytes:
+    """The page under another <title> (inserted in the head when it has none)."""
+    new = b"<title>" + htmllib.escape(title).encode() + b"</title>"
+    got, n = re.subn(rb"(?is)<title\b[^>]*>.*?</title\s*>", lambda _: new, raw, count=1)
+    return got if n else re.sub(rb"(?i)<head\b[^>]*>", lambda m: m.group(0) + new, raw, count=1)
+
+
 def notice_page(title: str, block: bytes) -> bytes:
     """A page whose article loads by script: its only text is the notice."""
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{htmllib.escape(title)}</title></head>"
@@ -273,7 +301,7 @@ def natural_pairs(data_dir: str, bases: list[Base]) -> list[tuple[str, str, byte
     return out
 
 
-def build(data_dir: str, seed: int = 7, variant_share: float = 0.7) -> tuple[list[StreamPage], dict]:
+def build(data_dir: str, seed: int = 7, variant_share: float = 0.7, app_shells: bool = False) -> tuple[list[StreamPage], dict]:
     """The labelled stream, deterministic for a seed: bases in random order, each copy after its base."""
     bases = load_bases(data_dir)
     pages = _pages(bases)
@@ -315,6 +343,7 @@ def build(data_dir: str, seed: int = 7, variant_share: float = 0.7) -> tuple[lis
         s = start_of[base_id]
         keyed.append((s + (1 - s) * rnd.random(), StreamPage(url, raw, base_id, "natural")))
     shells = 0
+    names = site_names(pages)
     for site, group in sorted(by_site.items()):
         made = [(p, shell(p)) for p in group[:4]] if len(group) >= 2 else []
         for p, raw in made if sum(raw is not None for _, raw in made) >= 2 else []:
@@ -322,6 +351,11 @@ def build(data_dir: str, seed: int = 7, variant_share: float = 0.7) -> tuple[lis
                 keyed.append((rnd.random(), StreamPage(f"https://{site}/app/{p.base.id}", raw, f"shell-{p.base.id}",
                                                        "shell", related=p.base.id)))
                 shells += 1
+                if app_shells:  # the same shell as a single-page app serves it: titled with the site's
+                    # name until its script runs, so every such page of the site has one title
+                    keyed.append((rnd.random(), StreamPage(f"https://{site}/spa/{p.base.id}", retitle(raw, names[site]),
+                                                           f"app-shell-{p.base.id}", "app-shell", related=p.base.id)))
+                    shells += 1
     # notices: each real block as the only text of two pages (other articles) of each site that
     # has it; a block found on several sites (a comment widget's, a consent tool's) is on each
     notices = 0
@@ -428,12 +462,14 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--seeds", type=int, default=1, help="streams with seeds seed..seed+N-1, scored one by one")
+    ap.add_argument("--app-shells", action="store_true",
+                    help="also each shell titled with its site's name: pages that differ in their URL only")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.data):
         print(f"no data at {args.data} (../shared/data)", file=sys.stderr)
         return 2
     for seed in range(args.seed, args.seed + args.seeds):
-        stream, info = build(args.data, seed)
+        stream, info = build(args.data, seed, app_shells=args.app_shells)
         texts = extract_all(stream)
         info["holders"] = mark_template_holders(stream, texts)
         counts = defaultdict(int)

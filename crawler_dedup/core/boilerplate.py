@@ -61,7 +61,8 @@ def template_keys(html: str | bytes, text: str) -> np.ndarray:
     (the smallest). Lines are cut at block tags; one inside the text (cut otherwise there) is not
     template."""
     markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html)
-    markup = _SKIP.sub(" ", markup[:MAX_CHARS])
+    body = max(markup.find("<body", 0, MAX_CHARS), markup.find("<BODY", 0, MAX_CHARS))  # (a head shows nothing)
+    markup = _SKIP.sub(" ", markup[max(body, 0):MAX_CHARS])
     own = f" {' '.join(tokenize(text))} "
     keys = set()
     for segment in _BLOCK.split(markup):
