@@ -1,6 +1,7 @@
 """Detection quality on copies made the way copies of real pages are made, from real pages only.
 
-    python benchmarks/realcopies.py [--data ../shared/data] [--seed 7] [--seeds 1] [--app-shells]
+    python benchmarks/realcopies.py [--data ../shared/data] [--seed 7] [--seeds 1] [--all]
+                                    [--extract-mode thorough|fast] [--app-shells]
 
 The pages are the real pages with human (or reviewed) main text in ../shared/data
 (article-extraction-benchmark, newspaper and readability test pages). Nothing is written by hand:
@@ -38,6 +39,7 @@ import os
 import pickle
 import random
 import re
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -46,7 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from stream import (Base, StreamPage, extract_all, format_table, load_bases, minhash_lsh,  # noqa: E402
-                    ours, score_stream)
+                    ours, plain_simhash, score_stream)
 
 DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 VARIANTS = ("syndicated", "print", "churn", "edit3", "tracking")
@@ -450,11 +452,22 @@ def containment_rule(name, texts, threshold=0.5, w=5):
     return name, decide
 
 
-def methods(texts):
-    return [ours("crawler-dedup (defaults)", texts),
-            ours("  without learned boilerplate", texts, {"DEDUP_BOILERPLATE": False}),
-            minhash_lsh("datasketch MinHashLSH t=0.5 w=5", texts, 0.5),
-            containment_rule("containment >= 0.5 (brute force)", texts)]
+def methods(texts, every: bool = False):
+    """The defaults, the learned boilerplate's row, the baselines; `every`: each paper's method too."""
+    rows = [ours("crawler-dedup (defaults)", texts),
+            ours("  without learned boilerplate", texts, {"DEDUP_BOILERPLATE": False})]
+    if every:
+        rows += [ours("  simhash tables only (k=3)", texts, sketch_probes=0, containment=0),
+                 ours("  no containment", texts, containment=0),
+                 ours("000 tfidf-weighted simhash", texts, weighting="tfidf"),
+                 ours("001 document image", texts, features="docimage"),
+                 ours("002 SWLR verifier t=0.5", texts, verifier="swlr", containment=0),
+                 ours("004 q-gram doc_q t=0.7", texts, verifier="qgram", threshold=0.7, containment=0),
+                 plain_simhash("plain simhash k=3 (w=3)", texts)]
+    rows += [minhash_lsh("datasketch MinHashLSH t=0.5 w=5", texts, 0.5)]
+    if every:
+        rows += [minhash_lsh("datasketch MinHashLSH t=0.8 w=5", texts, 0.8)]
+    return rows + [containment_rule("containment >= 0.5 (brute force)", texts)]
 
 
 def main(argv=None) -> int:
@@ -462,15 +475,19 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--seeds", type=int, default=1, help="streams with seeds seed..seed+N-1, scored one by one")
+    ap.add_argument("--all", action="store_true", help="also each paper's method, simhash alone and MinHashLSH t=0.8")
+    ap.add_argument("--extract-mode", default="thorough", choices=("thorough", "fast"),
+                    help="trafilatura's mode for every row (DEDUP_EXTRACT_MODE)")
     ap.add_argument("--app-shells", action="store_true",
                     help="also each shell titled with its site's name: pages that differ in their URL only")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.data):
         print(f"no data at {args.data} (../shared/data)", file=sys.stderr)
         return 2
+    summary: dict[str, list] = defaultdict(list)
     for seed in range(args.seed, args.seed + args.seeds):
         stream, info = build(args.data, seed, app_shells=args.app_shells)
-        texts = extract_all(stream)
+        texts = extract_all(stream, mode=args.extract_mode)
         info["holders"] = mark_template_holders(stream, texts)
         counts = defaultdict(int)
         for page in stream:
@@ -478,9 +495,22 @@ def main(argv=None) -> int:
         print(f"seed {seed}: {info['pages']} pages from {info['bases']} real pages of {info['sites']} sites "
               f"({info['with_main']} with their main content found; {info['holders']} syndicated copies still hold "
               f"their template page's text); " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
-        scores = [score_stream(name, stream, decide) for name, decide in methods(texts)]
+        scores = [score_stream(name, stream, decide) for name, decide in methods(texts, args.all)]
         print(format_table(scores, [k for k in KINDS if counts[k]]), flush=True)
         print()
+        for sc in scores:
+            summary[sc.name].append(sc)
+    if args.seeds > 1:
+        print(f"over seeds {args.seed}-{args.seed + args.seeds - 1}:")
+        print(f"{'method':<34} {'P median':>9} {'P worst':>8} {'R median':>9} {'R worst':>8} {'FP':>5} {'FN':>5} {'ms/page':>8}")
+        for name, runs in summary.items():
+            ps, rs = [r.precision for r in runs], [r.recall for r in runs]
+            ms = statistics.median(1000 * r.seconds / max(r.pages, 1) for r in runs)
+            print(f"{name:<34} {statistics.median(ps):>9.3f} {min(ps):>8.3f} {statistics.median(rs):>9.3f} {min(rs):>8.3f} "
+                  f"{sum(r.fp for r in runs):>5} {sum(r.fn for r in runs):>5} {ms:>8.2f}")
+        print()
+    print("ms/page: everything after extraction (each row gets the same trafilatura texts); the crawler-dedup rows "
+          "include finding a page's template lines in its markup")
     return 0
 
 

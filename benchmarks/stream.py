@@ -8,8 +8,10 @@ other article) and from the shared templates (same template, other article), plu
 only text is the same consent banner. A page is a true duplicate when an earlier page of the
 stream has the same base; a drop is correct only when it names a page of that base.
 
-Research code for benchmarks/quality.py and decisions.py (and tests/test_eval.py), not part of the
-package: it needs the page sets of ../shared/data.
+Its copies are easier than real ones: the quality benchmark is benchmarks/realcopies.py, which
+takes the page loading, extraction, scoring and baselines from here. This stream stays as the
+regression record of benchmarks/decisions.py. Research code, not part of the package: it needs
+the page sets of ../shared/data.
 """
 
 from __future__ import annotations

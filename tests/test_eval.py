@@ -77,22 +77,19 @@ def test_pair_decisions_follow_the_settings(tmp_path, articles):
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED_DATA), reason="../shared/data is not beside the checkout")
-def test_default_settings_meet_the_quality_targets_on_the_labelled_stream():
-    from stream import (
-        build_stream,
-        extract_all,
-        load_bases,
-        minhash_lsh,
-        ours,
-        score_stream,
-    )
+def test_default_settings_meet_the_quality_targets_on_real_copies():
+    # benchmarks/realcopies.py, seed 7: copies made the way real ones are, from real pages only
+    import realcopies
+    from stream import extract_all, minhash_lsh, ours, score_stream
 
-    stream = build_stream(load_bases(SHARED_DATA))
+    stream, _ = realcopies.build(SHARED_DATA, 7)
     texts = extract_all(stream)
+    realcopies.mark_template_holders(stream, texts)
     ours_score = score_stream("default", stream, ours("default", texts)[1])
     lsh = score_stream("lsh", stream, minhash_lsh("lsh", texts, 0.5)[1])
-    assert ours_score.precision >= 0.995 and ours_score.recall >= 0.95 and ours_score.f1 >= 0.97
+    assert ours_score.precision >= 0.997 and ours_score.recall >= 0.96, (ours_score.fp, ours_score.fn)
     assert ours_score.precision > lsh.precision and ours_score.recall > lsh.recall
+    assert all(ours_score.by_kind[k] / ours_score.kinds[k] >= 0.9 for k in realcopies.VARIANTS)
 
 
 def test_eval_pairs_counts_skipped_duplicates_as_missed_and_lists_them(tmp_path, articles):

@@ -10,7 +10,7 @@ def add_parser(sub):
         "eval", help="measure precision and recall on labelled pairs of your own",
         description="With --pairs FILE (JSONL: {\"a\": text, \"b\": text, \"duplicate\": true}, or a_html/b_html), "
         "print each verifier's precision/recall/F1 for a sweep of thresholds, to tune DEDUP_* for your sites. "
-        "(The labelled stream of real pages is scored by python benchmarks/quality.py.)",
+        "(Copies of real pages are scored by python benchmarks/realcopies.py.)",
     )
     p.add_argument("--pairs", required=True, metavar="FILE", help="your labelled pairs (JSONL)")
     add_settings(p)

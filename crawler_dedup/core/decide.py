@@ -16,7 +16,7 @@ from .verdict import Reason, Thresholds
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
-SHORT_THRESHOLD = 0.85  # they need this much resemblance, or to be all but wholly inside the
+SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
 
 Scorer = Callable[[object, DocRecord], "tuple[float, float]"]  # (score, containment) of a page and a kept page
