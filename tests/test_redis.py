@@ -37,6 +37,19 @@ def test_a_duplicate_is_dropped_across_two_deduplicators_on_one_redis(redis_serv
     assert (v.action, v.duplicate_of) == ("drop", "https://a/1")
 
 
+def test_boilerplate_one_writer_learned_guards_another_writers_page(redis_server):
+    from .test_boilerplate import SHELL, article
+
+    settings = dict(backend="redis", redis_url=redis_server, redis_prefix="boilerplate")
+    with Deduplicator(**settings) as one, Deduplicator(**settings) as two:
+        assert not one.check("https://valley.example/a1", html=article(1, 1)).would_drop
+        assert not one.check("https://valley.example/app/1", html=SHELL).would_drop
+        v = two.check("https://valley.example/app/2", html=SHELL)
+        copy = two.check("https://valley.example/a1?utm_source=x", html=article(1, 1))
+    assert not v.would_drop and v.guard == "boilerplate"
+    assert copy.would_drop
+
+
 @pytest.mark.parametrize("where", ["redis_server", "redis_cluster"])
 def test_writers_racing_on_every_group_keep_it_once(where, request, articles):
     """4 Deduplicators (each its own connection, as on 4 machines) check a copy of the same article

@@ -249,7 +249,8 @@ class Deduplicator:
         index, cfg = self.index, self.config
         assert index is not None
         cutoff = now - cfg.window if cfg.window else None
-        index.prefetch(txn, verdict.url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes)
+        index.prefetch(txn, verdict.url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
+                       fp.template if cfg.boilerplate else None)
         prior = index.by_url(txn, verdict.url) if verdict.url else None
         if prior is not None and stage == Stage.ITEM and prior.stage == Stage.RESPONSE and prior.run == self.run:
             # the middleware kept this very page earlier in this run; the item is that page

@@ -45,11 +45,13 @@ class IndexTxn:
         """A new doc id (unique; Redis may skip some: stores/base.py `sequence`)."""
         return self.raw.sequence("meta", b"next_id", 1, 1) - 1
 
-    def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes]) -> None:
+    def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes],
+                 template: list[bytes] | None = None) -> None:
         """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
         single = ([("urls", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
-        self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings)])
+        self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
+                                   *(("tpl", k) for k in template or [])])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
