@@ -61,22 +61,22 @@ def _decide(d, pages):
 def test_a_collapsed_page_is_kept_on_a_match_of_boilerplate_and_a_copy_is_still_dropped(tmp_path):
     pages = [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL), ("a1?utm_source=feed", article(1, 1)),
              ("a2", article(2, 2))]
-    with Deduplicator(dir=str(tmp_path / "off"), boilerplate=False) as d:
+    with Deduplicator(dir=str(tmp_path / "off")) as d:  # the default
         off = _decide(d, pages)
     assert off["app/2"].would_drop and off["app/2"].duplicate_of.endswith("app/1")  # what the guard is for
-    with Deduplicator(dir=str(tmp_path / "on")) as d:
+    with Deduplicator(dir=str(tmp_path / "on"), boilerplate=True) as d:
         on = _decide(d, pages)
     assert not on["app/2"].would_drop and on["app/2"].guard == "boilerplate"
     assert on["a1?utm_source=feed"].would_drop and on["a1?utm_source=feed"].duplicate_of.endswith("/a1")
     assert not on["a2"].would_drop and not on["app/1"].would_drop
-    with Deduplicator(dir=str(tmp_path / "on")) as d:  # learned in the index: a new process knows it
+    with Deduplicator(dir=str(tmp_path / "on"), boilerplate=True) as d:  # learned in the index: a new process knows it
         again = d.check("https://valley.example/app/3", html=SHELL)
     assert not again.would_drop and again.guard == "boilerplate"
 
 
 def test_without_a_kept_page_showing_the_block_the_match_stands(tmp_path):
     # nothing learned yet: the second collapsed page is dropped, as before (the guard needs evidence)
-    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+    with Deduplicator(dir=str(tmp_path / "idx"), boilerplate=True) as d:
         got = _decide(d, [("app/1", SHELL), ("app/2", SHELL)])
     assert got["app/2"].would_drop
 
@@ -92,8 +92,17 @@ def test_a_crawl_counts_the_guard_and_passes_the_page_on(tmp_path, serve):
     urls = write_urls(tmp_path / "urls.txt", [f"{base}/{p}" for p in ("a1.html", "app/1.html", "app/2.html", "a2.html")])
     out = tmp_path / "out.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "ROBOTSTXT_OBEY=0",
-                        "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
+                        "-s", "CONCURRENT_REQUESTS=1", "-s", "DEDUP_BOILERPLATE=True", "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = dedup_stats(proc.stderr)
     assert stats.get("dedup/guarded/boilerplate") == 1 and not stats.get("dedup/dropped")
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_pathological_markup_is_read_in_one_pass_and_lines_after_it_are_found():
+    # 8,000 self-closed and unclosed <svg> icons: a closing tag is looked for once, not at each
+    for icons in ("<svg class='i'/>" * 8000, "<svg class='i'>" * 8000, "<script>x" * 3000):
+        html = f"<html><body><p>one two three four five six</p>{icons}<div>seven eight nine ten eleven</div></body></html>"
+        keys = set(template_keys(html, "").tolist())
+        assert {k for k, _ in text_lines("one two three four five six")} <= keys
+        assert {k for k, _ in text_lines("seven eight nine ten eleven")} <= keys  # (an unclosed tag: the tag alone)

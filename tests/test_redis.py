@@ -40,7 +40,7 @@ def test_a_duplicate_is_dropped_across_two_deduplicators_on_one_redis(redis_serv
 def test_boilerplate_one_writer_learned_guards_another_writers_page(redis_server):
     from .test_boilerplate import SHELL, article
 
-    settings = dict(backend="redis", redis_url=redis_server, redis_prefix="boilerplate")
+    settings = dict(backend="redis", redis_url=redis_server, redis_prefix="boilerplate", boilerplate=True)
     with Deduplicator(**settings) as one, Deduplicator(**settings) as two:
         assert not one.check("https://valley.example/a1", html=article(1, 1)).would_drop
         assert not one.check("https://valley.example/app/1", html=SHELL).would_drop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ..config import MAX_K
 from .common import (
@@ -77,7 +78,7 @@ def stats(args) -> int:
             disk = None
         text = index.read(_text_cost)
         pages = sizes["docs"][0]
-        table_bytes = sum(b for n, (_, b) in sizes.items() if n.startswith("t"))
+        table_bytes = sum(b for n, (_, b) in sizes.items() if re.fullmatch(r"t\d{3}", n))  # (not times, tpl)
         per_page = bool(pages and disk)
         info = {
             "dir": index.store.location if args.redis else os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,

@@ -29,11 +29,47 @@ SHARE = 0.5  # a page whose text is this much boilerplate, and whose other words
 REST = 100  # this, is not a copy on that text's evidence (a copy of an article in a site's leftovers is)
 MAX_CHARS = 2_000_000  # markup read for template lines (a huge page: its head is enough)
 
-_SKIP = re.compile(r"(?is)<(script|style|noscript|template|svg|head|select)\b.*?</\1\s*>|<!--.*?-->")
+_SKIPPED = re.compile(r"<(script|style|noscript|template|svg|head|select)\b|<!--")  # on lowercased markup
 _BLOCK = re.compile(r"(?i)<\s*/?\s*(?:p|div|li|ul|ol|h[1-6]|br|tr|td|th|table|tbody|section|article|aside|header"
                     r"|footer|nav|form|blockquote|pre|dd|dt|dl|figure|figcaption|main|button|label|hr|body|html)\b[^>]*>")
 _TAG = re.compile(r"<[^>]*>")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _shown(markup: str) -> str:
+    """The markup without scripts, styles, inline SVG, form options and comments, in one pass:
+    a closing tag is searched for once per name and position (a page of 8,000 self-closed or
+    unclosed <svg> tags costs what a plain page does; a regex with a backreference rescanned the
+    rest of the page at each)."""
+    low = markup.lower()
+    out: list[str] = []
+    closer: dict[str, int] = {}  # a tag name -> where its next closing tag is (-1: none left)
+    pos = 0
+    while True:
+        m = _SKIPPED.search(low, pos)
+        if m is None:
+            out.append(markup[pos:])
+            return " ".join(out)
+        out.append(markup[pos:m.start()])
+        name = m.group(1)
+        if name is None:  # a comment: to its end (an unclosed one hides the rest, as in a browser)
+            end = low.find("-->", m.end())
+            pos = len(low) if end < 0 else end + 3
+            continue
+        tag_end = low.find(">", m.end())
+        if tag_end < 0:
+            return " ".join(out)
+        if low[tag_end - 1] == "/":  # self-closed
+            pos = tag_end + 1
+            continue
+        close = closer.get(name)
+        if close is None or (0 <= close < tag_end):
+            close = closer[name] = low.find("</" + name, tag_end)
+        if close < 0:  # never closed: the tag alone
+            pos = tag_end + 1
+            continue
+        end = low.find(">", close)
+        pos = len(low) if end < 0 else end + 1
 
 
 def _tokens(text: str) -> list[str]:
@@ -62,7 +98,7 @@ def template_keys(html: str | bytes, text: str) -> np.ndarray:
     template."""
     markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html)
     body = max(markup.find("<body", 0, MAX_CHARS), markup.find("<BODY", 0, MAX_CHARS))  # (a head shows nothing)
-    markup = _SKIP.sub(" ", markup[max(body, 0):MAX_CHARS])
+    markup = _shown(markup[max(body, 0):MAX_CHARS])
     own = f" {' '.join(tokenize(text))} "
     keys = set()
     for segment in _BLOCK.split(markup):
