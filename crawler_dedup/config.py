@@ -286,6 +286,15 @@ SETTINGS: tuple[Setting, ...] = (
         "URL table)")),
     Setting("DEDUP_SHINGLE", INT, 3, lo=1, hi=16, doc=(
         "words per shingle; fixed per index")),
+    Setting("DEDUP_SITE_BOILERPLATE", BOOL, True, doc=(
+        "learn each site's boilerplate from the crawl: every checked page files the lines of its extracted "
+        "text under its site (registered domain), and a line another page of the site showed too is that "
+        "site's. A candidate whose resemblance is too low is compared again without both sites' boilerplate "
+        "lines (a copy whose extraction carries another site's promo, bio or privacy text, or a print "
+        "version against a page with leftovers: `measure` `content`), and a page whose text is all its "
+        "site's boilerplate is kept on a match unless nearly identical (`dedup/guarded/boilerplate`). Needs "
+        "`DEDUP_STORE_TEXT` (the kept page's text); costs about 0.6 KB a page in the index (see Detection "
+        "quality)")),
     Setting("DEDUP_SKETCH_PROBES", INT, 8, lo=0, hi=128, doc=(
         "smallest shingle hashes each page files in the index: candidates whose simhash moved more than k "
         "bits (0 = simhash tables only)")),
@@ -379,6 +388,7 @@ class DedupConfig:
     reset: bool = _DEFAULTS["reset"]
     revisit: str = _DEFAULTS["revisit"]
     shingle: int = _DEFAULTS["shingle"]
+    site_boilerplate: bool = _DEFAULTS["site_boilerplate"]
     sketch_probes: int = _DEFAULTS["sketch_probes"]
     store_text: bool = _DEFAULTS["store_text"]
     threshold: float = _DEFAULTS["threshold"]

@@ -16,7 +16,7 @@ from crawler_dedup.core.decide import (
     thresholds_for,
 )
 from crawler_dedup.core.index import DocRecord, Extra
-from crawler_dedup.core.verdict import Action, Reason, Verdict
+from crawler_dedup.core.verdict import Action, Guard, Reason, Verdict
 from crawler_dedup.droplog import make_record
 from crawler_dedup.tools.show import why
 
@@ -47,20 +47,20 @@ def test_near_match_ranks_by_score_then_distance_then_age_and_says_when_a_guard_
     scores = {1: (0.7, 0.7), 2: (0.95, 0.95), 3: (0.95, 0.95), 4: (0.4, 0.92), 5: (0.1, 0.99)}
     docs = [_doc(1), _doc(2, fingerprint=0b111), _doc(3, fingerprint=0b1), _doc(4), _doc(5)]
     match, guarded = near_match(_fp(), None, docs, thresholds_for(cfg, 500), lambda fp, d: scores[d.doc_id], "resemblance")
-    assert (match.doc.doc_id, match.reason, match.measure, match.distance, guarded) == (3, Reason.NEAR, "resemblance", 1, False)
+    assert (match.doc.doc_id, match.reason, match.measure, match.distance, guarded) == (3, Reason.NEAR, "resemblance", 1, None)
     only_contained = near_match(_fp(), None, [docs[3], docs[4]], thresholds_for(cfg, 500),
                                 lambda fp, d: scores[d.doc_id], "resemblance")[0]
     assert (only_contained.doc.doc_id, only_contained.measure) == (4, "containment")  # 5: resemblance under 0.2
     titled = [_doc(2, title="Budget vote delayed again"), _doc(3, title="Budget vote delayed again")]
     match, guarded = near_match(_fp(tokens=120), "Storm closes schools", titled, thresholds_for(cfg, 120),
                                 lambda fp, d: (0.7, 0.7), "resemblance", url="https://www.k/story")
-    assert match is None and guarded  # one site, different titles: two pages (a block taken for both texts)
+    assert match is None and guarded == Guard.TITLE  # one site, different titles: two pages (a block taken for both texts)
     match, guarded = near_match(_fp(tokens=120), "Storm closes schools", titled, thresholds_for(cfg, 120),
                                 lambda fp, d: (0.7, 0.7), "resemblance", url="https://other.example/story")
-    assert match.doc.doc_id == 2 and not guarded  # another site's title over a longer text: a syndicated copy
+    assert match.doc.doc_id == 2 and guarded is None  # another site's title over a longer text: a syndicated copy
     match, guarded = near_match(_fp(tokens=80), "Storm closes schools", titled, thresholds_for(cfg, 80),
                                 lambda fp, d: (0.9, 0.9), "resemblance", url="https://other.example/story")
-    assert match is None and guarded  # another site, but a short text: a promo or notice block
+    assert match is None and guarded == Guard.TITLE  # another site, but a short text: a promo or notice block
 
 
 def test_same_site_compares_registered_domains():

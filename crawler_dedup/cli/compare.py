@@ -86,7 +86,7 @@ def run(args) -> int:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
     elif vb.action == "keep":
         guard = {"title": " (the title guard kept it: the titles disagree)",
-                 "boilerplate": " (its text is lines kept pages show outside theirs)"}.get(vb.guard or "", "")
+                 "boilerplate": " (its text is lines its site's other pages show)"}.get(vb.guard or "", "")
         print(f"   B kept: not a duplicate of A{guard}")
     else:
         print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "

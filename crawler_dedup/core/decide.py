@@ -4,15 +4,16 @@ in; a typed match out. No store, no clock, no state: `show` and the crawl apply 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable, Iterable
-from urllib.parse import urlsplit
 
 from .churn import churn_digest, same_but_churn
 from .conceptual import cosine
 from .guards import titles_disagree
 from .index import DocRecord, Extra, canonical_url
-from .verdict import Reason, Thresholds
+from .sites import same_site
+from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
+                        all_boilerplate, own_match)
+from .verdict import Guard, Reason, Thresholds
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
@@ -55,36 +56,6 @@ def title_guarded(tokens: int, title: str | None, other_title: str | None, same_
     return (same_site or tokens < GUARD_TOKENS) and titles_disagree(title, other_title)
 
 
-def same_site(url: str | None, other_url: str | None) -> bool:
-    """Both URLs under one registered domain (news.example.co.uk and www.example.co.uk)."""
-    a, b = registered_domain(url), registered_domain(other_url)
-    return a is not None and a == b
-
-
-@lru_cache(maxsize=1)
-def _public_suffixes():
-    import tldextract
-
-    # the list shipped with tldextract (no download), private suffixes too: two blogs on
-    # blogspot.com are two sites
-    return tldextract.TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
-
-
-@lru_cache(maxsize=65536)
-def _domain_of_host(host: str) -> str:
-    return _public_suffixes()(host).top_domain_under_public_suffix or host.removeprefix("www.")  # (no known suffix)
-
-
-def registered_domain(url: str | None) -> str | None:
-    if not url:
-        return None
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return None
-    return _domain_of_host(host) if host else None
-
-
 def _distance(fp, doc: DocRecord) -> int:
     return (doc.fingerprint ^ fp.fingerprint).bit_count()
 
@@ -99,10 +70,14 @@ def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = 
 
 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
-               measure: str, url: str | None = None) -> tuple[Match | None, bool]:
+               measure: str, url: str | None = None,
+               content: Callable[[DocRecord], OwnScores | None] | None = None) -> tuple[Match | None, Guard | None]:
     """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
-    verifier's score or by containment; (match, whether the title guard rejected one)."""
-    best, guarded = None, False
+    verifier's score or by containment, or, with `content` (the two pages compared without their
+    sites' boilerplate lines: sitelines.py), by what is left of them; (match, the guard that
+    rejected a candidate: the title's first, then the boilerplate's)."""
+    best, guards = None, set()
+    compared = 0
     for doc in candidates:
         j, c = score(fp, doc)
         if j >= thresholds.threshold:
@@ -110,15 +85,28 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         elif thresholds.containment and c >= thresholds.containment and j >= thresholds.min_resemblance:
             value, how = c, "containment"
         else:
-            continue
+            if content is None or compared >= MAX_COMPARED or (j < EVIDENCE_RESEMBLANCE and c < EVIDENCE_CONTAINMENT):
+                continue
+            compared += 1
+            own = content(doc)
+            found = own_match(own) if own is not None else None
+            if found is None:
+                continue
+            value, how = found
         if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
-            guarded = True
+            guards.add(Guard.TITLE)
             continue
+        if how != "content" and content is not None and j < GUARD_RESEMBLANCE:
+            own = content(doc)
+            if own is not None and all_boilerplate(own):
+                guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
+                continue
         dist = _distance(fp, doc)
         rank = (-value, dist, doc.doc_id)
         if best is None or rank < best[0]:
             best = (rank, Match(doc, Reason.NEAR, dist, value, how))
-    return (best[1] if best else None), guarded
+    guard = Guard.TITLE if Guard.TITLE in guards else (Guard.BOILERPLATE if guards else None)
+    return (best[1] if best else None), guard
 
 
 def conceptual_match(fp, candidates: Iterable[DocRecord], threshold: float) -> Match | None:

@@ -34,6 +34,7 @@ from .fingerprint import (
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
+from .sitelines import HOLDERS, SitePage, holder_of
 from .tables import choose_plan
 from .verdict import Action, Failure, Guard, Reason, Revisit, Skip, Stage, Step, Verdict
 from .verify import make_verifier
@@ -244,13 +245,25 @@ class Deduplicator:
             logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
-        """Lookup, verify and (when kept) insert, all inside one write transaction. A page whose
-        URL is in the index is a revisit (DEDUP_REVISIT): never a copy of itself."""
+        """Lookup, verify and (when kept) insert, all inside one write transaction; then the
+        page's lines are filed under its site, as the page it is (sitelines.py)."""
+        site = SitePage.of(verdict.url, fp.text) if self.config.site_boilerplate and self.config.store_text else None
+        verdict = self._decide_page(txn, verdict, fp, stage, now, site)
+        if site is not None and site.keys and verdict.doc_id is not None and not verdict.skipped:
+            copy = verdict.action != Action.KEEP and verdict.duplicate_of
+            holder = holder_of(verdict.duplicate_of if copy else verdict.url)
+            txn.site_add(site.keys, holder, site.holders(txn), HOLDERS)
+        return verdict
+
+    def _decide_page(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
+                     site: SitePage | None) -> Verdict:
+        """Lookup, verify and (when kept) insert. A page whose URL is in the index is a revisit
+        (DEDUP_REVISIT): never a copy of itself."""
         index, cfg = self.index, self.config
         assert index is not None
         cutoff = now - cfg.window if cfg.window else None
         index.prefetch(txn, verdict.url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
-                       fp.template if cfg.boilerplate else None)
+                       fp.template if cfg.boilerplate else None, site.keys if site is not None else None)
         prior = index.by_url(txn, verdict.url) if verdict.url else None
         if prior is not None and stage == Stage.ITEM and prior.stage == Stage.RESPONSE and prior.run == self.run:
             # the middleware kept this very page earlier in this run; the item is that page
@@ -277,9 +290,9 @@ class Deduplicator:
             replace_id = prior.doc_id
         thresholds = thresholds_for(cfg, fp.tokens)
         # (a revisit is never a copy of its own URL: older records of it, if any, are no match)
-        match, guarded = self._match(txn, verdict, fp, cutoff, thresholds, exclude=replace_id,
-                                     own_url=verdict.url if revisit else None)
-        verdict = verdict.but(thresholds=thresholds, guard=Guard.TITLE if guarded and match is None else None)
+        match, guard = self._match(txn, verdict, fp, cutoff, thresholds, exclude=replace_id,
+                                   own_url=verdict.url if revisit else None, site=site)
+        verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)
         if match is not None and cfg.boilerplate and match.reason != Reason.CONCEPTUAL and self._boilerplate(txn, fp):
             match, verdict = None, verdict.but(guard=Guard.BOILERPLATE)  # the match is on lines of no page
         replace_ids: list[int] = []
@@ -351,10 +364,12 @@ class Deduplicator:
         return self.verifier.score(fp, doc, self.config)
 
     def _match(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, cutoff: float | None, thresholds,
-               exclude: int | None = None, own_url: str | None = None) -> tuple[Match | None, bool]:
-        """The kept page this one duplicates, and whether the title guard rejected one.
+               exclude: int | None = None, own_url: str | None = None,
+               site: SitePage | None = None) -> tuple[Match | None, Guard | None]:
+        """The kept page this one duplicates, and the guard that rejected one, if any.
         `exclude`: a doc id never matched (the URL's own earlier page, on a revisit); `own_url`:
-        no page at this URL is matched either. Pages out of the window never match."""
+        no page at this URL is matched either. Pages out of the window never match. `site`: the
+        page's lines, to compare candidates without their sites' boilerplate."""
         index = self.index
         assert index is not None
         own = canonical_url(own_url) if own_url else None
@@ -366,12 +381,14 @@ class Deduplicator:
         exact = index.exact(txn, fp.digest)
         match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
         if match is not None:
-            return match, guarded
+            return match, None
         candidates = [doc for doc in self._candidates(txn, fp) if usable(doc)]
-        near, guarded_near = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url)
+        content = None if site is None else (lambda doc: site.compare(txn, doc, self.config.shingle))
+        near, guard = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url,
+                                 content)
         if near is None:
             near = self.conceptual.match(fp, candidates)
-        return near, guarded or guarded_near
+        return near, Guard.TITLE if guarded else guard
 
     def _candidates(self, txn: IndexTxn, fp: Fingerprinted) -> list[DocRecord]:
         """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing

@@ -151,13 +151,13 @@ class NearDupIndex:
         return [(int(f), d) for d, f in pairs]
 
     def prefetch(self, txn, url: str | None, fp: int, digest: bytes | None, sketch: np.ndarray, probes: int,
-                 template: np.ndarray | None = None) -> None:
+                 template: np.ndarray | None = None, site: list[bytes] | None = None) -> None:
         """Read the URL entry, the exact entry, the buckets and the sketch postings of a page's
-        lookup, and its template lines' entries (what filing it reads), in one go (a networked
-        store's round trip; nothing on LMDB)."""
+        lookup, and its template and site lines' entries (what filing it reads), in one go (a
+        networked store's round trip; nothing on LMDB)."""
         key = url_key(url) if url and self.version >= 4 else None
         txn.prefetch(key, digest, self.plan.keys(fp), _keys8(sketch[:probes]) if probes else [],
-                     _keys8(template) if template is not None else [])
+                     _keys8(template) if template is not None else [], site)
 
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.

@@ -11,10 +11,12 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
 # few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
 # (seconds -> doc ids, for the time window); tpl (a line kept pages showed outside their text ->
-# the first of those pages: boilerplate.py); t000.. one per Manku permutation (permuted prefix ->
+# the first of those pages: boilerplate.py); site (a line of extracted text under its site -> the
+# pages that showed it, a few: sitelines.py); t000.. one per Manku permutation (permuted prefix ->
 # the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
-          "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI}
+          "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI,
+          "site": MULTI}
 
 
 def table_name(t: int) -> str:
@@ -46,12 +48,12 @@ class IndexTxn:
         return self.raw.sequence("meta", b"next_id", 1, 1) - 1
 
     def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes],
-                 template: list[bytes] | None = None) -> None:
+                 template: list[bytes] | None = None, site: list[bytes] | None = None) -> None:
         """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
         single = ([("urls", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
         self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
-                                   *(("tpl", k) for k in template or [])])
+                                   *(("tpl", k) for k in template or []), *(("site", k) for k in site or [])])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
@@ -88,6 +90,18 @@ class IndexTxn:
         for key, filed in zip(keys, self.raw.value_counts("tpl", keys)):
             if filed <= limit:
                 self.raw.add("tpl", key, u64(doc_id))
+
+    def site_holders(self, keys: list[bytes]) -> list[list[int]]:
+        """The pages (doc ids) filed under each site line."""
+        return [[from_u64(v) for v in vals] for vals in self.raw.values_many("site", keys)] if keys else []
+
+    def site_add(self, keys: list[bytes], doc_id: int, holders: list[list[int]], limit: int) -> None:
+        """File doc_id under each site line that holds fewer than `limit` pages and not it yet
+        (`holders`: site_holders of the keys, read in this transaction)."""
+        value = u64(doc_id)
+        for key, ids in zip(keys, holders):
+            if len(ids) < limit and doc_id not in ids:
+                self.raw.add("site", key, value)
 
     def posting_remove(self, key: bytes, doc_id: int) -> None:
         self.raw.remove("mins", key, u64(doc_id))

@@ -79,7 +79,7 @@ class Guard(StrEnum):
     """A guard that kept a page the index matched (stats `dedup/guarded/<guard>`)."""
 
     TITLE = "title"
-    BOILERPLATE = "boilerplate"  # the page's text is mostly lines kept pages show outside theirs
+    BOILERPLATE = "boilerplate"  # the page's text is its site's boilerplate (lines other pages show)
 
 
 class Step(StrEnum):

@@ -119,15 +119,15 @@ class LmdbStore:
                 if not os.path.isfile(os.path.join(self.location, "data.mdb")):
                     raise StoreError(f"no LMDB index in {self.location}")
                 try:
-                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 8,
+                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False)
                 except lmdb.Error:  # lock.mdb not writable here: read without the lock
-                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 8,
+                    self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
                 return
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
-                self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 8, sync=self.sync,
+                self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 16, sync=self.sync,
                 # one fsync a commit, not two: the meta page follows with the next commit; a power
                 # cut may undo the last commit, never corrupt (a killed process loses nothing)
                 metasync=False, readahead=False, max_spare_txns=4,
@@ -211,7 +211,7 @@ class LmdbStore:
         data = os.path.join(self.location, "data.mdb")
         before = os.path.getsize(data)
         tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(self.location)), prefix=".compact-")
-        env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 8, readonly=False)
+        env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 16, readonly=False)
         try:
             env.copy(tmp, compact=True)  # a consistent snapshot without the free pages
             env.close()

@@ -157,6 +157,13 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
     note = " (raised for a short text: under 100 words)" if short else ""
     if measure == "containment":
         return f"near: containment {sim_s} >= DEDUP_CONTAINMENT {c} (and resemblance >= DEDUP_MIN_RESEMBLANCE {m}){note}"
+    if measure == "content":
+        from ..core import sitelines as sl
+
+        return (f"near: {sim_s} on what is left of both pages without their sites' boilerplate lines "
+                f"(DEDUP_SITE_BOILERPLATE): resemblance >= {sl.OWN_RESEMBLANCE}, or one inside the other >= "
+                f"{sl.OWN_CONTAINMENT} with resemblance >= {sl.OWN_MIN_RESEMBLANCE}, each with {sl.MIN_OWN} "
+                "words or more of its own")
     return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {t}{note}"
 
 

@@ -1,0 +1,178 @@
+"""Boilerplate learned per site (seed 004: text repeated across a host's pages says nothing about
+the page), and the comparison of two pages on what is left of them.
+
+Extraction keeps text that is not the article: a site's standing promo, an author's bio, a
+privacy or sign-up text, teasers of other stories. A copy of an article on another site (or a
+print version, or the page itself fetched later) then shares the article but not those
+leftovers, and its resemblance to the kept page can fall far below the threshold. Each checked
+page files the lines of its extracted text under its site (registered domain), with the page it
+is (its own doc id when kept, the kept page's when it is a copy of one). A line that another
+page of the same site also showed is that site's boilerplate. When a candidate was found but its
+resemblance is too low, both pages are compared again without their sites' boilerplate lines
+(exact word shingles of the rest): copies whose difference was leftovers are caught, with
+nothing learned from a list of phrases.
+
+The same knowledge guards the other way: a page whose whole text is lines its site shows on
+other pages (extraction returned the site's block instead of the article) is not dropped on a
+match of that text unless the two texts are all but identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+
+from .features import shingles
+from .records import canonical_url
+from .sites import registered_domain
+from .tokens import tokenize
+
+MIN_WORDS = 5  # lines shorter than this (a menu entry, "Share") are never filed, so never boilerplate
+HOLDERS = 4  # pages a line is filed for: the page, the one compared and GUARD_PAGES others are enough
+MAX_LINES = 400  # lines of a page filed and looked up at most (a huge extraction: its first ones)
+MIN_OWN = 100  # words each page needs outside its site's boilerplate to be compared on the rest
+OWN_RESEMBLANCE = 0.5  # a copy on what is left: this resemblance of the rest,
+OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or one rest this much inside the other, and close to it
+GUARD_OWN = 15  # a page with fewer words outside lines that GUARD_PAGES other pages of its site show
+GUARD_PAGES = 2  # is all boilerplate, and a copy only when GUARD_RESEMBLANCE close to the kept page (one
+GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept apart share its lines too)
+EVIDENCE_RESEMBLANCE, EVIDENCE_CONTAINMENT = 0.05, 0.3  # a candidate under these is not compared again
+MAX_COMPARED = 8  # candidates compared again per page at most
+
+
+@dataclass
+class Lines:
+    """A text cut into lines: each line, its words, and its key under its site (None: too short to file)."""
+
+    texts: list[str]
+    words: list[int]
+    keys: list[bytes | None]
+
+    @property
+    def filed(self) -> list[bytes]:
+        return list(dict.fromkeys(k for k in self.keys if k is not None))
+
+
+def site_seed(url: str | None) -> int | None:
+    site = registered_domain(url)
+    return None if site is None else xxhash.xxh64_intdigest(site.encode("utf-8", "surrogatepass"))
+
+
+def lines_of(text: str, url: str | None) -> Lines | None:
+    """The lines of an extracted text and their keys under the URL's site; None without a site.
+    A line's key is its words, casefolded: boilerplate repeats verbatim, so no finer
+    normalization is needed (this runs on every page)."""
+    seed = site_seed(url)
+    if seed is None:
+        return None
+    texts: list[str] = []
+    words: list[int] = []
+    keys: list[bytes | None] = []
+    digest = xxhash.xxh64_digest
+    for line in text.splitlines():
+        parts = line.casefold().split()
+        if not parts:
+            continue
+        texts.append(line)
+        words.append(len(parts))
+        filed = len(parts) >= MIN_WORDS and len(keys) < MAX_LINES
+        keys.append(digest(" ".join(parts).encode("utf-8", "surrogatepass"), seed=seed) if filed else None)
+    return Lines(texts, words, keys)
+
+
+@dataclass(frozen=True)
+class OwnScores:
+    """Two pages compared without their sites' boilerplate lines."""
+
+    own: int  # the page's own words
+    other_own: int  # the kept page's
+    resemblance: float
+    containment: float  # of the page's rest in the kept page's
+    contained: float  # of the kept page's rest in the page's
+    unique: int = 0  # the page's words outside lines GUARD_PAGES other pages of its site show
+
+
+def _rest(lines: Lines, boilerplate: set[bytes], w: int) -> tuple[int, np.ndarray]:
+    """The words and distinct word shingles of the lines that are not boilerplate."""
+    rest = "\n".join(t for t, key in zip(lines.texts, lines.keys) if key is None or key not in boilerplate)
+    tokens = tokenize(rest)
+    return len(tokens), (np.unique(shingles(tokens, w)) if tokens else np.empty(0, np.uint64))
+
+
+def compare(page: Lines, page_boilerplate: set[bytes], kept: Lines, kept_boilerplate: set[bytes], w: int,
+            unique: int = 0) -> OwnScores:
+    own, a = _rest(page, page_boilerplate, w)
+    other, b = _rest(kept, kept_boilerplate, w)
+    if not a.size or not b.size:
+        return OwnScores(own, other, 0.0, 0.0, 0.0, unique)
+    common = np.intersect1d(a, b, assume_unique=True).size
+    return OwnScores(own, other, common / (a.size + b.size - common), common / a.size, common / b.size, unique)
+
+
+def boilerplate_keys(keys: list[bytes], holders: list[list[int]], exclude: set[int], pages: int = 1) -> set[bytes]:
+    """The keys that `pages` pages other than those in `exclude` were filed under: the site's boilerplate."""
+    return {k for k, ids in zip(keys, holders) if sum(i not in exclude for i in ids) >= pages}
+
+
+def _words_outside(lines: Lines, boilerplate: set[bytes]) -> int:
+    return sum(n for n, key in zip(lines.words, lines.keys) if key is None or key not in boilerplate)
+
+
+def own_match(s: OwnScores) -> tuple[float, str] | None:
+    """(score, how) when the rests make the pages copies; None when not."""
+    if min(s.own, s.other_own) < MIN_OWN:
+        return None
+    if s.resemblance >= OWN_RESEMBLANCE:
+        return s.resemblance, "content"
+    best = max(s.containment, s.contained)
+    if best >= OWN_CONTAINMENT and s.resemblance >= OWN_MIN_RESEMBLANCE:
+        return best, "content"
+    return None
+
+
+def all_boilerplate(s: OwnScores) -> bool:
+    """The page's text is (all but) lines its site shows on other pages: no evidence of a copy."""
+    return s.unique < GUARD_OWN
+
+
+def holder_of(url: str | None) -> int:
+    """What a line is filed under: the page's canonical URL (a kept page's, or for a copy the kept
+    page's it copies), so a revisit or an update of a page never makes its own lines boilerplate."""
+    return xxhash.xxh64_intdigest(canonical_url(url or "").encode("utf-8", "surrogatepass"))
+
+
+class SitePage:
+    """A page's lines under its site, and what the index holds for them, within one transaction."""
+
+    def __init__(self, url: str, lines: Lines):
+        self.url, self.lines, self.keys = url, lines, lines.filed
+        self._holders: list[list[int]] | None = None
+        self._scores: dict[int | None, OwnScores | None] = {}
+
+    @classmethod
+    def of(cls, url: str | None, text: str) -> "SitePage | None":
+        lines = lines_of(text, url) if url else None
+        return None if lines is None or url is None else cls(url, lines)
+
+    def holders(self, txn) -> list[list[int]]:
+        if self._holders is None:
+            self._holders = txn.site_holders(self.keys)
+        return self._holders
+
+    def compare(self, txn, doc, w: int) -> OwnScores | None:
+        """This page and a kept one without their sites' boilerplate; None without the kept text."""
+        if doc.doc_id not in self._scores:
+            text = doc.text
+            kept = None if text is None else lines_of(text, doc.url)
+            if kept is None:
+                self._scores[doc.doc_id] = None
+            else:
+                exclude = {holder_of(self.url), holder_of(doc.url)}
+                kept_keys = kept.filed
+                mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
+                theirs = boilerplate_keys(kept_keys, txn.site_holders(kept_keys), exclude)
+                unique = _words_outside(self.lines, boilerplate_keys(self.keys, self.holders(txn), exclude, GUARD_PAGES))
+                self._scores[doc.doc_id] = compare(self.lines, mine, kept, theirs, w, unique)
+        return self._scores[doc.doc_id]
