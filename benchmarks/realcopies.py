@@ -437,8 +437,10 @@ def build(data_dir: str, seed: int = 7, variant_share: float = 0.7, app_shells: 
                     if entry[0] not in holders or not _extracts_block(page_of[entry[0]], block)][:2]
             for k, entry in enumerate(free):
                 unused[site].remove(entry)
+                # under that article's title it is that article loaded by script, as its shell is:
+                # the two matching is neutral (related), as a shell and its own page are
                 keyed.append((rnd.random(), StreamPage(f"https://{site}/js/{n}-{k}", notice_page(entry[1], block),
-                                                       f"notice-{n}-{site}-{k}", "notice")))
+                                                       f"notice-{n}-{site}-{k}", "notice", related=entry[0])))
                 notices += 1
     keyed.sort(key=lambda kv: kv[0])
     stream = [page for _, page in keyed]

@@ -133,3 +133,30 @@ def test_the_rule_on_what_is_left():
     assert own_match(OwnScores(150, 400, 0.3, 0.7, 0.6)) is None
     assert own_match(OwnScores(150, 2000, 0.1, 1.0, 0.1)) is None  # too small a part of the kept page
     assert own_match(OwnScores(60, 400, 0.9, 0.9, 0.9)) is None  # too few own words to tell
+
+
+def test_a_short_print_version_under_the_same_headline_is_a_copy_unless_the_title_is_the_sites(texts):
+    story = _words(texts["story"], 40)  # under 100 words: the short-text rule wants resemblance 0.8
+    long_page = f"{story}\n{texts['other']}\n{texts['bio']}"  # the article and much else (comments, teasers)
+    for learn in (True, False):
+        d = _dedup(site_boilerplate=learn)
+        d.check("https://a.example/story", text=long_page, title="Storm closes schools across the county")
+        printed = d.check("https://a.example/story/print", text=story, title="Storm closes schools across the county")
+        if learn:
+            assert printed.tokens < 100 and (printed.action, printed.measure) == (Action.DROP, "headline")
+        else:
+            assert printed.action == Action.KEEP
+        d.close()
+    d = _dedup()
+    # a title two other pages of the site carry too is the site's, not a headline
+    d.check("https://a.example/x", text=texts["third"], title="The Daily Example Portal")
+    d.check("https://a.example/y", text=texts["promo"], title="The Daily Example Portal")
+    d.check("https://a.example/story", text=long_page, title="The Daily Example Portal")
+    printed = d.check("https://a.example/story/print", text=story, title="The Daily Example Portal")
+    assert printed.action == Action.KEEP
+    d.close()
+    d = _dedup()  # and another site's page under the same headline is no print version
+    d.check("https://a.example/story", text=long_page, title="Storm closes schools across the county")
+    other = d.check("https://b.example/story", text=story, title="Storm closes schools across the county")
+    assert other.action == Action.KEEP
+    d.close()

@@ -11,7 +11,7 @@ from .conceptual import cosine
 from .guards import titles_disagree
 from .index import DocRecord, Extra, canonical_url
 from .sites import same_site
-from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
+from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_HEADLINE, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
                         all_boilerplate, own_match)
 from .verdict import Guard, Reason, Thresholds
 
@@ -71,11 +71,14 @@ def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = 
 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
                measure: str, url: str | None = None,
-               content: Callable[[DocRecord], OwnScores | None] | None = None) -> tuple[Match | None, Guard | None]:
+               content: Callable[[DocRecord], OwnScores | None] | None = None,
+               headline: Callable[[DocRecord], float | None] | None = None) -> tuple[Match | None, Guard | None]:
     """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
-    verifier's score or by containment, or, with `content` (the two pages compared without their
-    sites' boilerplate lines: sitelines.py), by what is left of them; (match, the guard that
-    rejected a candidate: the title's first, then the boilerplate's)."""
+    verifier's score or by containment; with `headline` (the same site and headline, and no other
+    page of the site under that title), one text inside the other in either direction, at any
+    length; with `content` (the two pages compared without their sites' boilerplate lines:
+    sitelines.py), by what is left of them. (match, the guard that rejected a candidate: the
+    title's first, then the boilerplate's)."""
     best, guards = None, set()
     compared = 0
     for doc in candidates:
@@ -84,6 +87,9 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             value, how = j, measure
         elif thresholds.containment and c >= thresholds.containment and j >= thresholds.min_resemblance:
             value, how = c, "containment"
+        elif (headline is not None and thresholds.containment and c >= EVIDENCE_HEADLINE
+              and (inside := headline(doc)) is not None and inside >= thresholds.containment):
+            value, how = inside, "headline"
         else:
             if content is None or compared >= MAX_COMPARED or (j < EVIDENCE_RESEMBLANCE and c < EVIDENCE_CONTAINMENT):
                 continue

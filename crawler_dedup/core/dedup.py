@@ -247,7 +247,8 @@ class Deduplicator:
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction; then the
         page's lines are filed under its site, as the page it is (sitelines.py)."""
-        site = SitePage.of(verdict.url, fp.text) if self.config.site_boilerplate and self.config.store_text else None
+        site = (SitePage.of(verdict.url, fp.text, verdict.title)
+                if self.config.site_boilerplate and self.config.store_text else None)
         verdict = self._decide_page(txn, verdict, fp, stage, now, site)
         if site is not None and site.keys and verdict.doc_id is not None and not verdict.skipped:
             copy = verdict.action != Action.KEEP and verdict.duplicate_of
@@ -384,8 +385,9 @@ class Deduplicator:
             return match, None
         candidates = [doc for doc in self._candidates(txn, fp) if usable(doc)]
         content = None if site is None else (lambda doc: site.compare(txn, doc, self.config.shingle))
+        headline = None if site is None else (lambda doc: site.same_headline(txn, doc, self.config.shingle))
         near, guard = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url,
-                                 content)
+                                 content, headline)
         if near is None:
             near = self.conceptual.match(fp, candidates)
         return near, Guard.TITLE if guarded else guard
