@@ -11,7 +11,7 @@ from .conceptual import cosine
 from .guards import titles_disagree
 from .index import DocRecord, Extra, canonical_url
 from .sites import same_site
-from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_HEADLINE, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
+from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
                         all_boilerplate, own_match)
 from .verdict import Guard, Reason, Thresholds
 
@@ -87,7 +87,7 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             value, how = j, measure
         elif thresholds.containment and c >= thresholds.containment and j >= thresholds.min_resemblance:
             value, how = c, "containment"
-        elif (headline is not None and thresholds.containment and c >= EVIDENCE_HEADLINE
+        elif (headline is not None and thresholds.containment
               and (inside := headline(doc)) is not None and inside >= thresholds.containment):
             value, how = inside, "headline"
         else:

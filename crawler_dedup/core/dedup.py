@@ -328,7 +328,8 @@ class Deduplicator:
         for doc_id in replace_ids:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
         doc_id = index.add(txn, self._record(verdict, fp, stage, now), fp.digest, probes=cfg.sketch_probes,
-                           exact=not verdict.guard, template=fp.template if cfg.boilerplate else None)
+                           exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
+                           titled=site is not None)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
@@ -383,24 +384,26 @@ class Deduplicator:
         match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
         if match is not None:
             return match, None
-        candidates = [doc for doc in self._candidates(txn, fp) if usable(doc)]
+        candidates = [doc for doc in self._candidates(txn, fp, site.titled(txn) if site else ()) if usable(doc)]
         content = None if site is None else (lambda doc: site.compare(txn, doc, self.config.shingle))
-        headline = None if site is None else (lambda doc: site.same_headline(txn, doc, self.config.shingle))
+        headline = None if site is None else (lambda doc: site.same_headline(txn, doc, self.config.shingle, exclude))
         near, guard = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url,
                                  content, headline)
         if near is None:
             near = self.conceptual.match(fp, candidates)
         return near, Guard.TITLE if guarded else guard
 
-    def _candidates(self, txn: IndexTxn, fp: Fingerprinted) -> list[DocRecord]:
+    def _candidates(self, txn: IndexTxn, fp: Fingerprinted, titled: list[int] | tuple = ()) -> list[DocRecord]:
         """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing
-        one of the smallest shingle hashes (most shared first); at most MAX_VERIFIED."""
+        one of the smallest shingle hashes (most shared first), then the page of the site under
+        the same headline (`titled`); at most MAX_VERIFIED."""
         index = self.index
         assert index is not None
         near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
         ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
         if self.config.sketch_probes:
             ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
+        ids += titled
         ids = list(dict.fromkeys(ids))  # first occurrence order
         out: list[DocRecord] = []
         for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone

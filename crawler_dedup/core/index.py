@@ -23,6 +23,7 @@ from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, url_key
 from .simhash import hamming_many
+from .sitelines import TITLED, title_key
 from .tables import Plan
 
 __all__ = ["DocRecord", "Extra", "IndexTxn", "NearDupIndex", "TABLES", "canonical_url", "migrate", "url_key"]
@@ -212,11 +213,12 @@ class NearDupIndex:
         return None if doc_id is None else self.doc(txn, doc_id)
 
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True,
-            template: np.ndarray | None = None) -> int:
+            template: np.ndarray | None = None, titled: bool = False) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match);
         `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
-        known when the page is removed)."""
+        known when the page is removed); `titled`: file it under its site and headline too
+        (sitelines.title_key)."""
         doc_id = txn.next_doc_id()
         record.doc_id = doc_id
         record.time = record.time or time.time()
@@ -237,6 +239,9 @@ class NearDupIndex:
         txn.postings_add(_keys8(record.sketch[:probes]), doc_id, POSTING_LIMIT)
         if template is not None and template.size:
             txn.template_add(_keys8(template), doc_id, TEMPLATE_PAGES - 1)
+        headline = title_key(record.url, record.title) if titled else None
+        if headline is not None:
+            txn.title_add(headline, doc_id, TITLED)
         return doc_id
 
     def boilerplate_counts(self, txn, keys: list[int]) -> list[int]:
@@ -263,6 +268,9 @@ class NearDupIndex:
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
         for value in doc.sketch[:probes].tolist():
             txn.posting_remove(u64(value), doc_id)
+        titled = title_key(doc.url, doc.title)
+        if titled is not None:  # (filed only with DEDUP_SITE_BOILERPLATE; removing nothing is fine)
+            txn.title_remove(titled, doc_id)
         return True
 
     def expire(self, txn, before: float, limit: int) -> int:

@@ -12,11 +12,12 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
 # (seconds -> doc ids, for the time window); tpl (a line kept pages showed outside their text ->
 # the first of those pages: boilerplate.py); site (a line of extracted text under its site -> the
-# pages that showed it, a few: sitelines.py); t000.. one per Manku permutation (permuted prefix ->
+# pages that showed it, a few: sitelines.py); titles (a site and headline -> the kept pages under
+# it, two at most: sitelines.py); t000.. one per Manku permutation (permuted prefix ->
 # the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
           "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI,
-          "site": MULTI}
+          "site": MULTI, "titles": MULTI}
 
 
 def table_name(t: int) -> str:
@@ -102,6 +103,16 @@ class IndexTxn:
         for key, ids in zip(keys, holders):
             if len(ids) < limit and doc_id not in ids:
                 self.raw.add("site", key, value)
+
+    def title_docs(self, key: bytes) -> list[int]:
+        return [from_u64(v) for v in self.raw.values("titles", key)]
+
+    def title_add(self, key: bytes, doc_id: int, limit: int) -> None:
+        if self.raw.value_count("titles", key) < limit:
+            self.raw.add("titles", key, u64(doc_id))
+
+    def title_remove(self, key: bytes, doc_id: int) -> None:
+        self.raw.remove("titles", key, u64(doc_id))
 
     def posting_remove(self, key: bytes, doc_id: int) -> None:
         self.raw.remove("mins", key, u64(doc_id))

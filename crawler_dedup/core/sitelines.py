@@ -39,7 +39,7 @@ GUARD_OWN = 15  # a page with fewer words outside lines that GUARD_PAGES other p
 GUARD_PAGES = 2  # is all boilerplate, and a copy only when GUARD_RESEMBLANCE close to the kept page (one
 GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept apart share its lines too)
 HEADLINE_WORDS = 3  # a title of fewer words is no headline (a site's name, "Home")
-EVIDENCE_HEADLINE = 0.5  # a candidate under the same headline this much inside (estimated) is counted exactly
+TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
 EVIDENCE_RESEMBLANCE, EVIDENCE_CONTAINMENT = 0.05, 0.3  # a candidate under these is not compared again
 MAX_COMPARED = 8  # candidates compared again per page at most
 
@@ -150,43 +150,51 @@ def _headline(title: str | None) -> str | None:
     return " ".join(words) if len(words) >= HEADLINE_WORDS else None
 
 
-class SitePage:
-    """A page's lines under its site, and what the index holds for them, within one transaction.
-    Its title is filed too, like a line: a title other pages of the site have is no headline."""
+def title_key(url: str | None, title: str | None) -> bytes | None:
+    """The key a kept page is filed under in the index's `titles` table: its site and headline
+    (None for a title of fewer than HEADLINE_WORDS words or a page without a site)."""
+    headline, seed = _headline(title), site_seed(url)
+    if headline is None or seed is None:
+        return None
+    return xxhash.xxh64_digest(headline.encode("utf-8", "surrogatepass"), seed=seed)
 
-    def __init__(self, url: str, lines: Lines, title: str | None = None, seed: int | None = None):
+
+class SitePage:
+    """A page's lines under its site, and what the index holds for them, within one transaction."""
+
+    def __init__(self, url: str, lines: Lines, title: str | None = None):
         self.url, self.lines, self.keys = url, lines, lines.filed
-        self.headline = _headline(title)
-        self.seed = seed
-        self.title_key = None
-        if self.headline is not None and seed is not None:
-            self.title_key = xxhash.xxh64_digest(b"\x00title\x00" + self.headline.encode("utf-8", "surrogatepass"), seed=seed)
-            self.keys = self.keys + [self.title_key]
+        self.title_key = title_key(url, title)
         self._holders: list[list[int]] | None = None
+        self._titled: list[int] | None = None
         self._scores: dict[int | None, OwnScores | None] = {}
         self._shingles: np.ndarray | None = None
 
     @classmethod
     def of(cls, url: str | None, text: str, title: str | None = None) -> "SitePage | None":
         lines = lines_of(text, url) if url else None
-        return None if lines is None or url is None else cls(url, lines, title, site_seed(url))
+        return None if lines is None or url is None else cls(url, lines, title)
 
-    def same_headline(self, txn, doc, w: int) -> float | None:
-        """When the kept page is of this page's site, under the same headline, and no other page
-        of the site has that title (a print, mobile or tracking version of one article): how much
-        of this page's text it holds, counted exactly (a short page in a long one is beyond the
-        sketches' precision); else None."""
-        if self.title_key is None or _headline(doc.title) != self.headline or site_seed(doc.url) != self.seed:
-            return None
-        others = self.holders(txn)[-1]  # (the title key is the last)
+    def titled(self, txn) -> list[int]:
+        """The kept pages of this page's site under its headline (doc ids)."""
+        if self._titled is None:
+            self._titled = txn.title_docs(self.title_key) if self.title_key is not None else []
+        return self._titled
+
+    def same_headline(self, txn, doc, w: int, exclude: int | None = None) -> float | None:
+        """When the kept page is of this page's site, under the same headline, and no other kept
+        page of the site has that title (`exclude`: this URL's own earlier page): a print, mobile
+        or tracking version of one article. Then how much of this page's text it holds, counted
+        exactly (a short page in a long one is beyond the sketches' precision); else None."""
+        titled = [d for d in self.titled(txn) if d != exclude]
         text = doc.text
-        if text is None or set(others) - {holder_of(self.url), holder_of(doc.url)}:
+        if titled != [doc.doc_id] or text is None:
             return None
         if self._shingles is None:
             self._shingles = np.unique(shingles(tokenize("\n".join(self.lines.texts)), w))
-        theirs = np.unique(shingles(tokenize(text), w))
         if not self._shingles.size:
             return None
+        theirs = np.unique(shingles(tokenize(text), w))
         return np.intersect1d(self._shingles, theirs, assume_unique=True).size / self._shingles.size
 
     def holders(self, txn) -> list[list[int]]:
