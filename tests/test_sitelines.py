@@ -7,7 +7,10 @@ import pytest
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.sitelines import OwnScores, SitePage, holder_of, lines_of, own_match
 from crawler_dedup.core.verdict import Action, Guard
+from crawler_dedup.droplog import read_droplog
 from crawler_dedup.stores import MemoryStore
+
+from .conftest import dedup_stats, scrapy_crawl, write_urls
 
 
 def _words(text: str, n: int, skip: int = 0) -> str:
@@ -160,3 +163,39 @@ def test_a_short_print_version_under_the_same_headline_is_a_copy_unless_the_titl
     other = d.check("https://b.example/story", text=story, title="Storm closes schools across the county")
     assert other.action == Action.KEEP
     d.close()
+
+
+def _page(title: str, *parts: str) -> bytes:
+    paragraphs = "".join(f"<p>{p}</p>\n" for part in parts for p in part.split("\n"))
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+            f"<nav><a href='/'>Home</a> <a href='/news'>News</a></nav><article><h1>{title}</h1>\n{paragraphs}"
+            f"</article><footer>Daily Example, 1 Main Street</footer></body></html>").encode()
+
+
+def test_a_real_crawl_drops_a_print_version_its_source_page_dwarfs(tmp_path, texts, serve):
+    headline = "Storm closes schools across the county"
+    story = _words(texts["story"], 90)
+    site = tmp_path / "site"
+    site.mkdir()
+    pages = {  # the source carries the site's standing promo and text of its own (comments, a bio)
+        "b.html": _page("Budget vote delayed again", texts["other"], texts["promo"]),
+        "a.html": _page(headline, story, texts["promo"], texts["bio"], texts["third"]),
+        "a-print.html": _page(headline, story),
+    }
+    for name, body in pages.items():
+        (site / name).write_bytes(body)
+    base = serve(str(site)).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{name}" for name in pages])
+    for learn in (True, False):
+        drops = tmp_path / f"drops-{learn}.jsonl"
+        proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / f'idx-{learn}'}", "-s",
+                            f"DEDUP_DROPLOG={drops}", "-s", f"DEDUP_SITE_BOILERPLATE={learn}", "-s", "ROBOTSTXT_OBEY=0",
+                            "-s", "CONCURRENT_REQUESTS=1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        records = list(read_droplog(str(drops))) if drops.exists() else []
+        if learn:
+            assert [(r["url"], r["duplicate_of"], r["measure"]) for r in records] == [
+                (f"{base}/a-print.html", f"{base}/a.html", "headline")]
+            assert dedup_stats(proc.stderr)["dedup/dropped/near"] == 1
+        else:  # resemblance under 0.2: the texts alone call it another page
+            assert records == [] and dedup_stats(proc.stderr)["dedup/kept"] == 3
