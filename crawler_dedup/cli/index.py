@@ -92,7 +92,9 @@ def stats(args) -> int:
             "bytes_per_page": {"all": round((disk or 0) / pages) if per_page else None,
                                "tables": round(table_bytes / pages, 1) if per_page else None,
                                "records": round(sizes["docs"][1] / pages) if per_page else None,
-                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if per_page else None},
+                               "sketch_postings": round(sizes["mins"][1] / pages, 1) if per_page else None,
+                               "site_lines": round(sum(sizes.get(n, (0, 0))[1] for n in ("site", "titles")) / pages, 1)
+                               if per_page else None},
             "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
             "stored_text": text,
         }
@@ -113,7 +115,8 @@ def stats(args) -> int:
         print("disk: not measured for this backend (byte figures are LMDB's)")
     elif pages:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: {bpp['all']} B in all, "
-              f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings")
+              f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings, "
+              f"{bpp['site_lines']} B site lines and headlines (DEDUP_SITE_BOILERPLATE)")
     else:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; no pages")
     if text["pages"]:
