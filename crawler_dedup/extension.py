@@ -146,6 +146,9 @@ class DedupExtension:
             self.config.backend, self.dedup.index.store.location, plan.k, len(plan.tables),
             self.config.droplog, " [DRY RUN: duplicates are flagged, not dropped]" if self.config.dry_run else "",
         )
+        if self.config.site_boilerplate and not self.config.store_text:
+            logger.warning("Dedup: DEDUP_SITE_BOILERPLATE needs the kept pages' texts, and DEDUP_STORE_TEXT is off: "
+                           "pages are compared on their whole texts only")
 
     def log_stats(self) -> None:
         """One periodic line from the stats: pages checked (and per minute since the last line),

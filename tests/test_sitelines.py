@@ -199,3 +199,58 @@ def test_a_real_crawl_drops_a_print_version_its_source_page_dwarfs(tmp_path, tex
             assert dedup_stats(proc.stderr)["dedup/dropped/near"] == 1
         else:  # resemblance under 0.2: the texts alone call it another page
             assert records == [] and dedup_stats(proc.stderr)["dedup/kept"] == 3
+
+
+def test_a_longer_page_that_quotes_a_kept_page_in_full_is_not_its_copy(texts):
+    # the review's counterexample: a short kept article, then a long article of another site that
+    # quotes it whole. Only the page's rest inside the kept page's counts, never the other way
+    story, promo = texts["story"], texts["promo"]
+    for known in (False, True):
+        d = _dedup()
+        if known:  # site A's promo is known boilerplate, so the rest is compared
+            d.check("https://a.example/1", text=f"{texts['bio']}\n{promo}", title="One")
+            d.check("https://a.example/2", text=f"{texts['third']}\n{promo}", title="Two")
+        d.check("https://b.example/statement", text=story, title="Statement on the schools")
+        text = f"{promo}\n{texts['other']}\n{story}" if known else f"{texts['other']}\n{story}"
+        quoting = d.check("https://a.example/analysis", text=text, title="What the closures mean for parents")
+        assert quoting.action == Action.KEEP, (known, quoting.measure, quoting.similarity)
+        scores = d.index.read(lambda txn: SitePage.of("https://a.example/analysis", text).compare(
+            txn, d.index.by_url(txn, "https://b.example/statement"), 3))
+        assert scores.containment < 0.5 and scores.removed == known  # (the kept page is all inside it)
+        d.close()
+
+
+def test_a_kept_pages_lines_leave_the_index_with_it(texts):
+    # an index under DEDUP_WINDOW stays flat: expired pages take their site lines and headline along
+    d = _dedup(window=50)
+    first = d.check("https://a.example/1", text=f"{texts['story']}\n{texts['promo']}", title="Storm closes schools",
+                    now=1000)
+    site = SitePage.of("https://a.example/1", f"{texts['story']}\n{texts['promo']}", "Storm closes schools")
+    assert first.action == Action.KEEP and all(d.index.read(lambda txn: txn.site_holders(site.keys)))
+    for i in range(6):  # later pages: each kept page takes a few expired ones out
+        d.check(f"https://a.example/{i + 2}", text=_words(texts["other"], 60 + 20 * i, skip=10 * i), title=f"Page {i}",
+                now=2000 + i)
+    assert d.index.read(lambda txn: txn.doc_get(first.doc_id)) is None  # expired
+    assert d.index.read(lambda txn: txn.site_holders(site.keys)) == [[] for _ in site.keys]
+    assert d.index.read(lambda txn: txn.title_docs(site.title_key)) == []
+    d.close()
+
+
+def test_show_and_compare_explain_a_headline_drop(texts, serve, tmp_path):
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.tools.show import why
+
+    text = why({"reason": "near", "measure": "headline", "similarity": 0.97,
+                "thresholds": {"threshold": 0.5, "containment": 0.95, "min_resemblance": 0.6, "short": True}}, DedupConfig())
+    assert "same site and headline" in text and "DEDUP_CONTAINMENT 0.95" in text and "DEDUP_THRESHOLD" not in text
+    headline = "Storm closes schools across the county"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_bytes(_page(headline, _words(texts["story"], 90), texts["promo"], texts["bio"],
+                                        texts["third"]))
+    (site / "a-print.html").write_bytes(_page(headline, _words(texts["story"], 90)))
+    base = serve(str(site)).base_url
+    from .conftest import cli
+
+    proc = cli("compare", f"{base}/a.html", f"{base}/a-print.html")  # the pages' own URLs: one site
+    assert proc.returncode == 0 and "B dropped: near duplicate of A, headline" in proc.stdout, proc.stdout[-800:]

@@ -72,8 +72,11 @@ def run(args) -> int:
                 own = f"   {dedup.verifier.name} {dedup.verifier.score(fps['B'], doc, config)[0]:.3f}"
             print(f"   resemblance {scores.resemblance:.3f}   containment (of B in A) {scores.containment:.3f}   "
                   f"qgram {scores.qgram:.3f}   swlr {scores.swlr:.3f}{own}")
-    va = dedup.check("A", text=a.text, title=a.title) if a.text is not None else None
-    vb = dedup.check("B", text=b.text, title=b.title) if b.text is not None else None
+    # the pages' own URLs when both are fetched (the same-site rules need them), else labels
+    web = all(src.url.startswith(("http://", "https://")) for src in (a, b)) and a.url != b.url
+    ua, ub = (a.url, b.url) if web else ("A", "B")
+    va = dedup.check(ua, text=a.text, title=a.title) if a.text is not None else None
+    vb = dedup.check(ub, text=b.text, title=b.title) if b.text is not None else None
     dedup.close()
     print(f"\nverdict with these settings (DEDUP_VERIFIER={config.verifier}, DEDUP_THRESHOLD={config.threshold}, "
           f"DEDUP_CONTAINMENT={config.containment}), A crawled first, then B:")

@@ -12,7 +12,7 @@ from .guards import titles_disagree
 from .index import DocRecord, Extra, canonical_url
 from .sites import same_site
 from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
-                        all_boilerplate, own_match)
+                        own_match)
 from .verdict import Guard, Reason, Thresholds
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
@@ -72,13 +72,15 @@ def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
                measure: str, url: str | None = None,
                content: Callable[[DocRecord], OwnScores | None] | None = None,
-               headline: Callable[[DocRecord], float | None] | None = None) -> tuple[Match | None, Guard | None]:
+               headline: Callable[[DocRecord], float | None] | None = None,
+               collapsed: Callable[[DocRecord], bool] | None = None) -> tuple[Match | None, Guard | None]:
     """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
     verifier's score or by containment; with `headline` (the same site and headline, and no other
     page of the site under that title), one text inside the other in either direction, at any
     length; with `content` (the two pages compared without their sites' boilerplate lines:
-    sitelines.py), by what is left of them. (match, the guard that rejected a candidate: the
-    title's first, then the boilerplate's)."""
+    sitelines.py), by what is left of them; `collapsed`: the page's text is its site's
+    boilerplate, no evidence against that kept page. (match, the guard that rejected a candidate:
+    the title's first, then the boilerplate's)."""
     best, guards = None, set()
     compared = 0
     for doc in candidates:
@@ -102,11 +104,9 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
             guards.add(Guard.TITLE)
             continue
-        if how != "content" and content is not None and j < GUARD_RESEMBLANCE:
-            own = content(doc)
-            if own is not None and all_boilerplate(own):
-                guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
-                continue
+        if how != "content" and collapsed is not None and j < GUARD_RESEMBLANCE and collapsed(doc):
+            guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
+            continue
         dist = _distance(fp, doc)
         rank = (-value, dist, doc.doc_id)
         if best is None or rank < best[0]:

@@ -34,7 +34,7 @@ from .fingerprint import (
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
-from .sitelines import HOLDERS, SitePage, holder_of
+from .sitelines import SitePage
 from .tables import choose_plan
 from .verdict import Action, Failure, Guard, Reason, Revisit, Skip, Stage, Step, Verdict
 from .verify import make_verifier
@@ -245,16 +245,11 @@ class Deduplicator:
             logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
-        """Lookup, verify and (when kept) insert, all inside one write transaction; then the
-        page's lines are filed under its site, as the page it is (sitelines.py)."""
+        """Lookup, verify and (when kept) insert, all inside one write transaction; a kept page
+        also files its lines and headline under its site (sitelines.py)."""
         site = (SitePage.of(verdict.url, fp.text, verdict.title)
                 if self.config.site_boilerplate and self.config.store_text else None)
-        verdict = self._decide_page(txn, verdict, fp, stage, now, site)
-        if site is not None and site.keys and verdict.doc_id is not None and not verdict.skipped:
-            copy = verdict.action != Action.KEEP and verdict.duplicate_of
-            holder = holder_of(verdict.duplicate_of if copy else verdict.url)
-            txn.site_add(site.keys, holder, site.holders(txn), HOLDERS)
-        return verdict
+        return self._decide_page(txn, verdict, fp, stage, now, site)
 
     def _decide_page(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
                      site: SitePage | None) -> Verdict:
@@ -264,7 +259,8 @@ class Deduplicator:
         assert index is not None
         cutoff = now - cfg.window if cfg.window else None
         index.prefetch(txn, verdict.url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
-                       fp.template if cfg.boilerplate else None, site.keys if site is not None else None)
+                       fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
+                       site.title_key if site is not None else None)
         prior = index.by_url(txn, verdict.url) if verdict.url else None
         if prior is not None and stage == Stage.ITEM and prior.stage == Stage.RESPONSE and prior.run == self.run:
             # the middleware kept this very page earlier in this run; the item is that page
@@ -329,7 +325,7 @@ class Deduplicator:
             index.remove(txn, doc_id)
         doc_id = index.add(txn, self._record(verdict, fp, stage, now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
-                           titled=site is not None)
+                           site_keys=site.keys if site is not None else None)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
@@ -385,10 +381,13 @@ class Deduplicator:
         if match is not None:
             return match, None
         candidates = [doc for doc in self._candidates(txn, fp, site.titled(txn) if site else ()) if usable(doc)]
-        content = None if site is None else (lambda doc: site.compare(txn, doc, self.config.shingle))
-        headline = None if site is None else (lambda doc: site.same_headline(txn, doc, self.config.shingle, exclude))
+        content = headline = collapsed = None
+        if site is not None:
+            content = lambda doc: site.compare(txn, doc, self.config.shingle)  # noqa: E731
+            headline = lambda doc: site.same_headline(txn, doc, self.config.shingle, exclude)  # noqa: E731
+            collapsed = lambda doc: site.all_boilerplate(txn, doc)  # noqa: E731
         near, guard = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url,
-                                 content, headline)
+                                 content, headline, collapsed)
         if near is None:
             near = self.conceptual.match(fp, candidates)
         return near, Guard.TITLE if guarded else guard

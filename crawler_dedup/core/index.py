@@ -23,7 +23,7 @@ from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, url_key
 from .simhash import hamming_many
-from .sitelines import TITLED, title_key
+from .sitelines import HOLDERS, TITLED, holder_of, lines_of, title_key
 from .tables import Plan
 
 __all__ = ["DocRecord", "Extra", "IndexTxn", "NearDupIndex", "TABLES", "canonical_url", "migrate", "url_key"]
@@ -152,13 +152,14 @@ class NearDupIndex:
         return [(int(f), d) for d, f in pairs]
 
     def prefetch(self, txn, url: str | None, fp: int, digest: bytes | None, sketch: np.ndarray, probes: int,
-                 template: np.ndarray | None = None, site: list[bytes] | None = None) -> None:
+                 template: np.ndarray | None = None, site: list[bytes] | None = None,
+                 titled: bytes | None = None) -> None:
         """Read the URL entry, the exact entry, the buckets and the sketch postings of a page's
-        lookup, and its template and site lines' entries (what filing it reads), in one go (a
-        networked store's round trip; nothing on LMDB)."""
+        lookup, its template and site lines' entries and its headline's (what filing it reads), in
+        one go (a networked store's round trip; nothing on LMDB)."""
         key = url_key(url) if url and self.version >= 4 else None
         txn.prefetch(key, digest, self.plan.keys(fp), _keys8(sketch[:probes]) if probes else [],
-                     _keys8(template) if template is not None else [], site)
+                     _keys8(template) if template is not None else [], site, titled)
 
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
@@ -213,12 +214,12 @@ class NearDupIndex:
         return None if doc_id is None else self.doc(txn, doc_id)
 
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True,
-            template: np.ndarray | None = None, titled: bool = False) -> int:
+            template: np.ndarray | None = None, site_keys: list[bytes] | None = None) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match);
         `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
-        known when the page is removed); `titled`: file it under its site and headline too
-        (sitelines.title_key)."""
+        known when the page is removed); `site_keys`: its lines' keys under its site, filed with
+        its headline (sitelines.py; they leave with the page)."""
         doc_id = txn.next_doc_id()
         record.doc_id = doc_id
         record.time = record.time or time.time()
@@ -239,9 +240,11 @@ class NearDupIndex:
         txn.postings_add(_keys8(record.sketch[:probes]), doc_id, POSTING_LIMIT)
         if template is not None and template.size:
             txn.template_add(_keys8(template), doc_id, TEMPLATE_PAGES - 1)
-        headline = title_key(record.url, record.title) if titled else None
-        if headline is not None:
-            txn.title_add(headline, doc_id, TITLED)
+        if site_keys is not None:
+            txn.site_add(site_keys, holder_of(record.url), txn.site_holders(site_keys), HOLDERS)
+            headline = title_key(record.url, record.title)
+            if headline is not None:
+                txn.title_add(headline, doc_id, TITLED)
         return doc_id
 
     def boilerplate_counts(self, txn, keys: list[int]) -> list[int]:
@@ -268,8 +271,13 @@ class NearDupIndex:
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
         for value in doc.sketch[:probes].tolist():
             txn.posting_remove(u64(value), doc_id)
+        # its site lines and headline (filed with DEDUP_SITE_BOILERPLATE; removing nothing is fine)
+        text = doc.text
+        lines = lines_of(text, doc.url) if text is not None else None
+        if lines is not None and lines.keys:
+            txn.site_remove(lines.filed, holder_of(doc.url))
         titled = title_key(doc.url, doc.title)
-        if titled is not None:  # (filed only with DEDUP_SITE_BOILERPLATE; removing nothing is fine)
+        if titled is not None:
             txn.title_remove(titled, doc_id)
         return True
 

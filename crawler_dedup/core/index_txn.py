@@ -12,7 +12,7 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # few smallest shingle hashes -> doc ids: candidates whose simhash moved too far); times
 # (seconds -> doc ids, for the time window); tpl (a line kept pages showed outside their text ->
 # the first of those pages: boilerplate.py); site (a line of extracted text under its site -> the
-# pages that showed it, a few: sitelines.py); titles (a site and headline -> the kept pages under
+# kept pages that show it (their URLs' keys), a few: sitelines.py); titles (a site and headline -> the kept pages under
 # it, two at most: sitelines.py); t000.. one per Manku permutation (permuted prefix ->
 # the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
@@ -49,12 +49,14 @@ class IndexTxn:
         return self.raw.sequence("meta", b"next_id", 1, 1) - 1
 
     def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes],
-                 template: list[bytes] | None = None, site: list[bytes] | None = None) -> None:
+                 template: list[bytes] | None = None, site: list[bytes] | None = None,
+                 titled: bytes | None = None) -> None:
         """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
         single = ([("urls", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
         self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
-                                   *(("tpl", k) for k in template or []), *(("site", k) for k in site or [])])
+                                   *(("tpl", k) for k in template or []), *(("site", k) for k in site or []),
+                                   *([("titles", titled)] if titled is not None else [])])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
@@ -93,16 +95,21 @@ class IndexTxn:
                 self.raw.add("tpl", key, u64(doc_id))
 
     def site_holders(self, keys: list[bytes]) -> list[list[int]]:
-        """The pages (doc ids) filed under each site line."""
+        """The kept pages (their URLs' keys) filed under each site line."""
         return [[from_u64(v) for v in vals] for vals in self.raw.values_many("site", keys)] if keys else []
 
-    def site_add(self, keys: list[bytes], doc_id: int, holders: list[list[int]], limit: int) -> None:
-        """File doc_id under each site line that holds fewer than `limit` pages and not it yet
-        (`holders`: site_holders of the keys, read in this transaction)."""
-        value = u64(doc_id)
+    def site_add(self, keys: list[bytes], holder: int, holders: list[list[int]], limit: int) -> None:
+        """File a kept page (`holder`: its URL's key) under each site line that holds fewer than
+        `limit` pages and not it yet (`holders`: site_holders of the keys, read in this transaction)."""
+        value = u64(holder)
         for key, ids in zip(keys, holders):
-            if len(ids) < limit and doc_id not in ids:
+            if len(ids) < limit and holder not in ids:
                 self.raw.add("site", key, value)
+
+    def site_remove(self, keys: list[bytes], holder: int) -> None:
+        value = u64(holder)
+        for key in keys:
+            self.raw.remove("site", key, value)
 
     def title_docs(self, key: bytes) -> list[int]:
         return [from_u64(v) for v in self.raw.values("titles", key)]

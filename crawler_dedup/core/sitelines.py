@@ -4,13 +4,13 @@ the page), and the comparison of two pages on what is left of them.
 Extraction keeps text that is not the article: a site's standing promo, an author's bio, a
 privacy or sign-up text, teasers of other stories. A copy of an article on another site (or a
 print version, or the page itself fetched later) then shares the article but not those
-leftovers, and its resemblance to the kept page can fall far below the threshold. Each checked
-page files the lines of its extracted text under its site (registered domain), with the page it
-is (its own doc id when kept, the kept page's when it is a copy of one). A line that another
-page of the same site also showed is that site's boilerplate. When a candidate was found but its
-resemblance is too low, both pages are compared again without their sites' boilerplate lines
-(exact word shingles of the rest): copies whose difference was leftovers are caught, with
-nothing learned from a list of phrases.
+leftovers, and its resemblance to the kept page can fall far below the threshold. Each kept
+page files the lines of its extracted text under its site (registered domain) and its canonical
+URL, and takes them out again when it leaves the index (an update, DEDUP_WINDOW, `index
+remove`). A line that another kept page of the same site shows is that site's boilerplate. When
+a candidate was found but its resemblance is too low, and either page has such lines, both pages
+are compared again without them (exact word shingles of the rest): copies whose difference was
+leftovers are caught, with nothing learned from a list of phrases.
 
 The same knowledge guards the other way: a page whose whole text is lines its site shows on
 other pages (extraction returned the site's block instead of the article) is not dropped on a
@@ -34,7 +34,8 @@ HOLDERS = 4  # pages a line is filed for: the page, the one compared and GUARD_P
 MAX_LINES = 400  # lines of a page filed and looked up at most (a huge extraction: its first ones)
 MIN_OWN = 100  # words each page needs outside its site's boilerplate to be compared on the rest
 OWN_RESEMBLANCE = 0.5  # a copy on what is left: this resemblance of the rest,
-OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or one rest this much inside the other, and close to it
+OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or the page's rest this much inside the kept one's, and
+# close to it. Never the other way: a page holding a kept one plus text of its own is a page
 GUARD_OWN = 15  # a page with fewer words outside lines that GUARD_PAGES other pages of its site show
 GUARD_PAGES = 2  # is all boilerplate, and a copy only when GUARD_RESEMBLANCE close to the kept page (one
 GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept apart share its lines too)
@@ -51,10 +52,31 @@ class Lines:
     texts: list[str]
     words: list[int]
     keys: list[bytes | None]
+    _shingled: tuple | None = None  # (w, line word counts, shingles, the line of each shingle)
 
     @property
     def filed(self) -> list[bytes]:
         return list(dict.fromkeys(k for k in self.keys if k is not None))
+
+    def shingled(self, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(each line's tokens, the text's word shingles, the line each shingle starts in), once."""
+        if self._shingled is None or self._shingled[0] != w:
+            counts, tokens = [], []
+            for text in self.texts:
+                toks = tokenize(text)
+                counts.append(len(toks))
+                tokens.extend(toks)
+            sh = shingles(tokens, w) if tokens else np.empty(0, np.uint64)
+            line_of = np.repeat(np.arange(len(counts)), counts)[: sh.size] if tokens else np.empty(0, np.int64)
+            self._shingled = (w, np.array(counts, dtype=np.int64), sh, line_of)
+        return self._shingled[1], self._shingled[2], self._shingled[3]
+
+    def rest(self, boilerplate: set[bytes], w: int) -> tuple[int, np.ndarray]:
+        """The words and distinct word shingles of the lines that are not boilerplate."""
+        counts, sh, line_of = self.shingled(w)
+        keep = np.array([key is None or key not in boilerplate for key in self.keys], dtype=bool)
+        words = int(counts[keep].sum()) if keep.size else 0
+        return words, (np.unique(sh[keep[line_of]]) if sh.size else sh)
 
 
 def site_seed(url: str | None) -> int | None:
@@ -92,56 +114,28 @@ class OwnScores:
     other_own: int  # the kept page's
     resemblance: float
     containment: float  # of the page's rest in the kept page's
-    contained: float  # of the kept page's rest in the page's
-    unique: int = 0  # the page's words outside lines GUARD_PAGES other pages of its site show
-
-
-def _rest(lines: Lines, boilerplate: set[bytes], w: int) -> tuple[int, np.ndarray]:
-    """The words and distinct word shingles of the lines that are not boilerplate."""
-    rest = "\n".join(t for t, key in zip(lines.texts, lines.keys) if key is None or key not in boilerplate)
-    tokens = tokenize(rest)
-    return len(tokens), (np.unique(shingles(tokens, w)) if tokens else np.empty(0, np.uint64))
-
-
-def compare(page: Lines, page_boilerplate: set[bytes], kept: Lines, kept_boilerplate: set[bytes], w: int,
-            unique: int = 0) -> OwnScores:
-    own, a = _rest(page, page_boilerplate, w)
-    other, b = _rest(kept, kept_boilerplate, w)
-    if not a.size or not b.size:
-        return OwnScores(own, other, 0.0, 0.0, 0.0, unique)
-    common = np.intersect1d(a, b, assume_unique=True).size
-    return OwnScores(own, other, common / (a.size + b.size - common), common / a.size, common / b.size, unique)
+    removed: bool = True  # a boilerplate line was left out of either page (else the raw rules decided)
 
 
 def boilerplate_keys(keys: list[bytes], holders: list[list[int]], exclude: set[int], pages: int = 1) -> set[bytes]:
-    """The keys that `pages` pages other than those in `exclude` were filed under: the site's boilerplate."""
+    """The keys that `pages` kept pages other than those in `exclude` were filed under: the site's boilerplate."""
     return {k for k, ids in zip(keys, holders) if sum(i not in exclude for i in ids) >= pages}
-
-
-def _words_outside(lines: Lines, boilerplate: set[bytes]) -> int:
-    return sum(n for n, key in zip(lines.words, lines.keys) if key is None or key not in boilerplate)
 
 
 def own_match(s: OwnScores) -> tuple[float, str] | None:
     """(score, how) when the rests make the pages copies; None when not."""
-    if min(s.own, s.other_own) < MIN_OWN:
+    if not s.removed or min(s.own, s.other_own) < MIN_OWN:
         return None
     if s.resemblance >= OWN_RESEMBLANCE:
         return s.resemblance, "content"
-    best = max(s.containment, s.contained)
-    if best >= OWN_CONTAINMENT and s.resemblance >= OWN_MIN_RESEMBLANCE:
-        return best, "content"
+    if s.containment >= OWN_CONTAINMENT and s.resemblance >= OWN_MIN_RESEMBLANCE:
+        return s.containment, "content"
     return None
 
 
-def all_boilerplate(s: OwnScores) -> bool:
-    """The page's text is (all but) lines its site shows on other pages: no evidence of a copy."""
-    return s.unique < GUARD_OWN
-
-
 def holder_of(url: str | None) -> int:
-    """What a line is filed under: the page's canonical URL (a kept page's, or for a copy the kept
-    page's it copies), so a revisit or an update of a page never makes its own lines boilerplate."""
+    """What a kept page's lines are filed under: its canonical URL, so an update of a page never
+    makes its own lines boilerplate, and its lines leave with it."""
     return xxhash.xxh64_intdigest(canonical_url(url or "").encode("utf-8", "surrogatepass"))
 
 
@@ -168,18 +162,55 @@ class SitePage:
         self._holders: list[list[int]] | None = None
         self._titled: list[int] | None = None
         self._scores: dict[int | None, OwnScores | None] = {}
-        self._shingles: np.ndarray | None = None
 
     @classmethod
     def of(cls, url: str | None, text: str, title: str | None = None) -> "SitePage | None":
         lines = lines_of(text, url) if url else None
         return None if lines is None or url is None else cls(url, lines, title)
 
+    def holders(self, txn) -> list[list[int]]:
+        if self._holders is None:
+            self._holders = txn.site_holders(self.keys)
+        return self._holders
+
     def titled(self, txn) -> list[int]:
         """The kept pages of this page's site under its headline (doc ids)."""
         if self._titled is None:
             self._titled = txn.title_docs(self.title_key) if self.title_key is not None else []
         return self._titled
+
+    def _exclude(self, doc) -> set[int]:
+        return {holder_of(self.url), holder_of(doc.url)}
+
+    def all_boilerplate(self, txn, doc) -> bool:
+        """The page's text is (all but) lines GUARD_PAGES other kept pages of its site show: no
+        evidence of a copy of `doc`."""
+        known = boilerplate_keys(self.keys, self.holders(txn), self._exclude(doc), GUARD_PAGES)
+        own = sum(n for n, key in zip(self.lines.words, self.lines.keys) if key is None or key not in known)
+        return own < GUARD_OWN
+
+    def compare(self, txn, doc, w: int) -> OwnScores | None:
+        """This page and a kept one without their sites' boilerplate; None without the kept text."""
+        if doc.doc_id not in self._scores:
+            text = doc.text
+            kept = None if text is None else lines_of(text, doc.url)
+            if kept is None:
+                self._scores[doc.doc_id] = None
+            else:
+                exclude = self._exclude(doc)
+                kept_keys = kept.filed
+                mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
+                theirs = boilerplate_keys(kept_keys, txn.site_holders(kept_keys), exclude)
+                own, a = self.lines.rest(mine, w)
+                other, b = kept.rest(theirs, w)
+                if not a.size or not b.size:
+                    scores = OwnScores(own, other, 0.0, 0.0, bool(mine or theirs))
+                else:
+                    common = np.intersect1d(a, b, assume_unique=True).size
+                    scores = OwnScores(own, other, common / (a.size + b.size - common), common / a.size,
+                                       bool(mine or theirs))
+                self._scores[doc.doc_id] = scores
+        return self._scores[doc.doc_id]
 
     def same_headline(self, txn, doc, w: int, exclude: int | None = None) -> float | None:
         """When the kept page is of this page's site, under the same headline, and no other kept
@@ -190,30 +221,9 @@ class SitePage:
         text = doc.text
         if titled != [doc.doc_id] or text is None:
             return None
-        if self._shingles is None:
-            self._shingles = np.unique(shingles(tokenize("\n".join(self.lines.texts)), w))
-        if not self._shingles.size:
+        _, mine, _ = self.lines.shingled(w)
+        mine = np.unique(mine)
+        if not mine.size:
             return None
         theirs = np.unique(shingles(tokenize(text), w))
-        return np.intersect1d(self._shingles, theirs, assume_unique=True).size / self._shingles.size
-
-    def holders(self, txn) -> list[list[int]]:
-        if self._holders is None:
-            self._holders = txn.site_holders(self.keys)
-        return self._holders
-
-    def compare(self, txn, doc, w: int) -> OwnScores | None:
-        """This page and a kept one without their sites' boilerplate; None without the kept text."""
-        if doc.doc_id not in self._scores:
-            text = doc.text
-            kept = None if text is None else lines_of(text, doc.url)
-            if kept is None:
-                self._scores[doc.doc_id] = None
-            else:
-                exclude = {holder_of(self.url), holder_of(doc.url)}
-                kept_keys = kept.filed
-                mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
-                theirs = boilerplate_keys(kept_keys, txn.site_holders(kept_keys), exclude)
-                unique = _words_outside(self.lines, boilerplate_keys(self.keys, self.holders(txn), exclude, GUARD_PAGES))
-                self._scores[doc.doc_id] = compare(self.lines, mine, kept, theirs, w, unique)
-        return self._scores[doc.doc_id]
+        return np.intersect1d(mine, theirs, assume_unique=True).size / mine.size

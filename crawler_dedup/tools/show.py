@@ -161,9 +161,13 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
         from ..core import sitelines as sl
 
         return (f"near: {sim_s} on what is left of both pages without their sites' boilerplate lines "
-                f"(DEDUP_SITE_BOILERPLATE): resemblance >= {sl.OWN_RESEMBLANCE}, or one inside the other >= "
-                f"{sl.OWN_CONTAINMENT} with resemblance >= {sl.OWN_MIN_RESEMBLANCE}, each with {sl.MIN_OWN} "
-                "words or more of its own")
+                f"(DEDUP_SITE_BOILERPLATE): the resemblance of the rests >= {sl.OWN_RESEMBLANCE}, or this page's rest "
+                f"inside the kept page's >= {sl.OWN_CONTAINMENT} with resemblance >= {sl.OWN_MIN_RESEMBLANCE}, each rest "
+                f"{sl.MIN_OWN} words or more")
+    if measure == "headline":
+        return (f"near: the same site and headline as the kept page (no other kept page of the site under that "
+                f"title), and {sim_s} of this page's words, counted exactly, inside it >= DEDUP_CONTAINMENT {c}{note}: "
+                "a print or mobile version (DEDUP_SITE_BOILERPLATE)")
     return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {t}{note}"
 
 
