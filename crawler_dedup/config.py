@@ -287,16 +287,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_SHINGLE", INT, 3, lo=1, hi=16, doc=(
         "words per shingle; fixed per index")),
     Setting("DEDUP_SITE_BOILERPLATE", BOOL, True, doc=(
-        "learn each site's boilerplate from the crawl: every checked page files the lines of its extracted "
-        "text under its site (registered domain), and a line another page of the site showed too is that "
-        "site's. A candidate whose resemblance is too low is compared again without both sites' boilerplate "
-        "lines (a copy whose extraction carries another site's promo, bio or privacy text, or a print "
-        "version against a page with leftovers: `measure` `content`), and a page whose text is all its "
-        "site's boilerplate is kept on a match unless nearly identical (`dedup/guarded/boilerplate`). Kept "
-        "pages are also filed under their site and headline: a page of the same site under the same "
-        "headline whose text the kept page holds (0.9, counted exactly) is its print or mobile version at "
-        "any length (`measure` `headline`). Needs `DEDUP_STORE_TEXT` (the kept page's text); costs about "
-        "0.9 KB a kept page in the index and 0.4 ms a page (see Detection quality)")),
+        "learn each site's boilerplate from the crawl: every kept page files the lines of its extracted text "
+        "under its site (registered domain) until it leaves the index, and a line another kept page of the "
+        "site shows is that site's. A candidate whose resemblance is too low is compared again without both "
+        "sites' boilerplate lines, when either has some (a copy whose extraction carries another site's "
+        "promo, bio or privacy text: `measure` `content`; only the page's rest inside the kept page's "
+        "counts), and a page whose text is all lines two other kept pages of its site show is kept on a "
+        "match unless nearly identical (`dedup/guarded/boilerplate`). Kept pages are also filed under their "
+        "site and headline: a page of the same site under the same headline (no other kept page of the site "
+        "under it) whose words the kept page holds (`DEDUP_CONTAINMENT`, counted exactly) is its print or "
+        "mobile version at any length (`measure` `headline`). Needs `DEDUP_STORE_TEXT` (the kept page's "
+        "text); costs about 0.6 KB a kept page in the index and 0.4 ms a page (see Detection quality)")),
     Setting("DEDUP_SKETCH_PROBES", INT, 8, lo=0, hi=128, doc=(
         "smallest shingle hashes each page files in the index: candidates whose simhash moved more than k "
         "bits (0 = simhash tables only)")),
