@@ -8,10 +8,13 @@ Prints three tables:
 2. the index at N stored pages (synthetic fingerprints in near-duplicate clusters): simhash
    lookup and sketch-posting lookup p50/p99, lookups/s, inserts/s, disk and RSS per page, with
    numpy brute force and an in-memory sorted-array index as baselines;
-3. whole crawls of the same pages from a local server: Scrapy alone, trafilatura extraction
-   alone, dedup in the crawler thread, and with DEDUP_WORKERS=1 and 2 — pages/s, median of runs;
-   3b. the same with the server, the crawler and its workers all pinned to 1 core and 1 worker,
-   against 2 cores and 2 workers (--skip-one-core leaves it out).
+3. whole crawls of distinct real pages from a local server: Scrapy alone, trafilatura alone (in
+   the crawler's thread: the baseline, and in 2 worker processes), crawler-dedup in the crawler's
+   thread and with its defaults (DEDUP_WORKERS=auto) — pages/s and the ratio to trafilatura alone,
+   median of runs, on the machine's cores and with the server, the crawler and its workers all
+   pinned to 1 core (--skip-one-core leaves that out);
+   3c. the fast path: a crawl with 20% byte-identical copies against one whose copies are one
+   byte longer.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ sys.path.insert(0, ROOT)
 
 from crawler_dedup import DedupConfig, Deduplicator  # noqa: E402
 from crawler_dedup.core.extract import extract  # noqa: E402
+from crawler_dedup.core.fingerprint import body_digest  # noqa: E402
+from crawler_dedup.core.sitelines import lines_of  # noqa: E402
 from crawler_dedup.core.index import DocRecord, NearDupIndex  # noqa: E402
 from crawler_dedup.core.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
@@ -49,14 +54,25 @@ def pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def real_pages(limit: int) -> list[bytes]:
+def real_pages(limit: int, distinct: bool = False) -> list[bytes]:
+    """`limit` real pages: the article-extraction-benchmark's, repeated to fill; `distinct`: no
+    page twice (the readability and newspaper test pages added, up to what there is), so that no
+    crawl of them meets a byte-identical copy (which the fast path decides without extraction)."""
     files = sorted(glob.glob(os.path.join(DATA, "article-extraction-benchmark", "html", "*.html.gz")))
     pages = [gzip.open(f).read() for f in files]
+    if distinct:
+        more = sorted(glob.glob(os.path.join(DATA, "readability-test-pages", "test", "test-pages", "*", "source.html"))
+                      + glob.glob(os.path.join(DATA, "newspaper-testpages", "old-79553f6", "tests", "data", "html", "*.html")))
+        pages += [open(f, "rb").read() for f in more]
+        seen: set[bytes] = set()
+        pages = [p for p in pages if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
     if not pages:  # no shared data: the bundled demo pages
         from crawler_dedup.demo.site import _bundle
 
         root, manifest = _bundle()
         pages = [gzip.decompress((root / a["file"]).read_bytes()) for a in manifest["articles"]]
+    if distinct:
+        return pages[:limit]
     return (pages * (limit // len(pages) + 1))[:limit]
 
 
@@ -95,15 +111,17 @@ def _steps_one(pages: list[bytes], sync: bool, group: int) -> None:
         d.verifier = type("TimedVerifier", (), {"name": d.verifier.name, "keep": d.verifier.keep,
                                                 "score": _Timed(d.verifier.score, verified)})()
         d._decide = _Timed(d._decide, decided)
-        rows: dict[str, list[float]] = {k: [] for k in ("extract", "fingerprint", "lookup", "verify", "insert", "commit")}
-        waiting = []  # (pending, extract s, fingerprint s)
+        rows: dict[str, list[float]] = {k: [] for k in ("known", "extract", "fingerprint", "lookup", "verify", "insert",
+                                                           "commit")}
+        waiting = []  # (pending, extract s, fingerprint s, fast-path lookup s)
 
         def decide_group():
             looked[0] = verified[0] = decided[0] = 0.0
             t = time.perf_counter()
-            d.decide_many([p for p, _, _ in waiting])
+            d.decide_many([p for p, *_ in waiting])
             whole, n = time.perf_counter() - t, len(waiting)
-            for _, ext, fpr in waiting:
+            for _, ext, fpr, known in waiting:
+                rows["known"].append(known)
                 rows["extract"].append(ext)
                 rows["fingerprint"].append(fpr)
                 rows["lookup"].append(looked[0] / n)
@@ -113,6 +131,10 @@ def _steps_one(pages: list[bytes], sync: bool, group: int) -> None:
             waiting.clear()
 
         for i, html in enumerate(pages):
+            url = f"https://bench{i % 40}.example/{i}"  # 40 sites
+            tk = time.perf_counter()
+            body = body_digest(html + str(i).encode())  # (each page its own bytes: the fast path never hits here)
+            d.known(body)
             t0 = time.perf_counter()
             got = extract(html)
             t1 = time.perf_counter()
@@ -121,26 +143,31 @@ def _steps_one(pages: list[bytes], sync: bool, group: int) -> None:
             fp = d.fingerprint(got.text)
             if isinstance(fp, str):
                 continue
-            _, pending = d.prepare(f"https://bench/{i}", title=got.title, fingerprinted=fp)
+            fp.lines = lines_of(fp.text, url)  # (in a worker, with the fingerprint)
+            _, pending = d.prepare(url, title=got.title, fingerprinted=fp, body=body)
             t2 = time.perf_counter()
-            waiting.append((pending, t1 - t0, t2 - t1))
+            waiting.append((pending, t1 - t0, t2 - t1, t0 - tk))
             if len(waiting) == group:
                 decide_group()
         if waiting:
             decide_group()
         d.close()
-    after = [sum(vals) for vals in zip(*(rows[k] for k in ("fingerprint", "lookup", "verify", "insert", "commit")))]
+    after = [sum(vals) for vals in zip(*(rows[k] for k in ("known", "fingerprint", "lookup", "verify", "insert", "commit")))]
+    crawler = [sum(vals) for vals in zip(*(rows[k] for k in ("known", "lookup", "verify", "insert", "commit")))]
     label = "fsync per commit" if sync else "DEDUP_LMDB_SYNC=False"
     share = "a commit a page" if group == 1 else f"group commits of {group} pages, their time shared"
     print(f"\n1. per page, {len(rows['extract'])} real pages (a second pass over them is all duplicates); "
           f"{label}; {share}")
     print(f"{'step':<52} {'p50 ms':>8} {'p99 ms':>8}")
-    names = {"extract": "extract (trafilatura)", "fingerprint": "fingerprint (tokens, shingles, simhash, sketch)",
+    names = {"known": "fast path (bytes digest, bodies table)", "extract": "extract (trafilatura)",
+             "fingerprint": "fingerprint (tokens, shingles, simhash, sketch, lines)",
              "lookup": "lookup (digest, tables, sketch postings, records)", "verify": "verify (candidates scored)",
              "insert": "insert (kept pages; rest of the transaction)", "commit": "commit"}
     for key, name in names.items():
         print(f"{name:<52} {1000 * pct(rows[key], 0.5):>8.3f} {1000 * pct(rows[key], 0.99):>8.3f}")
-    print(f"{'everything after extraction':<52} {1000 * pct(after, 0.5):>8.3f} {1000 * pct(after, 0.99):>8.3f}")
+    print(f"{'everything but extraction':<52} {1000 * pct(after, 0.5):>8.3f} {1000 * pct(after, 0.99):>8.3f}")
+    print(f"{'in the crawler process, with workers (no fingerprint)':<52} {1000 * pct(crawler, 0.5):>8.3f} "
+          f"{1000 * pct(crawler, 0.99):>8.3f}")
 
 
 # -- 2. the index at size N -------------------------------------------------------------------
@@ -334,22 +361,13 @@ class ExtractOnly:
         return response
 
 
-def _extract_text(html: bytes) -> int:
-    got = extract(html)
-    return 0 if got is None else len(got.text)
-
-
 class ExtractInWorkers:
-    """Extraction alone in BENCH_WORKERS spawned processes, awaited like DEDUP_WORKERS does."""
+    """Extraction alone in BENCH_WORKERS worker processes, awaited as DEDUP_WORKERS does."""
 
     def __init__(self, workers: int):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from crawler_dedup.workers import WorkerPool
 
-        from crawler_dedup.batching import warm_worker as _warm_worker
-
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_warm_worker)
+        self.pool = WorkerPool(workers)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -365,7 +383,7 @@ class ExtractInWorkers:
         from crawler_dedup.batching import in_worker as _in_worker
 
         if isinstance(response, HtmlResponse):
-            await _in_worker(self.pool, _extract_text, response.text)  # as the dedup middleware sends it
+            await _in_worker(self.pool, extract, response.text)  # as the dedup middleware sends it
         return response
 
 
@@ -422,6 +440,8 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
     elif mode.startswith("extract-"):
         settings["DOWNLOADER_MIDDLEWARES"] = {"speed.ExtractInWorkers": 100}
         settings["BENCH_WORKERS"] = int(mode.split("-")[1])
+    elif mode == "defaults":  # the add-on with every setting at its default
+        settings.update({"ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": os.path.join(out, "idx")})
     elif mode.startswith("dedup"):
         workers = int(mode.split("-")[1]) if "-" in mode else 0
         settings.update({"ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": os.path.join(out, "idx"),
@@ -458,7 +478,8 @@ def crawl_once(mode: str, site: str, urls: str, out: str) -> None:
     commits = crawler.stats.get_value("dedup/commits") or 0
     checked = crawler.stats.get_value("dedup/checked") or 0
     print(json.dumps({"pages": len(done) - 1, "seconds": done[-1] - done[0], "done": len(done), **pinned,
-                      "per_commit": checked / commits if commits else None}))
+                      "per_commit": checked / commits if commits else None,
+                      "fast": crawler.stats.get_value("dedup/fast/same_bytes") or 0, "rss_mb": rss_mb()}))
 
 
 ONE_CORE = {min(os.sched_getaffinity(0))}  # the 1-core runs: the server, the crawler and its workers on one CPU
@@ -494,36 +515,33 @@ def _start_server(site: str, cpus):
     return proc, proc.stdout.readline().strip()
 
 
-def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
-    pages = real_pages(n_pages)
-    modes = ["scrapy", "extract", "dedup", "extract-1", "dedup-1", "extract-2", "dedup-2"]
-    plan = [(m, None) for m in modes] + ([(m, ONE_CORE) for m in ("scrapy", "extract-1", "dedup-1")] if one_core else [])
-    key = lambda mode, cpus: mode if cpus is None else f"{mode}@cpu0"  # noqa: E731
-    results = {key(m, c): [] for m, c in plan}
-    checked: dict[str, set] = {key(m, c): set() for m, c in plan}  # what the crawls saw pinned, mid-crawl
-    load = {key(m, c): [] for m, c in plan}  # cores used by other processes during each crawl
-    per_commit = {key(m, c): [] for m, c in plan}  # pages decided a group commit (dedup/checked / dedup/commits)
+def _crawls(sites: dict[str, list[bytes]], plan: list[tuple[str, str, object]], runs: int) -> dict:
+    """Run every (label, site, mode, cpus) of `plan` `runs` times, interleaved, each crawl in a
+    process of its own against a page server in another; {label: [results]}, and the load other
+    processes put on the machine meanwhile."""
+    results: dict[str, list[dict]] = {label: [] for label, *_ in plan}
+    load: dict[str, list[float]] = {label: [] for label, *_ in plan}
     servers = {}
-    before = _cpu_busy()
     with tempfile.TemporaryDirectory() as tmp:
-        site = os.path.join(tmp, "site")
-        os.makedirs(site)
-        for i, html in enumerate(pages):
-            with open(os.path.join(site, f"p{i}.html"), "wb") as fh:
-                fh.write(html)
         try:
-            # one server process on both cores, one started pinned to CPU 0: idle while the other serves
-            for cpus in {None if c is None else frozenset(c) for _, c in plan}:
-                server, base = _start_server(site, cpus)
-                urls = os.path.join(tmp, f"urls-{len(servers)}.txt")
-                with open(urls, "w") as fh:
-                    fh.writelines(f"{base}/p{i}.html\n" for i in range(len(pages)))
-                servers[cpus] = (server, urls)
+            for name, pages in sites.items():
+                site = os.path.join(tmp, name)
+                os.makedirs(site)
+                for i, html in enumerate(pages):
+                    with open(os.path.join(site, f"p{i}.html"), "wb") as fh:
+                        fh.write(html)
+                # a server on both cores, and one pinned to CPU 0 (idle while the other serves)
+                for cpus in (None, frozenset(ONE_CORE)):
+                    server, base = _start_server(site, cpus)
+                    urls = os.path.join(tmp, f"urls-{name}-{len(servers)}.txt")
+                    with open(urls, "w") as fh:
+                        fh.writelines(f"{base}/p{i}.html\n" for i in range(len(pages)))
+                    servers[(name, cpus)] = (server, urls, site)
             for _ in range(runs):
-                for mode, cpus in plan:
-                    server, urls = servers[None if cpus is None else frozenset(cpus)]
+                for label, name, mode, cpus in plan:
+                    server, urls, site = servers[(name, None if cpus is None else frozenset(cpus))]
                     out = tempfile.mkdtemp(dir=tmp)
-                    pids = [s.pid for s, _ in servers.values()]
+                    pids = [sv.pid for sv, _, _ in servers.values()]
                     start = _cpu_busy(*pids)
                     proc = subprocess.run([sys.executable, __file__, "--crawl-one", mode, site, urls, out],
                                           capture_output=True, text=True, cwd=HERE, timeout=900, preexec_fn=_pin(cpus),
@@ -532,67 +550,87 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
                         print(proc.stderr[-2000:], file=sys.stderr)
                         continue
                     wall, busy, own = (b - a for a, b in zip(start, _cpu_busy(*pids)))
-                    load[key(mode, cpus)].append(max(0.0, busy - own) / wall)
-                    got = json.loads(proc.stdout.strip().splitlines()[-1])
-                    results[key(mode, cpus)].append(got["pages"] / got["seconds"])
-                    if got.get("per_commit"):
-                        per_commit[key(mode, cpus)].append(got["per_commit"])
-                    if "crawler" in got:
-                        c, sv = got["crawler"], got["server"]
-                        checked[key(mode, cpus)].add((c["procs"], ",".join(c["cpus"]), ",".join(sv["cpus"])))
+                    load[label].append(max(0.0, busy - own) / wall)
+                    # own: CPU seconds of the crawl, its workers (waited for) and the servers
+                    results[label].append({**json.loads(proc.stdout.strip().splitlines()[-1]), "cpu": own})
         finally:
-            for server, _ in servers.values():
+            for server, _, _ in servers.values():
                 server.stdin.close()
                 try:
                     server.wait(10)
                 except subprocess.TimeoutExpired:
                     server.kill()
                     server.wait()
-    wall, busy, own = (b - a for a, b in zip(before, _cpu_busy()))
-    others = max(0.0, busy - own)  # other processes on this machine (and the kernel) while these crawls ran
-    med = {m: statistics.median(v) if v else float("nan") for m, v in results.items()}
-    print(f"\n3. whole crawls of {len(pages)} real pages from 127.0.0.1 (server in another process), "
-          f"{CORES} cores, median of {runs} runs")
-    print(f"{'where extraction runs':<34} {'Scrapy alone':>12} {'extraction alone':>17} {'dedup':>8} "
-          f"{'dedup / extraction':>19} {'dedup vs 1 worker':>18}")
-    print(f"{'(nothing)':<34} {med['scrapy']:>12.1f}")
-    for label, ext, ded in (("the crawler's thread", "extract", "dedup"), ("DEDUP_WORKERS=1", "extract-1", "dedup-1"),
-                            ("DEDUP_WORKERS=2", "extract-2", "dedup-2")):
-        print(f"{label:<34} {'':>12} {med[ext]:>17.1f} {med[ded]:>8.1f} {med[ded] / med[ext]:>18.2f}x "
-              f"{med[ded] / med['dedup-1']:>17.2f}x")
-    print("pages/s. extraction alone: the same crawl running trafilatura on each page and nothing else, in the "
-          "crawler's thread or in the same number of spawned worker processes. All on the same "
-          f"{CORES} cores: 'vs 1 worker' is 2 workers against 1 with the crawler and the server sharing the cores")
-    print(f"while these crawls ran ({wall:.0f} s), other processes used {others:.0f} CPU seconds "
-          f"({others / wall:.2f} of a core on average){': the timings are disturbed' if others / wall > 0.1 else ''}")
-    from crawler_dedup import defaults
+    return {"results": results, "load": load}
 
-    print(f"pages a group commit (DEDUP_COMMIT_DELAY={defaults.DEDUP_COMMIT_DELAY}), median: "
-          + ", ".join(f"{m} {statistics.median(v):.2f}" for m, v in per_commit.items() if v))
-    if not one_core:
-        return
-    print(f"\n3b. 1 core against {CORES} cores: the same crawls, median of {runs} runs")
-    print(f"{'':<44} {'1 core':>8} {f'{CORES} cores':>8} {f'{CORES} cores / 1 core':>17} "
-          f"{'other load 1 / 2':>17}")
-    busy = {m: statistics.median(v) if v else float("nan") for m, v in load.items()}
-    for label, one, two in (("Scrapy alone", "scrapy@cpu0", "scrapy"),
-                            ("extraction alone, 1 worker / 2 workers", "extract-1@cpu0", "extract-2"),
-                            ("dedup, DEDUP_WORKERS=1 / DEDUP_WORKERS=2", "dedup-1@cpu0", "dedup-2")):
-        print(f"{label:<44} {med[one]:>8.1f} {med[two]:>8.1f} {med[two] / med[one]:>16.2f}x "
-              f"{f'{busy[one]:.2f} / {busy[two]:.2f}':>17}")
-    seen = "; ".join(f"{k}: " + (", ".join(f"{p} crawler processes on CPU {c}, server on CPU {s}" for p, c, s in sorted(v))
-                                 or "not seen")
-                     for k, v in checked.items() if k.endswith("@cpu0"))
-    print("pages/s. 1 core: the page server process, the crawler process and the worker processes it spawns "
-          f"(and every thread of them) pinned to CPU {min(ONE_CORE)} with sched_setaffinity before they exec (children inherit "
-          f"it); {CORES} cores: the rows of table 3, nothing pinned. Seen a quarter into each pinned crawl "
-          f"(crawler processes = the crawler, its workers and multiprocessing's resource tracker): {seen or 'nothing'}. "
-          "other load: cores used by other processes during those crawls (median); another process lowers the "
-          f"{CORES}-core rate more than the 1-core one (it can take the core the pinned crawl does not use), "
-          "so a disturbed ratio is too low")
-    wrong = [k for k, v in checked.items() if k.endswith("@cpu0") and (not v or any(c != str(min(ONE_CORE)) or s != str(min(ONE_CORE)) for _, c, s in v))]
-    if wrong:
-        print(f"WARNING: not everything was on CPU {min(ONE_CORE)} in {', '.join(wrong)}")
+
+def _rate(got: list[dict]) -> float:
+    return statistics.median(r["pages"] / r["seconds"] for r in got) if got else float("nan")
+
+
+def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
+    """3. Crawls of distinct real pages: the defaults against trafilatura alone over the same
+    pages (in the crawler's thread: one process), on the machine's cores and on one core."""
+    pages = real_pages(n_pages, distinct=True)
+    plan = [("scrapy", "pages", "scrapy", None), ("extract", "pages", "extract", None),
+            ("extract-2", "pages", "extract-2", None), ("dedup-0", "pages", "dedup-0", None),
+            ("defaults", "pages", "defaults", None)]
+    if one_core:
+        plan += [("scrapy@1", "pages", "scrapy", ONE_CORE), ("extract@1", "pages", "extract", ONE_CORE),
+                 ("dedup-0@1", "pages", "dedup-0", ONE_CORE), ("defaults@1", "pages", "defaults", ONE_CORE)]
+    got = _crawls({"pages": pages}, plan, runs)
+    rate = {label: _rate(v) for label, v in got["results"].items()}
+    busy = {label: statistics.median(v) if v else float("nan") for label, v in got["load"].items()}
+    from crawler_dedup.workers import usable_cores
+
+    print(f"\n3. whole crawls of {len(pages)} distinct real pages from 127.0.0.1 (server in another process), "
+          f"median of {runs} runs; pages/s, and the ratio to trafilatura alone over the same pages in the crawler "
+          "(one process) on the same cores")
+    print(f"{'':<52} {f'{CORES} cores':>9} {'ratio':>7}" + (f" {'1 core':>9} {'ratio':>7}" if one_core else ""))
+    rows = (("Scrapy alone (no extraction)", "scrapy"), ("trafilatura alone, in the crawler's thread", "extract"),
+            ("trafilatura alone, in 2 worker processes", "extract-2"),
+            ("crawler-dedup, DEDUP_WORKERS=0 (in the crawler's thread)", "dedup-0"),
+            (f"crawler-dedup, defaults (DEDUP_WORKERS=auto: {usable_cores()} here, 1 on 1 core)", "defaults"))
+    for title, label in rows:
+        line = f"{title:<52} {rate[label]:>9.1f} {rate[label] / rate['extract']:>6.2f}x"
+        if one_core and f"{label}@1" in rate:
+            line += f" {rate[label + '@1']:>9.1f} {rate[label + '@1'] / rate['extract@1']:>6.2f}x"
+        print(line)
+    peak = {label: max((r.get("rss_mb", 0) for r in v), default=0) for label, v in got["results"].items()}
+    print(f"crawler RSS peak (MB): extraction alone {peak['extract']:.0f}, defaults {peak['defaults']:.0f}; "
+          "other load (cores used by other processes during the crawls, median): "
+          + ", ".join(f"{k} {busy[k]:.2f}" for k in ("extract", "defaults") + (("extract@1", "defaults@1") if one_core else ())))
+    if one_core:
+        cpus = "; ".join(f"{k}: {sorted(set((r['crawler']['procs'], ','.join(r['crawler']['cpus'])) for r in v if 'crawler' in r))}"
+                         for k, v in got["results"].items() if k.endswith("@1"))
+        print(f"1 core: the server, the crawler and its workers pinned to CPU {min(ONE_CORE)} before they exec "
+              f"(seen a quarter into each crawl: processes, CPUs) {cpus}")
+
+
+def fastpath_table(n_pages: int, runs: int, share: float = 0.2) -> None:
+    """3c. A crawl where `share` of the pages are byte-identical copies of earlier pages at other
+    URLs (tracking parameters, session ids), against the same crawl with each copy one byte
+    longer (the same decisions, every page extracted): the fast path's share of pages and the
+    time it saves."""
+    distinct = real_pages(int(n_pages * (1 - share)), distinct=True)
+    copies = int(len(distinct) * share / (1 - share))
+    same = distinct + [distinct[i * len(distinct) // copies] for i in range(copies)]
+    near = distinct + [distinct[i * len(distinct) // copies] + b"\n" for i in range(copies)]
+    plan = [("same", "same", "defaults", None), ("near", "near", "defaults", None)]
+    got = _crawls({"same": same, "near": near}, plan, runs)
+    rate = {label: _rate(v) for label, v in got["results"].items()}
+    fast = statistics.median(r["fast"] for r in got["results"]["same"]) if got["results"]["same"] else 0
+    secs = {label: statistics.median(r["seconds"] for r in v) if v else float("nan") for label, v in got["results"].items()}
+    cpu = {label: statistics.median(r["cpu"] for r in v) if v else float("nan") for label, v in got["results"].items()}
+    print(f"\n3c. the fast path: {len(same)} pages, {copies} of them ({copies / len(same):.0%}) byte-identical copies "
+          f"of others at other URLs; defaults, {CORES} cores, median of {runs} runs")
+    print(f"{'':<46} {'pages/s':>8} {'seconds':>8} {'CPU s':>7} {'decided without extraction':>27}")
+    print(f"{'copies byte-identical (the fast path)':<46} {rate['same']:>8.1f} {secs['same']:>8.1f} {cpu['same']:>7.1f} "
+          f"{fast:>20.0f} ({fast / len(same):.0%})")
+    print(f"{'copies one byte longer (every page extracted)':<46} {rate['near']:>8.1f} {secs['near']:>8.1f} "
+          f"{cpu['near']:>7.1f} {0:>20}")
+    print(f"saved by the fast path: {1 - secs['same'] / secs['near']:.0%} of the crawl's time, "
+          f"{1 - cpu['same'] / cpu['near']:.0%} of the CPU it used (crawler, workers, page server; start-up included)")
 
 
 def main(argv=None):
@@ -602,6 +640,8 @@ def main(argv=None):
     ap.add_argument("--crawl-pages", type=int, default=300)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-crawl", action="store_true")
+    ap.add_argument("--fastpath-pages", type=int, default=600, help="pages of table 3c, a fifth of them copies")
+    ap.add_argument("--fastpath-only", action="store_true", help="of the crawls, table 3c only")
     ap.add_argument("--skip-one-core", action="store_true",
                     help="no table 3b (the crawls again with everything pinned to CPU 0)")
     ap.add_argument("--blocks", type=int, metavar="R", help="force a plan of R blocks (C(R,3) tables) instead of the chosen one")
@@ -632,7 +672,9 @@ def main(argv=None):
         if not args.blocks and not args.skip_window:
             window_table()
     if not args.skip_crawl:
-        crawl_table(args.crawl_pages, args.runs, not args.skip_one_core)
+        if not args.fastpath_only:
+            crawl_table(args.crawl_pages, args.runs, not args.skip_one_core)
+        fastpath_table(args.fastpath_pages, args.runs)
     return 0
 
 

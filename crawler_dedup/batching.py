@@ -73,20 +73,9 @@ class GroupCommit:
             logger.error(message + " (further such errors are only counted)", *args)
 
 
-def start_workers(count: int):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn: a fresh interpreter, never a fork of the crawler and its open index
-    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"), initializer=warm_worker)
-
-
-def warm_worker() -> None:
-    import trafilatura  # noqa: F401  (the import takes a second: pay it before the first page)
-
-
 def in_worker(pool, fn, *args):
-    """Await a worker's result from Scrapy code on any Twisted reactor."""
+    """Await a worker's result (workers.WorkerPool, or any executor's submit) from Scrapy code on
+    any Twisted reactor."""
     from scrapy.utils.defer import maybe_deferred_to_future
     from twisted.internet import defer
     from twisted.internet import reactor as _reactor

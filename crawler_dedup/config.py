@@ -132,9 +132,18 @@ def _dotted(name: str, value: Any, choices: tuple[str, ...], what: str) -> str:
     return chosen
 
 
+def _workers(name: str, value: Any) -> int | str:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _int(name, value, 0, 64)
+    except ConfigError:
+        raise ConfigError(name, value, "auto (one a core) or an integer from 0 to 64") from None
+
+
 # what a setting's value may be; each has one check above
-BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT = (
-    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text")
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT, WORKERS = (
+    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text", "workers")
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,7 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     TEXT: lambda s, v: _text(s.name, v),
     BACKEND: lambda s, v: _dotted(s.name, v, s.choices, "store"),
     VERIFIER: lambda s, v: _dotted(s.name, v, s.choices, "Verifier"),
+    WORKERS: lambda s, v: _workers(s.name, v),
 }
 
 # In the README table's order: ENABLED first, the rest alphabetical.
@@ -323,11 +333,11 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds a kept page can be matched (0 = forever, seed 004 uses a day: `86400`); older pages stop "
         "matching at once and leave the index a few at a time as new pages come, so its size stays flat "
         "on a steady stream; on Redis a page's keys also expire at twice the window")),
-    Setting("DEDUP_WORKERS", INT, 0, lo=0, hi=64, doc=(
-        "worker processes for extraction and fingerprinting: the crawler keeps downloading while "
-        "trafilatura runs, and only the lookup and insert stay in the crawler (see [Speed](#speed)); in a "
-        'script that runs `CrawlerProcess`, keep the crawl under `if __name__ == "__main__":`, as the '
-        "workers are started fresh and import it")),
+    Setting("DEDUP_WORKERS", WORKERS, "auto", doc=(
+        "worker processes for extraction and fingerprinting (`python -m crawler_dedup.worker`, fed over "
+        "pipes; they import nothing of the crawl's script): the crawler keeps downloading while "
+        "trafilatura runs, and only the lookup and insert stay in the crawler; `auto`: one a core the "
+        "crawl may use; `0`: extraction in the crawler's thread (see [Speed](#speed))")),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 # as DedupConfig holds them (a tuple for DEDUP_ALLOW); checking them also checks the declarations
@@ -399,7 +409,7 @@ class DedupConfig:
     verifier: str = _DEFAULTS["verifier"]
     weighting: str = _DEFAULTS["weighting"]
     window: int = _DEFAULTS["window"]
-    workers: int = _DEFAULTS["workers"]
+    workers: int | str = _DEFAULTS["workers"]
     extra: dict = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -419,6 +429,14 @@ class DedupConfig:
             raw[s.attr] = s.default if value is None else value
         raw.update(overrides)
         return cls._checked(raw)
+
+    def worker_count(self) -> int:
+        """DEDUP_WORKERS as a number: `auto` is one worker a core this process may use."""
+        if self.workers == "auto":
+            from .workers import usable_cores
+
+            return usable_cores()
+        return int(self.workers)
 
     @classmethod
     def _checked(cls, raw: dict[str, Any]) -> "DedupConfig":

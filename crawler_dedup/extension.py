@@ -19,14 +19,16 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
 
 from . import opening
-from .batching import GroupCommit, in_worker, start_workers
+from .batching import GroupCommit, in_worker
 from .config import DedupConfig
 from .core.dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .core.fingerprint import body_digest
 from .core.extract import canonical_link
 from .core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Step
 from .droplog import DropLog, make_record, superseded_record
 from .exceptions import ConfigError, DedupError
 from .signals import page_superseded
+from .workers import WorkerPool
 
 logger = logging.getLogger("crawler_dedup")
 
@@ -69,7 +71,7 @@ class DedupExtension:
             logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup: Deduplicator | None = None
         self.droplog: DropLog | None = None
-        self.pool = None  # worker processes for extraction (DEDUP_WORKERS)
+        self.pool: WorkerPool | None = None  # worker processes for extraction (DEDUP_WORKERS)
         self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, Stage.RESPONSE), self.config.commit_batch,
                                    self.config.commit_delay, self._downloads)
         self._recent: OrderedDict[str, str] = OrderedDict()
@@ -131,8 +133,13 @@ class DedupExtension:
                          self.config.dir, exc)
             self.stats.inc_value("dedup/errors/open")
             return
-        if self.config.workers:
-            self.pool = start_workers(self.config.workers)
+        workers = self.config.worker_count()
+        if workers:
+            try:
+                self.pool = WorkerPool(workers)
+            except OSError as exc:  # (no processes to be had): extraction in the crawler's thread
+                logger.warning("crawler-dedup could not start %d worker processes (%s): extraction runs in the "
+                               "crawler's thread", workers, exc)
         if self.config.logstats_interval:
             from scrapy.utils.asyncio import create_looping_call
 
@@ -185,6 +192,8 @@ class DedupExtension:
             self.config.droplog,
         )
         if self.pool is not None:
+            if self.pool.restarts:
+                self.stats.set_value("dedup/workers/restarted", self.pool.restarts)
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
         if self.droplog is not None:
@@ -222,22 +231,33 @@ class DedupExtension:
             self._count_commits(commits)
         return self.finish(verdict, stage, item)
 
-    async def check_response(self, url: str, html, never_drop: bool = False) -> Verdict:
-        """Check a downloaded page. With DEDUP_WORKERS, extraction (the costly step) runs in a
-        worker process while the reactor goes on downloading. Lookup and insert stay here, in
-        the crawler's thread, so pages are decided in order, each seeing the ones before it."""
+    async def check_response(self, url: str, html, never_drop: bool = False, body: bytes | None = None) -> Verdict:
+        """Check a downloaded page. Its bytes seen before (a kept page's response): decided from
+        what that page stored, without extraction (Deduplicator.known). Else, with workers,
+        extraction (the costly step) runs in a worker process while the reactor goes on
+        downloading. Lookup and insert stay here, in the crawler's thread, so pages are decided
+        in order, each seeing the ones before it."""
+        digest = None
+        if body and self.dedup is not None and not self.dedup.allowed(url) and len(body) <= self.config.max_bytes:
+            digest = body_digest(body)
+            known = self.dedup.known(digest)
+            if known is not None:
+                self.stats.inc_value("dedup/fast/same_bytes")
+                return await self._decided(url, never_drop, html=html, title=known.title, fingerprinted=known,
+                                           body=digest)
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
-            return await self._decided(url, never_drop, html=html)
+            return await self._decided(url, never_drop, html=html, body=digest)
         canonical = canonical_link(html, url) if self.config.canonical else None
         try:
             kind, value, title = await in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = Step.ERROR, exc, None
         if kind == Step.TEXT:
-            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical)
+            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical, body=digest)
         if kind == Step.FINGERPRINT:
-            return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical)
+            return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical,
+                                       body=digest)
         verdict = Verdict(url=url)
         if kind == Step.SKIPPED:
             verdict = verdict.but(skipped=Skip(value))

@@ -45,7 +45,8 @@ class DedupMiddleware:
         except (UnicodeError, LookupError):
             rt.skip(response.url, Skip.UNDECODABLE)
             return response
-        verdict = await rt.check_response(response.url, html, never_drop=bool(request.meta.get("dedup_never_drop")))
+        verdict = await rt.check_response(response.url, html, never_drop=bool(request.meta.get("dedup_never_drop")),
+                                          body=response.body)
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.revisit:
             request.meta["dedup_revisit"] = verdict.revisit

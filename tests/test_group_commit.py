@@ -185,7 +185,8 @@ def _runtime(tmp_path):
 
     from crawler_dedup.extension import DedupExtension
 
-    crawler = get_crawler(settings_dict={"DEDUP_DIR": str(tmp_path / "idx"), "DEDUP_LOGSTATS_INTERVAL": 0})
+    crawler = get_crawler(settings_dict={"DEDUP_DIR": str(tmp_path / "idx"), "DEDUP_LOGSTATS_INTERVAL": 0,
+                                         "DEDUP_WORKERS": 0})  # (no reactor runs here to hear back from a worker)
     ext = DedupExtension.of(crawler)
     ext.spider_opened(None)
     return crawler, ext

@@ -114,7 +114,9 @@ def test_superseded_signal_comes_after_the_earlier_pages_item_in_one_crawl(tmp_p
         proc = subprocess.run(
             [sys.executable, "-m", "scrapy", "runspider", spider, "-a", f"urls={urls}", "-a", f"signals={events}",
              "-a", "items=1", "-s", f"DEDUP_DIR={tmp_path / f'idx{attempt}'}", "-s", "CONCURRENT_REQUESTS=8",
-             "-s", "DEDUP_COMMIT_DELAY=0.5", "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}"],
+             # (no workers: pages reach the group commit in the order they arrive)
+             "-s", "DEDUP_COMMIT_DELAY=0.5", "-s", "DEDUP_WORKERS=0",
+             "-s", "ADDONS={\"crawler_dedup.addon.DedupAddon\": 0}"],
             cwd=ROOT, capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-3000:]
         seen = [e.get("item") or ("superseded", e["url"]) for e in items(events)]

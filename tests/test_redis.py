@@ -140,7 +140,8 @@ def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(r
     server = _start_redis(port, tmp_path)
     crawler = get_crawler(settings_dict={
         "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_BACKEND": "redis", "DEDUP_DIR": str(tmp_path / "d"),
-        "DEDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0", "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1})
+        "DEDUP_REDIS_URL": f"redis://127.0.0.1:{port}/0", "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1,
+        "DEDUP_WORKERS": 0})  # (no reactor runs here to hear back from a worker)
     ext = DedupExtension.of(crawler)
     ext.spider_opened(None)
     mw = DedupMiddleware.from_crawler(crawler)

@@ -23,7 +23,7 @@ from crawler_dedup.exceptions import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "settings_table.py"
 ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str", "url": "str", "text": "str",
-              "path": "str | None", "regexes": "tuple"}
+              "path": "str | None", "regexes": "tuple", "workers": "int | str"}
 
 
 def _script():
@@ -95,7 +95,8 @@ def test_the_table_needs_its_markers():
     ("DEDUP_SHINGLE", 17, "DEDUP_SHINGLE=17 is not allowed: an integer from 1 to 16"),
     ("DEDUP_VERIFIER", "lcs", "DEDUP_VERIFIER='lcs' is not allowed: one of resemblance, qgram, swlr or a dotted path to a Verifier class"),
     ("DEDUP_WINDOW", -1, "DEDUP_WINDOW=-1 is not allowed: an integer >= 0"),
-    ("DEDUP_WORKERS", 65, "DEDUP_WORKERS=65 is not allowed: an integer from 0 to 64"),
+    ("DEDUP_WORKERS", 65, "DEDUP_WORKERS=65 is not allowed: auto (one a core) or an integer from 0 to 64"),
+    ("DEDUP_WORKERS", "many", "DEDUP_WORKERS='many' is not allowed: auto (one a core) or an integer from 0 to 64"),
     ("DEDUP_TRESHOLD", 0.9, "DEDUP_TRESHOLD=0.9 is not allowed: a known setting: did you mean DEDUP_THRESHOLD?"),
     ("DEDUP_XYZZY_QQ", 1, "DEDUP_XYZZY_QQ=1 is not allowed: a known setting (see the README's settings table)"),
 ])

@@ -30,6 +30,7 @@ def shell(tmp_path):
     crawler = get_crawler(settings_dict={
         "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": str(tmp_path / "idx"),
         "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1,
+        "DEDUP_WORKERS": 0,  # (no reactor runs here to hear back from a worker)
     })
     ext = DedupExtension.of(crawler)
     ext.spider_opened(None)

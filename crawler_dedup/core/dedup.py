@@ -11,6 +11,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..config import DedupConfig
 from ..exceptions import DedupError, StoreError
 from ..stores import make_store
@@ -33,6 +35,7 @@ from .fingerprint import (
     fp_hex,
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
+from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .sitelines import SitePage
 from .tables import choose_plan
@@ -72,6 +75,11 @@ class Deduplicator:
         # the plugins with state to load, undo and save (none by default)
         self.plugins: list[Plugin] = [p for p in (self.features, self.conceptual) if not p.pure]
         self.pure = is_pure(self.config)
+        # what the verifier keeps per page: a kept page without it cannot stand in for a page (known())
+        try:
+            self._verifier_keys: set[str] | None = set(self.verifier.keep(["a", "b", "c"], np.arange(1, dtype=np.uint64)))
+        except Exception:  # a Verifier of one's own that wants real pages: no fast path
+            self._verifier_keys = None
         self.commits = 0  # write transactions that decided pages and committed
         self.index: NearDupIndex | None = None
         self.run = 0
@@ -118,6 +126,30 @@ class Deduplicator:
         """Steps 2-4, or why the text is not checked (Skip.TOO_SHORT, Skip.NOTICE)."""
         return fingerprint(text, self.config, self.features, self.verifier, self.conceptual)
 
+    def known(self, body: bytes) -> Fingerprinted | None:
+        """The fast path: a kept page whose response had these very bytes (fingerprint.body_digest)
+        gives this one's steps 1-4 without extraction: the same bytes extract to the same text,
+        so what it stored (fingerprint, sketch, digest, text) is this page's, and the decision
+        that follows is the one extraction would give. Only where fingerprints depend on the text
+        alone and the kept text is stored; None when not known (or on any doubt)."""
+        if self.index is None or not self.pure or not self.config.store_text or self._verifier_keys is None:
+            return None
+        index = self.index
+        try:
+            doc = index.read(lambda txn: (lambda doc_id: None if doc_id is None else index.doc(txn, doc_id))(
+                txn.body_get(body)))
+        except (DedupError, OSError):
+            return None
+        if doc is None or doc.extras.get(Extra.BODY) != body or Extra.DIGEST not in doc.extras:
+            return None
+        text = doc.text
+        extras = {k: v for k, v in doc.extras.items() if k not in RECORD_EXTRAS}
+        if text is None or not self._verifier_keys <= set(extras):  # (kept under another DEDUP_VERIFIER)
+            return None
+        return Fingerprinted(text=text, title=doc.title, tokens=doc.tokens, fingerprint=doc.fingerprint,
+                             sketch=doc.sketch, digest=doc.extras[Extra.DIGEST], shingles=doc.shingles,
+                             extras=extras, body=body)
+
     def allowed(self, url: str) -> bool:
         return any(p.search(url) for p in self.config.allow)
 
@@ -125,22 +157,25 @@ class Deduplicator:
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
               stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
               fingerprinted: Fingerprinted | Skip | None = None, never_drop: bool = False,
-              canonical: str | None = None) -> Verdict:
+              canonical: str | None = None, body: bytes | None = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
         `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
         clock), for DEDUP_WINDOW and the record. `fingerprinted`: steps 1-4 already done by
         extract_and_fingerprint (in a worker), with the same settings. `never_drop`: a page that
         must be kept (a start page the crawl follows links from) is still indexed when new, so
         its copies are caught; when it matches, it is kept and skipped as `never_drop`.
-        `canonical`: the page's rel=canonical URL (found in `html` when not given)."""
+        `canonical`: the page's rel=canonical URL (found in `html` when not given). `body`: the
+        digest of the response's bytes (fingerprint.body_digest), filed when the page is kept."""
         verdict, pending = self.prepare(url, html, text, stage=stage, title=title, now=now,
-                                        fingerprinted=fingerprinted, never_drop=never_drop, canonical=canonical)
+                                        fingerprinted=fingerprinted, never_drop=never_drop, canonical=canonical,
+                                        body=body)
         return verdict if pending is None else self.decide_many([pending])[0]
 
     def prepare(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
                 stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
                 fingerprinted: Fingerprinted | Skip | None = None,
-                never_drop: bool = False, canonical: str | None = None) -> tuple[Verdict, Pending | None]:
+                never_drop: bool = False, canonical: str | None = None,
+                body: bytes | None = None) -> tuple[Verdict, Pending | None]:
         """Steps 1-4 of check(), without the index: (the final verdict, None) for a page kept
         without a lookup (allowed, skipped, failed), else (verdict, what decide_many takes)."""
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop,
@@ -158,6 +193,8 @@ class Deduplicator:
                     return verdict, None
             if isinstance(fp, str):  # a Skip
                 return verdict.but(skipped=Skip(fp)), None
+            if body is not None:
+                fp.body = body
             if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
                 fp.template = template_keys(html, fp.text)  # (a worker found them already)
             excerpt = " ".join(fp.text[:600].split())  # a prefix of the whole text's join
@@ -206,7 +243,8 @@ class Deduplicator:
                 fp = self.fingerprint(page.fp.text) if again else page.fp
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
                     fp = page.fp
-                fp.template = page.fp.template  # (from the page's markup, which is not here)
+                # (what came from the page's markup and bytes, which are not here)
+                fp.template, fp.body, fp.lines = page.fp.template, page.fp.body, page.fp.lines
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now))
             return out
 
@@ -247,7 +285,7 @@ class Deduplicator:
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction; a kept page
         also files its lines and headline under its site (sitelines.py)."""
-        site = (SitePage.of(verdict.url, fp.text, verdict.title)
+        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines)
                 if self.config.site_boilerplate and self.config.store_text else None)
         return self._decide_page(txn, verdict, fp, stage, now, site)
 
@@ -325,7 +363,7 @@ class Deduplicator:
             index.remove(txn, doc_id)
         doc_id = index.add(txn, self._record(verdict, fp, stage, now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
-                           site_keys=site.keys if site is not None else None)
+                           site_keys=site.keys if site is not None else None, body=fp.body)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         if cutoff is not None and not getattr(index.store, "expire_apart", False):

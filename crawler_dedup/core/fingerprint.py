@@ -7,10 +7,12 @@ pages, their state), so they also run in worker processes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .boilerplate import template_keys
+from .sitelines import lines_of
 from .extract import extract
 from .features import content_hash, shingles
 from .guards import looks_like_notice
@@ -35,6 +37,8 @@ class Fingerprinted:
     df_keys: np.ndarray | None = None  # what a kept page adds to the document frequencies
     terms: tuple | None = None  # (bucket ids, log tf) for the LSI model
     template: np.ndarray | None = None  # keys of the lines shown outside the text (boilerplate.py)
+    body: bytes | None = None  # the digest of the response's bytes (filed with a kept page)
+    lines: Any = None  # its lines under its site (sitelines.Lines), when a worker found them
 
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
@@ -90,9 +94,18 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
         fp = fingerprint(str(value), config, features, make_verifier(config.verifier))
         if isinstance(fp, Fingerprinted) and config.boilerplate:
             fp.template = template_keys(html, fp.text)
+        if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:
+            fp.lines = lines_of(fp.text, url)  # (the crawler's thread keeps only the lookup)
         return Step.FINGERPRINT, fp, title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title
+
+
+def body_digest(raw: bytes | bytearray | memoryview) -> bytes:
+    """The fast path's key: 16 bytes of xxh3-128 of a response's bytes (about 10 us for 100 KB)."""
+    import xxhash
+
+    return xxhash.xxh3_128_digest(raw)
 
 
 def fp_hex(fp: int | None) -> str | None:

@@ -214,12 +214,14 @@ class NearDupIndex:
         return None if doc_id is None else self.doc(txn, doc_id)
 
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True,
-            template: np.ndarray | None = None, site_keys: list[bytes] | None = None) -> int:
+            template: np.ndarray | None = None, site_keys: list[bytes] | None = None,
+            body: bytes | None = None) -> int:
         """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match);
         `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
         known when the page is removed); `site_keys`: its lines' keys under its site, filed with
-        its headline (sitelines.py; they leave with the page)."""
+        its headline (sitelines.py; they leave with the page); `body`: the digest of its response's
+        bytes (Deduplicator.known)."""
         doc_id = txn.next_doc_id()
         record.doc_id = doc_id
         record.time = record.time or time.time()
@@ -227,6 +229,8 @@ class NearDupIndex:
         record.extras = {**record.extras, Extra.PROBES: bytes([min(probes, 255)])}
         if digest is not None:
             record.extras[Extra.DIGEST] = bytes(digest)
+        if body is not None:
+            record.extras[Extra.BODY] = bytes(body)
         digest = digest if exact else None
         txn.doc_put(doc_id, record.encode())
         if record.url:  # the URL's latest kept page (an item without a URL has no entry)
@@ -235,6 +239,8 @@ class NearDupIndex:
         txn.fp_add(record.fingerprint, doc_id)
         if digest is not None:
             txn.exact_put(digest, doc_id)
+        if body is not None:
+            txn.body_put(body, doc_id)
         for table, key in enumerate(self.plan.keys(record.fingerprint)):
             txn.bucket_add(table, key, record.fingerprint)
         txn.postings_add(_keys8(record.sketch[:probes]), doc_id, POSTING_LIMIT)
@@ -268,6 +274,9 @@ class NearDupIndex:
         digest = doc.extras.get(Extra.DIGEST)
         if digest is not None and txn.exact_get(digest) == doc_id:
             txn.exact_delete(digest)
+        body = doc.extras.get(Extra.BODY)
+        if body is not None and txn.body_get(body) == doc_id:
+            txn.body_delete(body)
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
         for value in doc.sketch[:probes].tolist():
             txn.posting_remove(u64(value), doc_id)

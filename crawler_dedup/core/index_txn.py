@@ -13,11 +13,12 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # (seconds -> doc ids, for the time window); tpl (a line kept pages showed outside their text ->
 # the first of those pages: boilerplate.py); site (a line of extracted text under its site -> the
 # kept pages that show it (their URLs' keys), a few: sitelines.py); titles (a site and headline -> the kept pages under
-# it, two at most: sitelines.py); t000.. one per Manku permutation (permuted prefix ->
+# it, two at most: sitelines.py); bodies (digest of a kept page's response bytes -> its doc id: the
+# same bytes again are decided without extraction); t000.. one per Manku permutation (permuted prefix ->
 # the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
           "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI,
-          "site": MULTI, "titles": MULTI}
+          "site": MULTI, "titles": MULTI, "bodies": SINGLE}
 
 
 def table_name(t: int) -> str:
@@ -132,6 +133,16 @@ class IndexTxn:
 
     def fp_remove(self, fp: int, doc_id: int) -> None:
         self.raw.remove("fps", u64(fp), u64(doc_id))
+
+    def body_get(self, digest: bytes) -> int | None:
+        value = self.raw.get("bodies", bytes(digest))
+        return None if value is None else from_u64(value)
+
+    def body_put(self, digest: bytes, doc_id: int) -> None:
+        self.raw.put("bodies", bytes(digest), u64(doc_id))
+
+    def body_delete(self, digest: bytes) -> None:
+        self.raw.delete("bodies", bytes(digest))
 
     def exact_get(self, digest: bytes) -> int | None:
         value = self.raw.get("exact", bytes(digest))

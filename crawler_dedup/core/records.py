@@ -27,6 +27,10 @@ class Extra:
     TEXT = "tx"  # the zlib-compressed extracted text (DEDUP_STORE_TEXT)
     CHURN = "cd"  # the digest with churn masked, when no text is stored and it differs
     CANONICAL = "cu"  # the page's rel=canonical, when it names another URL
+    BODY = "bd"  # the digest of the response's bytes (the fast path: the same bytes again need no extraction)
+
+
+RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY))
 
 
 @dataclass

@@ -164,8 +164,10 @@ class SitePage:
         self._scores: dict[int | None, OwnScores | None] = {}
 
     @classmethod
-    def of(cls, url: str | None, text: str, title: str | None = None) -> "SitePage | None":
-        lines = lines_of(text, url) if url else None
+    def of(cls, url: str | None, text: str, title: str | None = None, lines: Lines | None = None) -> "SitePage | None":
+        """`lines`: lines_of(text, url), when a worker found them already."""
+        if lines is None and url:
+            lines = lines_of(text, url)
         return None if lines is None or url is None else cls(url, lines, title)
 
     def holders(self, txn) -> list[list[int]]:
