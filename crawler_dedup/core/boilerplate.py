@@ -18,6 +18,8 @@ import re
 import numpy as np
 import xxhash
 
+from .markup import without
+
 from .tokens import tokenize
 
 MIN_WORDS = 5  # shorter lines (a menu entry, "Share") are left out on both sides
@@ -37,39 +39,8 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _shown(markup: str) -> str:
-    """The markup without scripts, styles, inline SVG, form options and comments, in one pass:
-    a closing tag is searched for once per name and position (a page of 8,000 self-closed or
-    unclosed <svg> tags costs what a plain page does; a regex with a backreference rescanned the
-    rest of the page at each)."""
-    low = markup.lower()
-    out: list[str] = []
-    closer: dict[str, int] = {}  # a tag name -> where its next closing tag is (-1: none left)
-    pos = 0
-    while True:
-        m = _SKIPPED.search(low, pos)
-        if m is None:
-            out.append(markup[pos:])
-            return " ".join(out)
-        out.append(markup[pos:m.start()])
-        name = m.group(1)
-        if name is None:  # a comment: to its end (an unclosed one hides the rest, as in a browser)
-            end = low.find("-->", m.end())
-            pos = len(low) if end < 0 else end + 3
-            continue
-        tag_end = low.find(">", m.end())
-        if tag_end < 0:
-            return " ".join(out)
-        if low[tag_end - 1] == "/":  # self-closed
-            pos = tag_end + 1
-            continue
-        close = closer.get(name)
-        if close is None or (0 <= close < tag_end):
-            close = closer[name] = low.find("</" + name, tag_end)
-        if close < 0:  # never closed: the tag alone
-            pos = tag_end + 1
-            continue
-        end = low.find(">", close)
-        pos = len(low) if end < 0 else end + 1
+    """The markup without scripts, styles, inline SVG, form options and comments (markup.without)."""
+    return without(markup, _SKIPPED, sep=" ", hide_unclosed=False)
 
 
 def _tokens(text: str) -> list[str]:
