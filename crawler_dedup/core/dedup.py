@@ -37,7 +37,7 @@ from .fingerprint import (
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
-from .sitelines import SitePage
+from .sitelines import KeptLines, SitePage
 from .tables import choose_plan
 from .verdict import Action, Failure, Guard, Reason, Revisit, Skip, Stage, Step, Verdict
 from .verify import make_verifier
@@ -84,6 +84,7 @@ class Deduplicator:
         self.index: NearDupIndex | None = None
         self.run = 0
         self._logged: set[str] = set()
+        self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, new_run: bool = True) -> "Deduplicator":
@@ -285,7 +286,7 @@ class Deduplicator:
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
         """Lookup, verify and (when kept) insert, all inside one write transaction; a kept page
         also files its lines and headline under its site (sitelines.py)."""
-        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines)
+        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
                 if self.config.site_boilerplate and self.config.store_text else None)
         return self._decide_page(txn, verdict, fp, stage, now, site)
 

@@ -42,7 +42,7 @@ GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept 
 HEADLINE_WORDS = 3  # a title of fewer words is no headline (a site's name, "Home")
 TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
 EVIDENCE_RESEMBLANCE, EVIDENCE_CONTAINMENT = 0.05, 0.3  # a candidate under these is not compared again
-MAX_COMPARED = 8  # candidates compared again per page at most
+MAX_COMPARED = 4  # candidates compared again per page at most (8 found no more copies over six seeds)
 
 
 @dataclass
@@ -153,22 +153,50 @@ def title_key(url: str | None, title: str | None) -> bytes | None:
     return xxhash.xxh64_digest(headline.encode("utf-8", "surrogatepass"), seed=seed)
 
 
+class KeptLines:
+    """Kept pages' texts cut into lines (and shingles), the most recently used ones: a kept page of
+    a busy site is a candidate for many pages, and unpacking and cutting its text each time cost
+    more than the rest of a decision. A record's text never changes under its doc id."""
+
+    def __init__(self, size: int = 256):
+        from collections import OrderedDict
+
+        self.size, self.lines = size, OrderedDict()  # type: ignore[var-annotated]
+
+    def get(self, doc) -> Lines | None:
+        found = self.lines.get(doc.doc_id)
+        if found is not None:
+            self.lines.move_to_end(doc.doc_id)
+            return found
+        text = doc.text
+        found = None if text is None else lines_of(text, doc.url)
+        if found is not None and doc.doc_id is not None:
+            self.lines[doc.doc_id] = found
+            if len(self.lines) > self.size:
+                self.lines.popitem(last=False)
+        return found
+
+
 class SitePage:
     """A page's lines under its site, and what the index holds for them, within one transaction."""
 
-    def __init__(self, url: str, lines: Lines, title: str | None = None):
+    def __init__(self, url: str, lines: Lines, title: str | None = None, kept: KeptLines | None = None):
         self.url, self.lines, self.keys = url, lines, lines.filed
         self.title_key = title_key(url, title)
+        self.kept = kept if kept is not None else KeptLines()
         self._holders: list[list[int]] | None = None
         self._titled: list[int] | None = None
         self._scores: dict[int | None, OwnScores | None] = {}
+        self._rests: dict[frozenset, tuple[int, np.ndarray]] = {}
 
     @classmethod
-    def of(cls, url: str | None, text: str, title: str | None = None, lines: Lines | None = None) -> "SitePage | None":
-        """`lines`: lines_of(text, url), when a worker found them already."""
+    def of(cls, url: str | None, text: str, title: str | None = None, lines: Lines | None = None,
+           kept: KeptLines | None = None) -> "SitePage | None":
+        """`lines`: lines_of(text, url), when a worker found them already; `kept`: the kept pages'
+        lines cut before (Deduplicator's)."""
         if lines is None and url:
             lines = lines_of(text, url)
-        return None if lines is None or url is None else cls(url, lines, title)
+        return None if lines is None or url is None else cls(url, lines, title, kept)
 
     def holders(self, txn) -> list[list[int]]:
         if self._holders is None:
@@ -194,8 +222,7 @@ class SitePage:
     def compare(self, txn, doc, w: int) -> OwnScores | None:
         """This page and a kept one without their sites' boilerplate; None without the kept text."""
         if doc.doc_id not in self._scores:
-            text = doc.text
-            kept = None if text is None else lines_of(text, doc.url)
+            kept = self.kept.get(doc)
             if kept is None:
                 self._scores[doc.doc_id] = None
             else:
@@ -203,7 +230,13 @@ class SitePage:
                 kept_keys = kept.filed
                 mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
                 theirs = boilerplate_keys(kept_keys, txn.site_holders(kept_keys), exclude)
-                own, a = self.lines.rest(mine, w)
+                if not mine and not theirs:  # nothing to leave out: the raw rules have decided
+                    self._scores[doc.doc_id] = OwnScores(0, 0, 0.0, 0.0, False)
+                    return self._scores[doc.doc_id]
+                key = frozenset(mine)  # (the same for most candidates: cut once)
+                if key not in self._rests:
+                    self._rests[key] = self.lines.rest(mine, w)
+                own, a = self._rests[key]
                 other, b = kept.rest(theirs, w)
                 if not a.size or not b.size:
                     scores = OwnScores(own, other, 0.0, 0.0, bool(mine or theirs))
@@ -219,13 +252,14 @@ class SitePage:
         page of the site has that title (`exclude`: this URL's own earlier page): a print, mobile
         or tracking version of one article. Then how much of this page's text it holds, counted
         exactly (a short page in a long one is beyond the sketches' precision); else None."""
-        titled = [d for d in self.titled(txn) if d != exclude]
-        text = doc.text
-        if titled != [doc.doc_id] or text is None:
+        if [d for d in self.titled(txn) if d != exclude] != [doc.doc_id]:  # (before the text is unpacked)
+            return None
+        kept = self.kept.get(doc)
+        if kept is None:
             return None
         _, mine, _ = self.lines.shingled(w)
         mine = np.unique(mine)
         if not mine.size:
             return None
-        theirs = np.unique(shingles(tokenize(text), w))
+        theirs = np.unique(kept.shingled(w)[1])
         return np.intersect1d(mine, theirs, assume_unique=True).size / mine.size
