@@ -19,6 +19,10 @@ class StoreError(DedupError):
     """The index store cannot be opened, read or written."""
 
 
+class StoreDamaged(StoreError):
+    """The store's file is damaged or not an index (`crawler-dedup index verify|rebuild`)."""
+
+
 class StoreFull(StoreError):
     """The store cannot grow any more."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..exceptions import DedupError
@@ -47,6 +48,25 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `crawler-dedup eval ... | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print(f"\ncrawler-dedup {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI prints one line, never a traceback
+        if os.environ.get("CRAWLER_DEDUP_TRACEBACK"):
+            raise
+        where = _index_hint(args)
+        print(f"crawler-dedup {args.command}: unexpected {type(exc).__name__}: {str(exc)[:300]}{where} "
+              f"(CRAWLER_DEDUP_TRACEBACK=1 shows where)", file=sys.stderr)
+        return 1
+
+
+def _index_hint(args) -> str:
+    """For an unexpected error while an index was open: it may be damaged, and how to check."""
+    path = getattr(args, "dir", None)
+    if not path or not os.path.isfile(os.path.join(path, "data.mdb")):
+        return ""
+    return (f"; if the index is damaged, `crawler-dedup index verify {path}` checks it and "
+            f"`crawler-dedup index rebuild {path}` files its readable pages into a new one")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`crawler-dedup index stats|expire|compact|remove|plan`: looking at and maintaining an LMDB index."""
+"""`crawler-dedup index stats|expire|compact|remove|plan|verify|rebuild`: looking at and maintaining an LMDB index."""
 
 from __future__ import annotations
 
@@ -45,6 +45,21 @@ def add_parser(sub):
     rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
     rm.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (or --redis URL)")
     add_backend(rm, help=BACKEND_HELP)
+    ve = isub.add_parser("verify", help="check that every entry of the index is where its kept pages say",
+                         description="Check both ways that each kept page's entries are in the index (URL, time, "
+                         "fingerprint, permuted tables, digests) and that each entry points at a kept page. Exit "
+                         "status 0 when whole, 1 when not. Reads only: a crawl may go on meanwhile.")
+    ve.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
+    ve.add_argument("--json", action="store_true", help="machine-readable output")
+    ve.add_argument("--quiet", action="store_true", help="print nothing when the index is whole")
+    add_backend(ve, help=BACKEND_HELP)
+    rb = isub.add_parser("rebuild", help="file the kept pages that can be read into a new index (no crawl may use it)",
+                         description="Read every kept page that can still be read from DEDUP_DIR/data.mdb, past "
+                         "damaged parts, file them into a new index with every table rebuilt, and put it in place; "
+                         "the old file stays beside it as data.mdb.damaged-TIME. Learned template lines "
+                         "(DEDUP_BOILERPLATE) start again. No crawl may have the index open.")
+    rb.add_argument("dir", metavar="DEDUP_DIR")
+    rb.add_argument("--yes", action="store_true", help="do not ask before replacing data.mdb")
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
@@ -59,7 +74,8 @@ def _where(args) -> str:
 
 
 def run(args) -> int:
-    return {"stats": stats, "expire": expire, "compact": compact, "remove": remove, "plan": plan}[args.index_command](args)
+    return {"stats": stats, "expire": expire, "compact": compact, "remove": remove, "plan": plan,
+            "verify": verify, "rebuild": rebuild}[args.index_command](args)
 
 
 def stats(args) -> int:
@@ -192,6 +208,58 @@ def compact(args) -> int:
     require_index(args.dir)
     before, after = LmdbStore(args.dir).compact()
     print(f"{args.dir}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
+    return 0
+
+
+def verify(args) -> int:
+    import json
+
+    from ..core.integrity import verify as check
+
+    where = _where(args)
+    index = open_index(where, readonly=True, settings=backend_settings(args))
+    try:
+        report = check(index, Progress("verifying", unit="entries"))
+    finally:
+        index.store.close()
+    location = index.store.location
+    if args.json:
+        print(json.dumps({"dir": location, "whole": report.ok, "pages": report.pages, "entries": report.entries,
+                          "problems": report.count, "listed": report.problems}, indent=1))
+    elif not report.ok:
+        print(f"{location}: {report.count} problem{'' if report.count == 1 else 's'} in {report.pages} kept pages "
+              f"and {report.entries} entries:")
+        for line in report.problems:
+            print(f"  {term(line)}")
+        if report.count > len(report.problems):
+            print(f"  ... and {report.count - len(report.problems)} more")
+        hint = f"`crawler-dedup index rebuild {where}`" if os.path.isfile(os.path.join(where, "data.mdb")) else "a new index"
+        print(f"to repair: {hint} files the kept pages into a new index with every table rebuilt")
+    elif not args.quiet:
+        print(f"{location}: whole ({report.pages} kept pages, {report.entries} entries checked)")
+    return 0 if report.ok else 1
+
+
+def rebuild(args) -> int:
+    import sys
+
+    from ..core.integrity import rebuild as rebuild_index
+
+    if not os.path.isfile(os.path.join(args.dir, "data.mdb")):
+        raise CliError(f"no LMDB index in {args.dir} (no data.mdb)")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise CliError("rebuild replaces data.mdb (the old one is kept beside it): give --yes to go on")
+        answer = input(f"rebuild {args.dir}/data.mdb from its kept pages? No crawl may be using it. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return 1
+    got = rebuild_index(args.dir, progress=Progress("rebuilding", unit="ids"))
+    lost = sum(hi - lo + 1 for lo, hi in got.lost_ranges)
+    print(f"{args.dir}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records"
+          + (f"; damaged parts of the file hid up to {lost} doc ids, of which {got.scavenged} were found on its "
+             f"pages" if got.lost_ranges else "")
+          + f"; the old file is {got.damaged_copy} (delete it when the new index serves)")
     return 0
 
 

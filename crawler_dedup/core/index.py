@@ -215,14 +215,14 @@ class NearDupIndex:
 
     def add(self, txn, record: DocRecord, digest: bytes | None = None, probes: int = 0, exact: bool = True,
             template: np.ndarray | None = None, site_keys: list[bytes] | None = None,
-            body: bytes | None = None) -> int:
-        """File a kept page. `digest` is kept in the record (a revisit compares it); `exact`:
+            body: bytes | None = None, doc_id: int | None = None) -> int:
+        """File a kept page (under a new doc id, or `doc_id` when `index rebuild` files it again). `digest` is kept in the record (a revisit compares it); `exact`:
         also file it in the exact table (off for a page a guard kept beside its match);
         `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
         known when the page is removed); `site_keys`: its lines' keys under its site, filed with
         its headline (sitelines.py; they leave with the page); `body`: the digest of its response's
         bytes (Deduplicator.known)."""
-        doc_id = txn.next_doc_id()
+        doc_id = txn.next_doc_id() if doc_id is None else doc_id
         record.doc_id = doc_id
         record.time = record.time or time.time()
         # what remove() needs to undo every entry below

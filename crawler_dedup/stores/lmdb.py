@@ -7,12 +7,13 @@ database: a bucket's 8-byte values are read with one getmulti straight into nump
 from __future__ import annotations
 
 import os
+import struct
 from typing import Callable
 
 import lmdb
 import numpy as np
 
-from ..exceptions import StoreError, StoreFull
+from ..exceptions import StoreDamaged, StoreError, StoreFull
 from .base import MULTI, SINGLE, T, TxnBase
 
 _MAX_TABLES = 1000  # tables.py never plans more
@@ -96,6 +97,62 @@ def _values(raw, key_size: int) -> np.ndarray:
     return np.ndarray((len(raw) // step,), dtype=_BUCKET_DTYPE, buffer=raw, offset=key_size, strides=(step,))
 
 
+# what LMDB says of a file it cannot read as an index: damaged, truncated, or something else
+_DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.VersionMismatchError,
+            lmdb.BadDbiError, lmdb.IncompatibleError, lmdb.PanicError, lmdb.BadRslotError,
+            lmdb.BadTxnError)  # (a transaction a damaged page made fail)
+
+
+def damaged(location: str, exc: BaseException) -> StoreDamaged:
+    """The one message for a damaged index: which file, what LMDB said, and what to do."""
+    where = os.path.join(location, "data.mdb")
+    return StoreDamaged(f"the index file {where} is damaged or not an LMDB index ({str(exc).split(': ', 1)[-1]}); "
+                        f"`crawler-dedup index verify {location}` checks it, `crawler-dedup index rebuild "
+                        f"{location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
+
+
+_MAGIC = 0xBEEFC0DE
+
+
+def check_file(location: str, pad: bool = False) -> None:
+    """Refuse a data.mdb that LMDB would crash on rather than report: a file shorter than the
+    last page its newest meta page names (cut short by a full disk or a bad copy) makes the
+    mapped reads of the missing pages kill the process with SIGBUS; a file that is not LMDB's.
+    Reads the two meta pages (page header 16 bytes; magic, version, ..., last page, txn id)."""
+    path = os.path.join(location, "data.mdb")
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(2 * 65536)
+    except OSError:
+        return  # missing or unreadable: lmdb.open says which
+    if not size:
+        return
+    metas: list[tuple[int, int, int]] = []
+    for offset in (0, None):
+        if offset is None:  # the second meta page is one page further
+            if not metas:
+                break
+            offset = metas[0][0]
+        if len(head) < offset + 152:
+            continue
+        magic, _version = struct.unpack_from("<II", head, offset + 16)
+        psize = struct.unpack_from("<I", head, offset + 40)[0]
+        last, txnid = struct.unpack_from("<QQ", head, offset + 136)
+        if magic == _MAGIC and psize in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
+            metas.append((psize, last, txnid))
+    if not metas:
+        raise damaged(location, Exception("data.mdb is not an LMDB file, no meta page"))
+    psize, last, _ = max(metas, key=lambda m: m[2])
+    if size < (last + 1) * psize:
+        if pad:  # `index rebuild` reads a cut file as if the lost pages were zeros (damaged, not SIGBUS)
+            with open(path, "r+b") as fh:
+                fh.truncate((last + 1) * psize)
+            return
+        raise damaged(location, Exception(f"data.mdb is cut short, {size} bytes where its last page ends at "
+                                          f"{(last + 1) * psize}"))
+
+
 class LmdbStore:
     """Open in the process that uses it (after any fork), once per process and directory."""
 
@@ -114,6 +171,7 @@ class LmdbStore:
         return cls(config.dir, map_size=config.lmdb_map_size, sync=config.lmdb_sync, readonly=readonly)
 
     def open(self) -> None:
+        check_file(self.location)
         try:
             if self.readonly:
                 if not os.path.isfile(os.path.join(self.location, "data.mdb")):
@@ -134,6 +192,9 @@ class LmdbStore:
             )
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
+        except _DAMAGED as exc:
+            self.close()
+            raise damaged(self.location, exc) from None
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
@@ -153,6 +214,8 @@ class LmdbStore:
                                                   dupsort=kind == MULTI, dupfixed=kind == MULTI)
             except lmdb.NotFoundError:
                 continue  # read-only: a table the index never made reads as missing
+            except _DAMAGED as exc:
+                raise damaged(self.location, exc) from None
             except lmdb.Error as exc:
                 raise StoreError(f"cannot open table {name} of the LMDB index at {self.location}: {exc}") from exc
 
@@ -179,6 +242,8 @@ class LmdbStore:
                 self.env.set_mapsize(size)
             except lmdb.MapResizedError:
                 self.env.set_mapsize(0)  # another process grew the map: adopt its size
+            except _DAMAGED as exc:
+                raise damaged(self.location, exc) from None
             except lmdb.Error as exc:
                 raise StoreError(f"LMDB index at {self.location}: {exc}") from exc
 
@@ -209,13 +274,20 @@ class LmdbStore:
         import tempfile
 
         data = os.path.join(self.location, "data.mdb")
+        check_file(self.location)
         before = os.path.getsize(data)
         tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(self.location)), prefix=".compact-")
-        env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 16, readonly=False)
+        try:
+            env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 16, readonly=False)
+        except _DAMAGED as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise damaged(self.location, exc) from None
         try:
             env.copy(tmp, compact=True)  # a consistent snapshot without the free pages
             env.close()
             os.replace(os.path.join(tmp, "data.mdb"), data)
+        except _DAMAGED as exc:
+            raise damaged(self.location, exc) from None
         finally:
             env.close()
             shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,374 @@
+"""`crawler-dedup index verify` and `index rebuild`: is every entry of the index where the kept
+records say it should be, and filing the kept records again into a new index when it is not.
+
+The kept records (table `docs`) are the index's truth: every other table is derived from them
+(index.add), except the learned template lines (`tpl`), which are learned again by later crawls.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from ..exceptions import DedupError, StoreError
+from ..stores.base import from_u64, u64
+from .index import NearDupIndex
+from .index_txn import TABLES, IndexTxn, table_name
+from .records import DocRecord, Extra, url_key
+from .sitelines import lines_of
+
+LISTED = 20  # problems listed by name; the rest are counted
+
+
+@dataclass
+class Report:
+    pages: int = 0
+    entries: int = 0  # table entries checked
+    problems: list[str] = field(default_factory=list)
+    count: int = 0  # problems found (only the first LISTED are in `problems`)
+
+    def add(self, what: str) -> None:
+        self.count += 1
+        if len(self.problems) < LISTED:
+            self.problems.append(what)
+
+    @property
+    def ok(self) -> bool:
+        return self.count == 0
+
+
+def _rows(raw, table: str, batch: int = 20_000) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) of a table in key order, a key's values never split across batches."""
+    start = b""
+    while True:
+        rows = raw.scan(table, start, batch)
+        if len(rows) < batch:
+            yield from rows
+            return
+        last = rows[-1][0]
+        whole = [r for r in rows if r[0] != last]
+        if not whole:  # one key with more values than a batch
+            batch *= 2
+            continue
+        yield from whole
+        start = last
+
+
+def verify(index: NearDupIndex, progress: Callable[[int, int], None] | None = None) -> Report:
+    """Check both ways that each kept record's entries are there (URL, time, fingerprint, the
+    permuted tables, exact digest, response digest) and that each entry points at a kept record
+    (and the right fingerprint). One read transaction: a crawl may go on meanwhile."""
+    report = Report()
+
+    def check(raw) -> None:
+        txn = IndexTxn(raw, len(index.plan.tables))
+        total = txn.doc_count()
+        fps: dict[int, int] = {}  # doc id -> fingerprint
+        for number, (key, value) in enumerate(_rows(raw, "docs"), 1):
+            doc_id = from_u64(key)
+            try:
+                doc = DocRecord.decode(value, doc_id)
+            except Exception as exc:  # noqa: BLE001 - any undecodable record is the finding
+                report.add(f"kept record {doc_id} cannot be read ({type(exc).__name__})")
+                continue
+            report.pages += 1
+            fps[doc_id] = doc.fingerprint
+            _check_doc(index, txn, doc, report)
+            if progress is not None and not number % 1000:
+                progress(number, 2 * total)
+        _check_entries(index, raw, fps, report)
+        if progress is not None:
+            progress(2 * total, 2 * total)
+
+    index.read(lambda txn: check(txn.raw))
+    return report
+
+
+def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Report) -> None:
+    raw, did = txn.raw, doc.doc_id
+    assert did is not None
+    name = f"kept page {did} ({doc.url or 'no URL'})"
+    report.entries += 3 + len(index.plan.tables)
+    if doc.url:
+        at = txn.url_get(url_key(doc.url))
+        if at is None:
+            report.add(f"{name}: its URL has no entry")
+    if u64(did) not in raw.values("times", u64(int(doc.time))):
+        report.add(f"{name}: no time entry (DEDUP_WINDOW would never expire it)")
+    if did not in txn.fp_docs(doc.fingerprint):
+        report.add(f"{name}: its fingerprint does not lead to it")
+    for table, key in enumerate(index.plan.keys(doc.fingerprint)):
+        if u64(doc.fingerprint) not in raw.values(table_name(table), key):
+            report.add(f"{name}: missing from permuted table {table}: lookups cannot find it")
+    digest = doc.extras.get(Extra.DIGEST)
+    if digest is not None and txn.exact_get(digest) is None:
+        # a guard keeps a page beside its exact match without an entry: only an error when no
+        # other page holds the digest either
+        report.add(f"{name}: its content digest has no entry")
+
+
+def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report) -> None:
+    """Each entry of the derived tables points at a kept record (and the right fingerprint)."""
+    known_fps = set(fps.values())
+
+    def doc_of(value: bytes, table: str) -> None:
+        report.entries += 1
+        if from_u64(value) not in fps:
+            report.add(f"table {table}: an entry points at kept record {from_u64(value)}, which is not there")
+
+    for table in ("urls", "exact", "bodies", "times", "mins", "titles"):
+        for _, value in _rows(raw, table):
+            doc_of(value, table)
+    for key, value in _rows(raw, "fps"):
+        report.entries += 1
+        doc_id = from_u64(value)
+        if fps.get(doc_id, from_u64(key)) != from_u64(key):
+            report.add(f"table fps: fingerprint {from_u64(key):016x} leads to kept record {doc_id}, "
+                       f"whose fingerprint is {fps[doc_id]:016x}")
+        elif doc_id not in fps:
+            report.add(f"table fps: an entry points at kept record {doc_id}, which is not there")
+    for number in range(len(index.plan.tables)):
+        for _, value in _rows(raw, table_name(number)):
+            report.entries += 1
+            if from_u64(value) not in known_fps:
+                report.add(f"permuted table {number}: fingerprint {from_u64(value):016x} belongs to no kept page")
+
+
+# -- rebuild -----------------------------------------------------------------------------------
+
+@dataclass
+class Rebuilt:
+    pages: int = 0  # records filed again
+    unreadable: int = 0  # records that could not be read
+    lost_ranges: list[tuple[int, int]] = field(default_factory=list)  # doc ids a damaged part of the file hid
+    scavenged: int = 0  # of `pages`, found on the file's leaf pages where the B-tree was damaged
+    damaged_copy: str = ""  # where the old data.mdb went
+
+
+def salvage(store, stop: int, progress: Callable[[int, int], None] | None = None,
+            into: Callable[[list[DocRecord]], None] | None = None) -> Rebuilt:
+    """Read every kept record that can be read, in doc id order, past damaged parts of the file
+    (a read that fails skips ahead to where reading works again); `into` gets them in batches."""
+    out, after, step = Rebuilt(), 0, 1000
+
+    def read(after: int, n: int):
+        return store.read(lambda raw: IndexTxn(raw).doc_scan(after, n))
+
+    while after < stop:
+        try:
+            rows = read(after, step)
+        except (DedupError, OSError):
+            # skip ahead until reading works again
+            skip = 1
+            while after + skip < stop:
+                try:
+                    rows = read(after + skip, 1)
+                    break
+                except (DedupError, OSError):
+                    skip *= 2
+            else:
+                out.lost_ranges.append((after + 1, stop))
+                break
+            out.lost_ranges.append((after + 1, after + skip))
+            after += skip
+            continue
+        batch = []
+        for doc_id, value in rows:
+            try:
+                batch.append(DocRecord.decode(value, doc_id))
+            except Exception:  # noqa: BLE001 - a record damaged in place
+                out.unreadable += 1
+        if into is not None and batch:
+            into(batch)
+        out.pages += len(batch)
+        if not rows:
+            break
+        after = rows[-1][0]
+        if progress is not None:
+            progress(min(after, stop), stop)
+    return out
+
+
+def _plausible(value: bytes, doc_id: int) -> DocRecord | None:
+    """A kept record, if `value` is one: it decodes and encodes back to the same bytes."""
+    try:
+        doc = DocRecord.decode(value, doc_id)
+        return doc if doc.encode() == value else None
+    except Exception:  # noqa: BLE001 - not a record
+        return None
+
+
+def scan_pages(path: str) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) on the leaf pages of an LMDB file, read page by page without its
+    B-trees: what is left when a damaged branch page hides the leaves under it. Stale copies of
+    pages (LMDB writes new ones and frees the old) come too. Layout (LMDB 0.9): page header
+    pgno u64, pad u16, flags u16, lower u16, upper u16; a leaf node: data size (lo, hi u16),
+    flags u16, key size u16, key, then the data or, with F_BIGDATA, its overflow page number."""
+    import mmap
+    import struct
+
+    P_LEAF, P_LEAF2, P_SUBP, F_BIGDATA, F_SUBDATA, F_DUPDATA = 0x02, 0x20, 0x40, 0x01, 0x02, 0x04
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < 8192:
+            return
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            psize = struct.unpack_from("<I", data, 40)[0]
+            if psize not in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
+                return
+            for pgno in range(2, size // psize):
+                off = pgno * psize
+                flags, lower, upper = struct.unpack_from("<HHH", data, off + 10)
+                if not flags & P_LEAF or flags & (P_LEAF2 | P_SUBP) or not 16 <= lower <= upper <= psize:
+                    continue
+                for i in range((lower - 16) // 2):
+                    ptr = struct.unpack_from("<H", data, off + 16 + 2 * i)[0]
+                    if not upper <= ptr < psize - 8:
+                        break
+                    node = off + ptr
+                    lo, hi, nflags, ksize = struct.unpack_from("<HHHH", data, node)
+                    dsize = lo | hi << 16
+                    key = bytes(data[node + 8: node + 8 + ksize])
+                    if nflags & (F_SUBDATA | F_DUPDATA):
+                        continue
+                    if nflags & F_BIGDATA:
+                        over = struct.unpack_from("<Q", data, node + 8 + ksize)[0] * psize + 16
+                        if over + dsize > size:
+                            continue
+                        value = bytes(data[over: over + dsize])
+                    else:
+                        value = bytes(data[node + 8 + ksize: node + 8 + ksize + dsize])
+                    yield key, value
+        finally:
+            data.close()
+
+
+COUNTERS = (b"next_id", b"runs")  # meta entries that only grow: the highest copy found is the latest
+
+
+def scavenge(path: str) -> tuple[dict[bytes, bytes], dict[int, DocRecord]]:
+    """The settings (meta) and kept records found on the leaf pages of a damaged file."""
+    from ..stores.base import from_u64
+
+    meta: dict[bytes, bytes] = {}
+    docs: dict[int, DocRecord] = {}
+    for key, value in scan_pages(path):
+        if key in (b"format", b"plan", b"params"):
+            meta.setdefault(key, value)
+        elif key in COUNTERS and len(value) == 8:
+            if key not in meta or from_u64(value) > from_u64(meta[key]):
+                meta[key] = value
+        elif len(key) == 8 and len(value) > 40:
+            doc_id = from_u64(key)
+            if doc_id not in docs:
+                doc = _plausible(value, doc_id)
+                if doc is not None:
+                    docs[doc_id] = doc
+    return meta, docs
+
+
+def rebuild(path: str, site_lines: bool = True, progress: Callable[[int, int], None] | None = None) -> Rebuilt:
+    """File the readable kept records of the LMDB index at `path` into a new index, then put it in
+    place and keep the old file beside it as data.mdb.damaged-TIME. No crawl may use the index."""
+    work = tempfile.mkdtemp(prefix=".rebuild-", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        return _rebuild(path, work, site_lines, progress)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _settings(source, path: str, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:
+    """The meta table as it is, or as found on the file's pages; whether the B-trees can be read."""
+    try:
+        source.ensure({"meta": TABLES["meta"], "docs": TABLES["docs"]})
+        meta = source.read(lambda raw: dict(_rows(raw, "meta")))
+        readable = True
+    except DedupError:
+        meta, readable = dict(found), False
+    if b"plan" not in meta:
+        raise StoreError(f"cannot rebuild {path}: no settings record (its plan) could be read from it; "
+                         f"start a new DEDUP_DIR")
+    return meta, readable
+
+
+def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
+    from ..stores.lmdb import LmdbStore, check_file
+    from .tables import Plan
+
+    try:
+        check_file(path)
+        read_from = path
+    except StoreError:  # cut short (or not LMDB): read a copy padded to its length
+        read_from = os.path.join(work, "source")
+        os.makedirs(read_from)
+        shutil.copyfile(os.path.join(path, "data.mdb"), os.path.join(read_from, "data.mdb"))
+        check_file(read_from, pad=True)
+    found_meta, found_docs = scavenge(os.path.join(read_from, "data.mdb"))
+    source: LmdbStore | None = LmdbStore(read_from, readonly=True)
+    try:
+        source.open()  # type: ignore[union-attr]
+    except StoreError:
+        source = None
+    try:
+        meta, readable = _settings(source, path, found_meta) if source is not None else (dict(found_meta), False)
+        if b"plan" not in meta:
+            raise StoreError(f"cannot rebuild {path}: no settings record (its plan) could be read from it; "
+                             f"start a new DEDUP_DIR")
+        stop = from_u64(meta[b"next_id"]) if b"next_id" in meta else 2**62
+        new = os.path.join(work, "new")
+        target = LmdbStore(new, map_size=max(64 * 2**20, os.path.getsize(os.path.join(path, "data.mdb"))))
+        plan = Plan.from_json(meta[b"plan"])
+        index = NearDupIndex.open(target, k=plan.k, make_plan=lambda: plan)
+        # every meta entry as it was (format, plan, params, counters, open runs: a killed run's
+        # pages are still passed on again), then the records
+        target.write(lambda raw: [raw.put("meta", k, v) for k, v in meta.items()])
+        highest = [0]
+
+        def file(batch: list[DocRecord]) -> None:
+            def write(raw):
+                txn = IndexTxn(raw, len(plan.tables))
+                for doc in batch:
+                    digest = doc.extras.get(Extra.DIGEST)
+                    exact = digest is not None and txn.exact_get(digest) is None
+                    probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
+                    text = doc.text if site_lines else None
+                    lines = lines_of(text, doc.url) if text is not None else None
+                    index.add(txn, doc, digest, probes=probes, exact=exact,
+                              site_keys=lines.filed if lines is not None and lines.keys else None,
+                              body=doc.extras.get(Extra.BODY), doc_id=doc.doc_id)
+                    highest[0] = max(highest[0], doc.doc_id or 0)
+            target.write(write)
+
+        try:
+            if readable:
+                got = salvage(source, stop, progress, into=file)
+            else:
+                got = Rebuilt(lost_ranges=[(1, stop)])
+            # records on leaf pages the B-tree could not reach (only in what it lost: elsewhere a
+            # stale copy may be a page removed since)
+            lost = [doc for doc_id, doc in sorted(found_docs.items())
+                    if any(lo <= doc_id <= hi for lo, hi in got.lost_ranges)]
+            for i in range(0, len(lost), 1000):
+                file(lost[i:i + 1000])
+            got.pages += len(lost)
+            got.scavenged = len(lost)
+            if b"next_id" not in meta or from_u64(meta[b"next_id"]) <= highest[0]:
+                target.write(lambda raw: raw.put("meta", b"next_id", u64(highest[0] + 1)))
+        finally:
+            target.close()
+    finally:
+        if source is not None:
+            source.close()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    got.damaged_copy = os.path.join(path, f"data.mdb.damaged-{stamp}")
+    os.replace(os.path.join(path, "data.mdb"), got.damaged_copy)
+    os.replace(os.path.join(new, "data.mdb"), os.path.join(path, "data.mdb"))
+    lock = os.path.join(path, "lock.mdb")
+    if os.path.exists(lock):
+        os.remove(lock)  # its reader table described the old file
+    return got

@@ -1,0 +1,151 @@
+"""A damaged or foreign index: `index verify` finds what is missing, `index rebuild` files the
+readable kept pages again, and no command prints a traceback; a torn drop-log line is reported
+and the next line starts on its own."""
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.cli import main as cli
+from crawler_dedup.droplog import DropLog
+from crawler_dedup.stores.base import u64
+
+COMMANDS = (["index", "stats"], ["index", "verify"], ["index", "expire", "--window", "60"], ["index", "compact"],
+            ["index", "remove", "https://site.test/0", "--dir"])
+
+
+def _texts(n, seed=1):
+    rnd = random.Random(seed)
+    vocab = [f"w{i}" for i in range(4000)]
+    return [" ".join(rnd.choices(vocab, k=250)) for _ in range(n)]
+
+
+def _build(path, texts):
+    with Deduplicator(dir=str(path)) as d:
+        for i, text in enumerate(texts):
+            d.check(f"https://site.test/{i}", text=text)
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "crawler_dedup", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_verify_whole_then_finds_a_missing_entry_and_rebuild_repairs_it(tmp_path, capsys):
+    idx = tmp_path / "idx"
+    texts = _texts(60)
+    _build(idx, texts)
+    assert cli(["index", "verify", str(idx)]) == 0
+    assert "whole (60 kept pages" in capsys.readouterr().out
+
+    # take one page's fingerprint out of a permuted table: lookups can no longer find it
+    with Deduplicator(dir=str(idx)) as d:
+        index = d.index
+        doc = index.read(lambda t: index.by_url(t, "https://site.test/7"))
+        key = index.plan.keys(doc.fingerprint)[0]
+        index.write(lambda t: t.raw.remove("t000", key, u64(doc.fingerprint)))
+        index.write(lambda t: t.raw.add("urls", b"\x00" * 8, u64(10**6)))  # an entry pointing nowhere
+    assert cli(["index", "verify", str(idx)]) == 1
+    out = capsys.readouterr().out
+    assert "kept page" in out and "https://site.test/7" in out and "permuted table 0" in out
+    assert "points at kept record 1000000" in out
+    assert "index rebuild" in out
+
+    assert cli(["index", "rebuild", str(idx), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "60 kept pages filed into a new index" in out
+    assert [n for n in os.listdir(idx) if n.startswith("data.mdb.damaged-")]
+    assert cli(["index", "verify", str(idx)]) == 0
+    capsys.readouterr()
+    # the rebuilt index finds the page again: its copy is dropped, a new page kept
+    with Deduplicator(dir=str(idx)) as d:
+        assert d.check("https://elsewhere.test/copy", text=texts[7]).action == "drop"
+        assert d.check("https://site.test/new", text=_texts(1, seed=99)[0]).action == "keep"
+
+
+def test_rebuild_asks_before_replacing(tmp_path):
+    idx = tmp_path / "idx"
+    _build(idx, _texts(5))
+    got = _run("index", "rebuild", str(idx))  # stdin is not a terminal: no question, no change
+    assert got.returncode == 2 and "--yes" in got.stderr
+    assert not [n for n in os.listdir(idx) if n.startswith("data.mdb.damaged-")]
+
+
+@pytest.mark.parametrize("damage", ["pages", "truncated", "foreign"])
+def test_damaged_index_every_command_one_line_no_traceback(tmp_path, damage):
+    idx = tmp_path / "idx"
+    _build(idx, _texts(300))
+    data = idx / "data.mdb"
+    size = data.stat().st_size
+    if damage == "pages":  # a run of pages overwritten in the middle of the file
+        with open(data, "r+b") as fh:
+            fh.seek((size // 4096 // 2) * 4096)
+            fh.write(random.Random(2).randbytes(4096 * 8))
+    elif damage == "truncated":
+        with open(data, "r+b") as fh:
+            fh.truncate(size // 3)
+    else:  # not an LMDB file at all
+        data.write_bytes(b"<html>not an index</html>" * 500)
+    for command in COMMANDS:
+        got = _run(*command, str(idx))
+        lines = got.stderr.strip().splitlines()
+        assert "Traceback" not in got.stderr + got.stdout, (command, got.stderr)
+        if got.returncode == 0:  # the damage missed what this command reads
+            continue
+        assert len(lines) == 1, (command, got.stderr)
+        assert lines[0].startswith("crawler-dedup "), lines
+    got = _run("index", "verify", str(idx))
+    assert got.returncode != 0
+    text = got.stdout + got.stderr
+    assert "data.mdb" in text or "rebuild" in text
+
+
+@pytest.mark.parametrize("at", [0.1, 0.5, 0.9])
+def test_rebuild_keeps_what_can_be_read_from_a_damaged_file(tmp_path, at):
+    idx = tmp_path / "idx"
+    texts = _texts(400)
+    _build(idx, texts)
+    data = idx / "data.mdb"
+    pages = data.stat().st_size // 4096
+    with open(data, "r+b") as fh:  # three pages overwritten: branch or leaf pages of some table
+        fh.seek(max(2, int(pages * at)) * 4096)
+        fh.write(random.Random(4).randbytes(4096 * 3))
+    got = _run("index", "rebuild", str(idx), "--yes")
+    assert got.returncode == 0, got.stderr
+    kept = int(got.stdout.split(": ", 1)[1].split()[0])
+    assert 380 <= kept <= 400, got.stdout  # a record lives on one page: 3 pages hold a few dozen at most
+    assert _run("index", "verify", str(idx)).returncode == 0
+    with Deduplicator(dir=str(idx)) as d:  # and it works: a copy of a page it kept is dropped
+        found = [i for i in range(400) if d.index.read(lambda t, i=i: d.index.by_url(t, f"https://site.test/{i}"))]
+        assert len(found) == kept
+        assert d.check("https://copy.test/", text=texts[found[-1]]).action == "drop"
+
+
+def test_damaged_index_keeps_the_crawl_going_with_one_clear_error(tmp_path):
+    from crawler_dedup.exceptions import StoreDamaged
+
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    (idx / "data.mdb").write_bytes(b"\x00garbage" * 4096)
+    with pytest.raises(StoreDamaged, match="damaged or not an LMDB index.*index rebuild"):
+        Deduplicator(dir=str(idx)).open()
+
+
+def test_torn_last_drop_log_line_is_reported_and_the_next_starts_a_line(tmp_path):
+    log = tmp_path / "droplog.jsonl"
+    record = {"url": "https://a.test/2", "duplicate_of": "https://a.test/1", "reason": "near", "similarity": 0.9,
+              "time": "2026-01-01T00:00:00Z", "stage": "response", "action": "drop"}
+    with DropLog(str(log)) as dl:
+        dl.write(record)
+    with open(log, "ab") as fh:
+        fh.write(b'{"url": "https://a.test/3", "dupl')  # a crash mid-write
+    got = _run("inspect", str(log))
+    assert got.returncode == 0
+    assert "torn" in got.stdout + got.stderr
+    with DropLog(str(log)) as dl:  # the next crawl's line is not glued to the torn one
+        dl.write(dict(record, url="https://a.test/4"))
+    lines = log.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and lines[-2].startswith(b'{"url":"https://a.test/4"')
