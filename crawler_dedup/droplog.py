@@ -82,6 +82,7 @@ class DropLog:
         parent = os.path.dirname(os.path.abspath(path))
         os.makedirs(parent, exist_ok=True)
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        _end_torn_line(path, self._fd)
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
@@ -99,6 +100,20 @@ class DropLog:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _end_torn_line(path: str, fd: int) -> None:
+    """A last line without its newline (a crash mid-write) is ended, so the next record starts a
+    line of its own instead of being glued to it (the readers count the torn one)."""
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    os.write(fd, b"\n")
+    except OSError:
+        pass
 
 
 def jsonl_lines(path: str) -> Iterator[tuple[int, Any, str]]:

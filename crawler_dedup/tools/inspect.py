@@ -177,7 +177,11 @@ def stream(path: str, malformed: Malformed, progress: Progress | None = None,
             try:
                 rec = loads(line)
             except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
-                malformed.add(number, f"not JSON ({str(exc)[:60]})")
+                if not line.endswith(b"\n") and done >= size:
+                    malformed.add(number, "torn: the last line stops mid-record (a crash or power cut while "
+                                          "it was written; the crawl's next line starts on a line of its own)")
+                else:
+                    malformed.add(number, f"not JSON ({str(exc)[:60]})")
                 continue
             why = problem(rec)
             if why is not None:
