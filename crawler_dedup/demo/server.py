@@ -81,6 +81,13 @@ class _Handler(BaseHTTPRequestHandler):
 class PageServer(ThreadingHTTPServer):
     daemon_threads = True
 
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # a crawler that went away mid-request (stopped, killed): nothing to report
+        super().handle_error(request, client_address)
+
     def __init__(self, root: str | None = None, routes: dict | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.root, self.routes = root, dict(routes or {})
