@@ -546,6 +546,9 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="also each paper's method, simhash alone and MinHashLSH t=0.8")
     ap.add_argument("--extract-mode", default="thorough", choices=("thorough", "fast"),
                     help="trafilatura's mode for every row (DEDUP_EXTRACT_MODE)")
+    ap.add_argument("--trafilatura", metavar="NAME=VALUE,...", default="",
+                    help="trafilatura options over the product's for every row, e.g. include_tables=false,"
+                         "include_comments=true (to measure what they cost and give)")
     ap.add_argument("--strict", action="store_true",
                     help="a syndicated copy matched to the page (or shell) it was built in is a false drop, "
                          "not neutral")
@@ -557,10 +560,19 @@ def main(argv=None) -> int:
     if not os.path.isdir(args.data):
         print(f"no data at {args.data} (../shared/data)", file=sys.stderr)
         return 2
+    options = {}
+    for item in filter(None, args.trafilatura.split(",")):
+        name, _, value = item.partition("=")
+        options[name.strip()] = {"true": True, "false": False}.get(value.strip().lower(), value.strip())
     summary: dict[str, list] = defaultdict(list)
     for seed in range(args.seed, args.seed + args.seeds):
         stream, info = build(args.data, seed, app_shells=args.app_shells, clutter=args.clutter)
-        texts = extract_all(stream, mode=args.extract_mode)
+        timings: list[float] = []
+        texts = extract_all(stream, mode=args.extract_mode, options=options, timings=timings)
+        if timings:
+            print(f"extraction: median {1000 * statistics.median(timings):.2f} ms a page, "
+                  f"mean {1000 * statistics.mean(timings):.2f} ms (mode {args.extract_mode}"
+                  f"{', ' + args.trafilatura if args.trafilatura else ''}; 2 processes)")
         if args.strict:
             for page in stream:
                 page.template = None

@@ -158,15 +158,15 @@ def _steps_one(pages: list[bytes], sync: bool, group: int) -> None:
     share = "a commit a page" if group == 1 else f"group commits of {group} pages, their time shared"
     print(f"\n1. per page, {len(rows['extract'])} real pages (a second pass over them is all duplicates); "
           f"{label}; {share}")
-    print(f"{'step':<52} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'step':<56} {'p50 ms':>8} {'p99 ms':>8}")
     names = {"known": "fast path (bytes digest, bodies table)", "extract": "extract (trafilatura)",
              "fingerprint": "fingerprint (tokens, shingles, simhash, sketch, lines)",
              "lookup": "lookup (digest, tables, sketch postings, records)", "verify": "verify (candidates scored)",
              "insert": "insert (kept pages; rest of the transaction)", "commit": "commit"}
     for key, name in names.items():
-        print(f"{name:<52} {1000 * pct(rows[key], 0.5):>8.3f} {1000 * pct(rows[key], 0.99):>8.3f}")
-    print(f"{'everything but extraction':<52} {1000 * pct(after, 0.5):>8.3f} {1000 * pct(after, 0.99):>8.3f}")
-    print(f"{'in the crawler process, with workers (no fingerprint)':<52} {1000 * pct(crawler, 0.5):>8.3f} "
+        print(f"{name:<56} {1000 * pct(rows[key], 0.5):>8.3f} {1000 * pct(rows[key], 0.99):>8.3f}")
+    print(f"{'everything but extraction':<56} {1000 * pct(after, 0.5):>8.3f} {1000 * pct(after, 0.99):>8.3f}")
+    print(f"{'in the crawler process, with workers (no fingerprint)':<56} {1000 * pct(crawler, 0.5):>8.3f} "
           f"{1000 * pct(crawler, 0.99):>8.3f}")
 
 
@@ -586,13 +586,13 @@ def crawl_table(n_pages: int, runs: int, one_core: bool = True) -> None:
     print(f"\n3. whole crawls of {len(pages)} distinct real pages from 127.0.0.1 (server in another process), "
           f"median of {runs} runs; pages/s, and the ratio to trafilatura alone over the same pages in the crawler "
           "(one process) on the same cores")
-    print(f"{'':<52} {f'{CORES} cores':>9} {'ratio':>7}" + (f" {'1 core':>9} {'ratio':>7}" if one_core else ""))
+    print(f"{'':<66} {f'{CORES} cores':>9} {'ratio':>7}" + (f" {'1 core':>9} {'ratio':>7}" if one_core else ""))
     rows = (("Scrapy alone (no extraction)", "scrapy"), ("trafilatura alone, in the crawler's thread", "extract"),
             ("trafilatura alone, in 2 worker processes", "extract-2"),
             ("crawler-dedup, DEDUP_WORKERS=0 (in the crawler's thread)", "dedup-0"),
             (f"crawler-dedup, defaults (DEDUP_WORKERS=auto: {usable_cores()} here, 1 on 1 core)", "defaults"))
     for title, label in rows:
-        line = f"{title:<52} {rate[label]:>9.1f} {rate[label] / rate['extract']:>6.2f}x"
+        line = f"{title:<66} {rate[label]:>9.1f} {rate[label] / rate['extract']:>6.2f}x"
         if one_core and f"{label}@1" in rate:
             line += f" {rate[label + '@1']:>9.1f} {rate[label + '@1'] / rate['extract@1']:>6.2f}x"
         print(line)

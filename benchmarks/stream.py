@@ -256,19 +256,33 @@ def build_stream(bases: list[Base], seed: int = 7, variant_share: float = 0.6, b
 # -- running detectors on the stream -------------------------------------------------------
 
 def _extract(args):
-    url, html, mode = args
+    url, html, mode, options = args
+    if options:  # trafilatura options other than the product's (realcopies.py --trafilatura)
+        import functools
+
+        import trafilatura
+
+        from crawler_dedup.core import extract as extract_module
+
+        extract_module.trafilatura = type("T", (), {"bare_extraction": staticmethod(
+            functools.partial(trafilatura.bare_extraction, **options))})
+    t0 = time.perf_counter()
     got = extract(html, url, mode)
-    return url, (got.text, got.title) if got else (None, None)
+    return url, (got.text, got.title) if got else (None, None), time.perf_counter() - t0
 
 
-def extract_all(stream, workers=2, progress=None, mode: str = "thorough"):
-    """Extract every page once (cached on disk by content), so every method sees the same texts."""
+def extract_all(stream, workers=2, progress=None, mode: str = "thorough", options: dict | None = None,
+                timings: list | None = None):
+    """Extract every page once (cached on disk by content), so every method sees the same texts.
+    options: trafilatura keywords over the product's; timings: filled with seconds a page (when
+    extracted now, not read from the cache)."""
     import trafilatura
 
     from crawler_dedup.core import extract as extract_module
 
     # keyed by the pages and by the extraction code, so a change to either re-extracts
-    key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read() + mode.encode())
+    key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read() + mode.encode()
+                       + repr(sorted((options or {}).items())).encode())
     for p in stream:
         key.update(hashlib.sha1(p.html).digest())
     digest = key.hexdigest()[:16]
@@ -279,8 +293,11 @@ def extract_all(stream, workers=2, progress=None, mode: str = "thorough"):
     t0 = time.perf_counter()
     texts = {}
     with Pool(workers) as pool:
-        for i, (url, got) in enumerate(pool.imap(_extract, [(p.url, p.html, mode) for p in stream], chunksize=8), 1):
+        jobs = [(p.url, p.html, mode, options) for p in stream]
+        for i, (url, got, seconds) in enumerate(pool.imap(_extract, jobs, chunksize=8), 1):
             texts[url] = got
+            if timings is not None:
+                timings.append(seconds)
             if progress:
                 progress(i, len(stream))
     print(f"extracted {len(stream)} pages in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
