@@ -2,6 +2,7 @@
 checked by both at the same moment is kept exactly once."""
 
 import multiprocessing as mp
+import os
 import random
 
 from crawler_dedup import Deduplicator
@@ -102,3 +103,55 @@ def test_a_killed_process_leaves_a_consistent_index(tmp_path, articles):
         first = d.index.read(lambda t: d.index.doc(t, 1))
         assert first.url == "https://k/0"
         assert d.check("https://again/0", text="a fresh page " * 20).action == "keep"
+
+
+MAP = 1 << 20  # DEDUP_LMDB_MAP_SIZE's least
+
+
+def _in_turn(path, me, procs, barrier, pages, out):
+    """Process `me` checks pages me, me+procs, ...; the barrier after each page fixes the order."""
+    with Deduplicator(dir=path, lmdb_map_size=MAP) as d:  # the smallest map: it grows under the others
+        for i, (url, text) in enumerate(pages):
+            if i % procs == me:
+                v = d.check(url, text=text)
+                out.put((i, str(v.action), str(v.reason), v.duplicate_of))
+            barrier.wait(timeout=120)
+
+
+def _copies(articles, seed=4):
+    """Real articles, each with an edited copy (3% of words replaced) and an exact copy elsewhere,
+    and unrelated pages, in a shuffled order."""
+    rnd = random.Random(seed)
+    vocab = sorted({w for _, gold in articles for w in gold.split()})
+    pages = []
+    for n, (_, gold) in enumerate(articles):
+        words = gold.split()
+        edited = [rnd.choice(vocab) if rnd.random() < 0.03 else w for w in words]
+        pages += [(f"https://a{n}.test/story", gold), (f"https://b{n}.test/copy", " ".join(edited)),
+                  (f"https://c{n}.test/mirror", gold)]
+    pages += [(f"https://u{i}.test/", " ".join(rnd.choices(vocab, k=500))) for i in range(250)]
+    rnd.shuffle(pages)
+    return pages
+
+
+def test_four_processes_with_map_growth_decide_as_one_process(tmp_path, articles):
+    """Four processes on one DEDUP_DIR whose map starts at 1 MiB (so it is grown by one while
+    the others have it open: MDB_MAP_RESIZED), taking turns: the same decisions as one process
+    fed the same pages in the same order."""
+    pages = _copies(articles)
+    with Deduplicator(dir=str(tmp_path / "one")) as d:
+        alone = [(i, str(v.action), str(v.reason), v.duplicate_of)
+                 for i, v in enumerate(d.check(url, text=text) for url, text in pages)]
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(4), ctx.Queue()
+    path = str(tmp_path / "shared")
+    procs = [ctx.Process(target=_in_turn, args=(path, me, 4, barrier, pages, out)) for me in range(4)]
+    for p in procs:
+        p.start()
+    together = sorted(out.get(timeout=180) for _ in pages)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert together == alone
+    assert {a for _, a, _, _ in alone} == {"keep", "drop"}  # both kinds of decision were made
+    assert os.path.getsize(os.path.join(path, "data.mdb")) > MAP  # the map did grow
