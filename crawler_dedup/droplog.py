@@ -74,6 +74,9 @@ def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run:
     return record
 
 
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 class DropLog:
     """Each line goes out in one O_APPEND write, so processes sharing the file never interleave."""
 
@@ -85,7 +88,9 @@ class DropLog:
         _end_torn_line(path, self._fd)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+        line = json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":"))
+        # (JSON leaves these raw; str.splitlines and some JSON-lines readers end a line at them)
+        line = line.translate(_LINE_BREAKS) + "\n"
         if self._fd is None:
             raise OSError(f"the drop log {self.path} is closed")
         os.write(self._fd, line.encode("utf-8"))

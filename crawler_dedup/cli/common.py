@@ -135,9 +135,9 @@ def same_file(a: str, b: str) -> bool:
 
 def term(text) -> str:
     """`text` safe to print on a terminal: crawled titles and URLs may hold control characters."""
-    from ..tools.summary_text import terminal_safe
+    from ..tools.summary_text import field_safe
 
-    return terminal_safe(text)
+    return field_safe(text)
 
 
 # -- where a crawl put the index and the drop log ------------------------------------------

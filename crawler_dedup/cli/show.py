@@ -83,10 +83,12 @@ def run(args) -> int:
     if dropped_text is None or kept_text is None:
         _no_diff(rec, kept, note, dropped_text, kept_text)
         return 0
-    name_k, name_d = rec.get("duplicate_of"), rec["url"]
+    name_k, name_d = term(rec.get("duplicate_of")), term(rec["url"])  # (one line each in the diff head)
     lines = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
              else unified(kept_text, dropped_text, name_k, name_d, width))
-    print(term("\n".join(lines)))
+    from ..tools.summary_text import terminal_safe
+
+    print(terminal_safe("\n".join(lines)))  # (a block: its own newlines stay)
     return 0
 
 
