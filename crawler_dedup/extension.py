@@ -26,7 +26,7 @@ from .core.fingerprint import body_digest
 from .core.extract import canonical_link
 from .core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Step
 from .droplog import DropLog, make_record, superseded_record
-from .exceptions import ConfigError, DedupError
+from .exceptions import ConfigError, DedupError, StoreDamaged
 from .signals import page_superseded
 from .workers import WorkerPool
 
@@ -78,10 +78,18 @@ class DedupExtension:
         self._logged: set[str] = set()
         self._superseded_later: list = []  # page_superseded signals held until the spider closes
         self._logstats = None
+        self._damaged: str | None = None  # why the index cannot be read: the crawl stops at start
         if self.config.enabled:
             if not opening.in_use(self.config):
                 # open once now, so an unusable index (other format, other k) stops the crawl here
-                Deduplicator(self.config).open(new_run=False).close()
+                try:
+                    Deduplicator(self.config).open(new_run=False).close()
+                except StoreDamaged as exc:
+                    # one line and a clean stop, not Scrapy's traceback: crawling on unchecked
+                    # would store every duplicate until someone reads the log
+                    logger.error("crawler-dedup cannot start: %s; the crawl stops (finish reason "
+                                 "dedup_index_damaged)", exc)
+                    self._damaged = str(exc)
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
             crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -124,6 +132,12 @@ class DedupExtension:
 
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
+        if self._damaged is not None:
+            self.stats.inc_value("dedup/errors/open")
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="dedup_index_damaged"))
+            return
         try:
             self.dedup = opening.acquire(self.config)
             self.droplog = DropLog(str(self.config.droplog))  # (set by _configure)

@@ -149,3 +149,27 @@ def test_torn_last_drop_log_line_is_reported_and_the_next_starts_a_line(tmp_path
         dl.write(dict(record, url="https://a.test/4"))
     lines = log.read_bytes().split(b"\n")
     assert lines[-1] == b"" and lines[-2].startswith(b'{"url":"https://a.test/4"')
+
+
+def test_a_crawl_on_a_damaged_index_stops_at_start_with_one_line(tmp_path, articles, serve):
+    from tests.conftest import dedup_stats, make_site, scrapy_crawl, write_urls
+
+    idx = tmp_path / "idx"
+    _build(idx, _texts(300))
+    data = idx / "data.mdb"
+    with open(data, "r+b") as fh:  # cut short, as a full disk leaves it: LMDB alone would die of SIGBUS
+        fh.truncate(data.stat().st_size // 2)
+    root = make_site(tmp_path / "site", {"a.html": articles[0][0], "b.html": articles[0][0]})
+    base = serve(root).base_url
+    write_urls(tmp_path / "urls.txt", [f"{base}/a.html", f"{base}/b.html"])
+    out = tmp_path / "items.jsonl"
+    proc = scrapy_crawl("-a", f"urls={tmp_path / 'urls.txt'}", "-s", f"DEDUP_DIR={idx}", "-O", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, errors
+    assert "data.mdb is cut short" in errors[0] and "index rebuild" in errors[0]
+    # a clean stop at start (crawling on unchecked would store every duplicate), never a drop
+    assert "'finish_reason': 'dedup_index_damaged'" in proc.stderr
+    assert dedup_stats(proc.stderr)["dedup/errors/open"] == 1
+    assert not (idx / "droplog.jsonl").exists() or not (idx / "droplog.jsonl").read_text()
