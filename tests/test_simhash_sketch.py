@@ -1,5 +1,5 @@
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup.core.features import shingles
@@ -79,3 +79,21 @@ def test_resemblance_estimate_is_close_on_large_sets():
         errors.append(abs(resemblance(sketch(a), sketch(b)) - true))
     # bottom-128 estimate: standard error <= 0.045; 4 draws all within 3 sigma
     assert max(errors) < 0.135
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 2**64 - 1), max_size=200), st.sets(st.integers(0, 2**64 - 1), max_size=200),
+       st.sets(st.integers(0, 2**64 - 1), max_size=150), st.integers(1, 160))
+def test_resemblance_matches_the_set_definition(only_a, only_b, shared, size):
+    """The merged-sort resemblance against its definition on Python sets: among the `size`
+    smallest of A∪B (from the two bottom-k sketches), the share in both."""
+    from crawler_dedup.core.sketch import resemblance
+
+    a = np.array(sorted(only_a | shared)[:size], dtype=np.uint64)
+    b = np.array(sorted(only_b | shared)[:size], dtype=np.uint64)
+    if not a.size or not b.size:
+        assert resemblance(a, b, size) == (1.0 if a.size == b.size else 0.0)
+        return
+    union = sorted(set(a.tolist()) | set(b.tolist()))[:size]
+    both = sum(1 for x in union if x in set(a.tolist()) and x in set(b.tolist()))
+    assert resemblance(a, b, size) == both / len(union)
