@@ -2,6 +2,7 @@
 readable kept pages again, and no command prints a traceback; a torn drop-log line is reported
 and the next line starts on its own."""
 
+import json
 import os
 import random
 import subprocess
@@ -14,7 +15,7 @@ from crawler_dedup.cli import main as cli
 from crawler_dedup.droplog import DropLog
 from crawler_dedup.stores.base import u64
 
-COMMANDS = (["index", "stats"], ["index", "verify"], ["index", "expire", "--window", "60"], ["index", "compact"],
+COMMANDS = (["index", "stats"], ["index", "expire", "--window", "60"], ["index", "compact"],
             ["index", "remove", "https://site.test/0", "--dir"])
 
 
@@ -97,10 +98,9 @@ def test_damaged_index_every_command_one_line_no_traceback(tmp_path, damage):
             continue
         assert len(lines) == 1, (command, got.stderr)
         assert lines[0].startswith("crawler-dedup "), lines
-    got = _run("index", "verify", str(idx))
-    assert got.returncode != 0
-    text = got.stdout + got.stderr
-    assert "data.mdb" in text or "rebuild" in text
+    got = _run("index", "verify", str(idx))  # a verdict: not whole, and what to do
+    assert got.returncode == 1 and "Traceback" not in got.stderr
+    assert "not whole" in got.stdout and f"crawler-dedup index rebuild {idx}" in got.stdout
 
 
 @pytest.mark.parametrize("at", [0.1, 0.5, 0.9])
@@ -173,3 +173,122 @@ def test_a_crawl_on_a_damaged_index_stops_at_start_with_one_line(tmp_path, artic
     assert "'finish_reason': 'dedup_index_damaged'" in proc.stderr
     assert dedup_stats(proc.stderr)["dedup/errors/open"] == 1
     assert not (idx / "droplog.jsonl").exists() or not (idx / "droplog.jsonl").read_text()
+
+
+def test_compact_with_many_pages_in_one_second(tmp_path):
+    """LMDB's own compacting copy crashed the process (SIGSEGV) on a dupsort key with a few
+    hundred values: `times` has one when many pages are kept in the same second."""
+    idx = tmp_path / "idx"
+    with Deduplicator(dir=str(idx)) as d:
+        for i, text in enumerate(_texts(400)):
+            d.check(f"https://site.test/{i}", text=text, now=1_700_000_000.0)
+        d.index.write(lambda t: d.index.remove(t, 5))  # a free page or two to give back
+    got = _run("index", "compact", str(idx))
+    assert got.returncode == 0, got.stderr
+    assert "data.mdb" in got.stdout and "MiB" in got.stdout
+    assert not [n for n in os.listdir(idx) if n.startswith(".compact")]
+    assert _run("index", "verify", str(idx)).returncode == 0
+    with Deduplicator(dir=str(idx)) as d:
+        assert d.index.read(lambda t: t.doc_count()) == 399
+
+
+HOLD = """
+import sys, time
+from crawler_dedup import Deduplicator
+with Deduplicator(dir=sys.argv[1]) as d:
+    d.check("https://holder.test/", text=" ".join(f"w{i}" for i in range(300)))
+    print("open", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_compact_and_rebuild_refuse_an_index_another_process_has_open(tmp_path):
+    idx = tmp_path / "idx"
+    _build(idx, _texts(20))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(idx)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        for command in (["index", "compact", str(idx)], ["index", "rebuild", str(idx), "--yes"]):
+            got = _run(*command)
+            assert got.returncode == 2, (command, got.stdout, got.stderr)
+            assert f"open in process {holder.pid}" in got.stderr and "Traceback" not in got.stderr
+        assert not [n for n in os.listdir(idx) if n.startswith("data.mdb.damaged")]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_rebuild_when_the_first_meta_page_is_gone(tmp_path):
+    idx = tmp_path / "idx"
+    _build(idx, _texts(120))
+    with open(idx / "data.mdb", "r+b") as fh:
+        fh.write(b"\x00" * 4096)  # meta page 0 zeroed; page 1 still says where everything is
+    assert _run("index", "stats", str(idx)).returncode == 2
+    got = _run("index", "rebuild", str(idx), "--yes")
+    assert got.returncode == 0, got.stderr
+    assert "120 kept pages filed" in got.stdout
+    assert _run("index", "verify", str(idx)).returncode == 0
+
+
+def test_verify_finds_what_points_wrong(tmp_path, capsys):
+    idx = tmp_path / "idx"
+    _build(idx, _texts(30))
+    with Deduplicator(dir=str(idx)) as d:
+        index = d.index
+        from crawler_dedup.core.records import url_key
+
+        index.write(lambda t: t.url_put(url_key("https://site.test/3"), 5))  # URL 3 leads to page 5's record
+        index.write(lambda t: t.raw.put("meta", b"next_id", u64(10)))  # new ids would overwrite kept pages
+    assert cli(["index", "verify", str(idx)]) == 1
+    out = capsys.readouterr().out
+    assert "https://site.test/3" in out and "a page of another URL" in out
+    assert "new pages would overwrite kept ones" in out
+
+
+def test_verify_on_an_unreadable_index_exits_1_with_json(tmp_path, capsys):
+    import json
+
+    idx = tmp_path / "idx"
+    _build(idx, _texts(30))
+    with open(idx / "data.mdb", "r+b") as fh:
+        fh.truncate(8192 * 3)
+    assert cli(["index", "verify", str(idx), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["whole"] is False and "cut short" in got["error"]
+
+
+def test_a_foreign_lmdb_file_is_refused_by_commands_and_the_crawl(tmp_path):
+    import lmdb
+
+    idx = tmp_path / "idx"
+    env = lmdb.open(str(idx), max_dbs=4)
+    users = env.open_db(b"users")
+    with env.begin(write=True) as txn:
+        txn.put(b"alice", b"1", db=users)
+    env.close()
+    for command in (["index", "stats"], ["index", "verify"], ["index", "compact"]):
+        got = _run(*command, str(idx))
+        assert got.returncode != 0 and "Traceback" not in got.stderr
+        assert "an LMDB file of something else (tables users)" in got.stdout + got.stderr
+    from crawler_dedup.exceptions import StoreDamaged
+
+    with pytest.raises(StoreDamaged, match="something else"):
+        Deduplicator(dir=str(idx)).open()
+    env = lmdb.open(str(idx), max_dbs=4)
+    with env.begin() as txn:
+        assert [bytes(k) for k, _ in txn.cursor()] == [b"users"]  # nothing written into it
+    env.close()
+
+
+def test_a_torn_line_is_still_called_torn_once_the_next_crawl_wrote_after_it(tmp_path):
+    log = tmp_path / "droplog.jsonl"
+    record = {"url": "https://a.test/2", "duplicate_of": "https://a.test/1", "reason": "near", "similarity": 0.9,
+              "time": "2026-01-01T00:00:00Z", "stage": "response", "action": "drop"}
+    log.write_bytes(json.dumps(record).encode() + b'\n{"url": "https://a.test/3", "dupl')
+    with DropLog(str(log)) as dl:
+        dl.write(dict(record, url="https://a.test/4"))
+    for command in (["inspect", str(log)], ["restore", str(log), "--all", "-o", str(tmp_path / "out.jsonl")],
+                    ["report", str(log), "-o", str(tmp_path / "r.html")]):
+        got = _run(*command)
+        assert got.returncode == 0, (command, got.stderr)
+        assert "torn" in got.stdout + got.stderr, command

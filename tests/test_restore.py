@@ -141,7 +141,7 @@ def test_restore_warns_of_a_url_with_no_line_and_escapes_what_it_prints(tmp_path
     proc = cli("restore", log, "--all", "--allow", "-o", tmp_path / "out.jsonl")
     assert proc.returncode == 0, proc.stderr
     assert not {"\x1b", "\r", "\x07"} & set(proc.stdout)
-    assert "\\x1b" in proc.stdout and "no drop-log line" not in proc.stderr
+    assert "\\u001b" in proc.stdout and "no drop-log line" not in proc.stderr  # (a pattern writes it as a regex escape)
     # the JSONL itself keeps the URL as it was
     assert [json.loads(x)["url"] for x in (tmp_path / "out.jsonl").read_text().splitlines()] == [rec["url"], hostile["url"]]
 
@@ -149,3 +149,16 @@ def test_restore_warns_of_a_url_with_no_line_and_escapes_what_it_prints(tmp_path
 def test_restore_help_names_the_title_too():
     proc = cli("restore", "--help")
     assert "{url, text, title}" in " ".join(proc.stdout.split())
+
+
+def test_allow_patterns_hold_no_whitespace_and_match_only_their_url():
+    import re
+
+    from crawler_dedup.tools.restore import allow_pattern
+
+    for url in ("https://evil.test/x\u3000.\u3000y", "https://a.test/p q\n\x1b[2J", "https://a.test/?a=1&b=[2]",
+                "https://a.test/\u2028\U0001F600"):
+        pattern = allow_pattern(url)
+        assert pattern.split() == [pattern]  # one word: a file of them read back with split() is whole
+        assert re.search(pattern, url)
+        assert not re.search(pattern, "https://a.test/") and not re.search(pattern, url + "x")

@@ -181,6 +181,12 @@ def index_hint(dir_: str | None) -> str:
 
 
 def require_index(path: str, settings: dict | None = None) -> None:
+    from ..tools.indexes import is_lmdb
+
+    if is_lmdb(settings) and os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+        raise CliError(f"cannot read {path}: permission denied (run as the user the crawl ran as)")
+    if is_lmdb(settings) and os.path.isdir(os.path.join(path, "data.mdb")):
+        raise CliError(f"{os.path.join(path, 'data.mdb')} is a folder, not an index file: give another DEDUP_DIR")
     if not has_index(path, settings):
         raise CliError(f"no LMDB index in {path}{index_hint(path)}")
 

@@ -12,7 +12,6 @@ from .common import (
     add_backend,
     backend_settings,
     open_index,
-    require_index,
     term,
 )
 
@@ -47,8 +46,10 @@ def add_parser(sub):
     add_backend(rm, help=BACKEND_HELP)
     ve = isub.add_parser("verify", help="check that every entry of the index is where its kept pages say",
                          description="Check both ways that each kept page's entries are in the index (URL, time, "
-                         "fingerprint, permuted tables, digests) and that each entry points at a kept page. Exit "
-                         "status 0 when whole, 1 when not. Reads only: a crawl may go on meanwhile.")
+                         "fingerprint, permuted tables, content and response digests) and that each entry points "
+                         "at a kept page, and that new doc ids come after the kept ones (the sketch postings are "
+                         "capped lists and not checked). Exit status 0 when whole, 1 when not (or when the file "
+                         "cannot be read), 2 when there is no index. Reads only: a crawl may go on meanwhile.")
     ve.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
     ve.add_argument("--json", action="store_true", help="machine-readable output")
     ve.add_argument("--quiet", action="store_true", help="print nothing when the index is whole")
@@ -57,9 +58,11 @@ def add_parser(sub):
                          description="Read every kept page that can still be read from DEDUP_DIR/data.mdb, past "
                          "damaged parts, file them into a new index with every table rebuilt, and put it in place; "
                          "the old file stays beside it as data.mdb.damaged-TIME. Learned template lines "
-                         "(DEDUP_BOILERPLATE) start again. No crawl may have the index open.")
-    rb.add_argument("dir", metavar="DEDUP_DIR")
-    rb.add_argument("--yes", action="store_true", help="do not ask before replacing data.mdb")
+                         "(DEDUP_BOILERPLATE) start again. No crawl may have the index open: a process that has "
+                         "it open is named and nothing is changed.")
+    rb.add_argument("dir", metavar="DEDUP_DIR", help="the LMDB index (its data.mdb); work space is made inside it")
+    rb.add_argument("--yes", action="store_true", help="do not ask before replacing data.mdb (needed when stdin "
+                    "is not a terminal)")
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
@@ -205,7 +208,7 @@ def expire(args) -> int:
 def compact(args) -> int:
     from ..stores.lmdb import LmdbStore
 
-    require_index(args.dir)
+    open_index(args.dir, readonly=True).store.close()  # an index, and one that can be read
     before, after = LmdbStore(args.dir).compact()
     print(f"{args.dir}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
     return 0
@@ -216,12 +219,25 @@ def verify(args) -> int:
 
     from ..core.integrity import verify as check
 
+    from ..exceptions import StoreDamaged
+
     where = _where(args)
-    index = open_index(where, readonly=True, settings=backend_settings(args))
     try:
-        report = check(index, Progress("verifying", unit="entries"))
-    finally:
-        index.store.close()
+        index = open_index(where, readonly=True, settings=backend_settings(args))
+        try:
+            report = check(index, Progress("verifying", unit="entries"))
+        finally:
+            index.store.close()
+    except (CliError, StoreDamaged) as exc:
+        message = exc.message if isinstance(exc, CliError) else str(exc)
+        if not isinstance(exc, StoreDamaged) and "damaged" not in message:
+            raise  # no index there, a bad setting: not a verdict on an index
+        if args.json:
+            print(json.dumps({"dir": where, "whole": False, "error": message}, indent=1))
+        else:
+            print(f"{where}: not whole, it cannot be read: {message.split('; `crawler-dedup index verify', 1)[0]}")
+            print(f"to repair: `crawler-dedup index rebuild {where}` files the kept pages it can read into a new index")
+        return 1
     location = index.store.location
     if args.json:
         print(json.dumps({"dir": location, "whole": report.ok, "pages": report.pages, "entries": report.entries,
@@ -256,9 +272,13 @@ def rebuild(args) -> int:
             return 1
     got = rebuild_index(args.dir, progress=Progress("rebuilding", unit="ids"))
     lost = sum(hi - lo + 1 for lo, hi in got.lost_ranges)
-    print(f"{args.dir}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records"
-          + (f"; damaged parts of the file hid up to {lost} doc ids, of which {got.scavenged} were found on its "
-             f"pages" if got.lost_ranges else "")
+    if not got.walked:
+        how = "; its tables could not be walked, so they were all found on the file's pages"
+    elif got.lost_ranges:
+        how = f"; damaged parts of the file hid up to {lost} doc ids, of which {got.scavenged} were found on its pages"
+    else:
+        how = ""
+    print(f"{args.dir}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records{how}"
           + f"; the old file is {got.damaged_copy} (delete it when the new index serves)")
     return 0
 

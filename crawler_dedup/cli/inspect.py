@@ -35,7 +35,7 @@ def run(args) -> int:
     except LogError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        print(json.dumps(summary.to_json(args.log, selected), ensure_ascii=False, indent=1))
+        print(json.dumps(summary.to_json(args.log, selected), indent=1))
     else:
         print(format_summary(summary, args.log, selected, width=shutil.get_terminal_size((120, 24)).columns))
     return 0

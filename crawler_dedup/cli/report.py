@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from .common import (
     CliError,
@@ -15,6 +16,7 @@ from .common import (
     index_hint,
     resolve_log_dir,
     same_file,
+    term,
 )
 
 
@@ -59,5 +61,9 @@ def run(args) -> int:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
     print(f"{args.output}: {info['rows']} of {info['matched']} drops in the table"
           f"{' (the latest; plots use all)' if info['rows'] < info['matched'] else ''}, "
-          f"{info['texts']} with texts for the diff view; {info['malformed']} malformed lines skipped")
+          f"{info['texts']} with texts for the diff view; {info['malformed']} malformed lines skipped"
+          + (f" ({info['torn']} torn: cut short by a crash while written)" if info.get("torn") else ""))
+    if info.get("index_unread"):
+        print(f"crawler-dedup report: warning: the kept pages' texts are not in the diff view: "
+              f"{term(info['index_unread'])}", file=sys.stderr)
     return 0

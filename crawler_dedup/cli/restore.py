@@ -52,8 +52,10 @@ def run(args) -> int:
             result = restore(args.log, selected, out, select_all=args.all, progress=Progress("reading", unit="MiB"))
     except LogError as exc:
         raise CliError(str(exc)) from None
+    except BrokenPipeError:
+        raise  # `restore ... | head`: the reader has what it wanted (main exits 0)
     except OSError as exc:
-        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
+        raise CliError(f"cannot write {args.output or 'stdout'}: {exc.strerror or exc}", 1) from None
     report = sys.stderr if args.output in (None, "-") else sys.stdout
     print(f"restored {result.written} of {result.selected} selected drops ({result.from_items} items, "
           f"{result.from_text} from the extracted text) to {args.output or 'stdout'}", file=report)
@@ -68,7 +70,7 @@ def run(args) -> int:
                    f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),
               file=report)
     if result.malformed.count:
-        print(f"{result.malformed.count} malformed lines skipped", file=report)
+        print(result.malformed, file=report)
     if args.allow:
         _allow(args, [allow_pattern(u) for u in result.urls], report)
     return 0

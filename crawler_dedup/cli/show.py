@@ -76,7 +76,7 @@ def run(args) -> int:
     else:
         p("", "(an older drop log: thresholds are today's defaults; give the crawl's with -s DEDUP_X=V)")
     if malformed.count:
-        p("drop log", f"{malformed.count} malformed lines skipped")
+        p("drop log", str(malformed))
     if note:
         p("index", note)
     print()

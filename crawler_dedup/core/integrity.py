@@ -18,7 +18,7 @@ from ..exceptions import DedupError, StoreError
 from ..stores.base import from_u64, u64
 from .index import NearDupIndex
 from .index_txn import TABLES, IndexTxn, table_name
-from .records import DocRecord, Extra, url_key
+from .records import DocRecord, Extra, canonical_url, url_key
 from .sitelines import lines_of
 
 LISTED = 20  # problems listed by name; the rest are counted
@@ -81,6 +81,10 @@ def verify(index: NearDupIndex, progress: Callable[[int, int], None] | None = No
             if progress is not None and not number % 1000:
                 progress(number, 2 * total)
         _check_entries(index, raw, fps, report)
+        next_id = txn.meta_get("next_id")
+        if fps and (next_id is None or from_u64(next_id) <= max(fps)):
+            report.add(f"the next doc id ({'none' if next_id is None else from_u64(next_id)}) is not past the "
+                       f"highest kept one ({max(fps)}): new pages would overwrite kept ones")
         if progress is not None:
             progress(2 * total, 2 * total)
 
@@ -97,6 +101,10 @@ def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Repor
         at = txn.url_get(url_key(doc.url))
         if at is None:
             report.add(f"{name}: its URL has no entry")
+        elif at != did:  # another kept page of the same canonical URL may hold the entry (the newer one)
+            other = txn.doc_get(at)
+            if other is None or canonical_url(DocRecord.decode(other, at).url) != canonical_url(doc.url):
+                report.add(f"{name}: its URL's entry leads to kept record {at}, a page of another URL")
     if u64(did) not in raw.values("times", u64(int(doc.time))):
         report.add(f"{name}: no time entry (DEDUP_WINDOW would never expire it)")
     if did not in txn.fp_docs(doc.fingerprint):
@@ -104,6 +112,13 @@ def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Repor
     for table, key in enumerate(index.plan.keys(doc.fingerprint)):
         if u64(doc.fingerprint) not in raw.values(table_name(table), key):
             report.add(f"{name}: missing from permuted table {table}: lookups cannot find it")
+    body = doc.extras.get(Extra.BODY)
+    if body is not None:
+        at = txn.body_get(body)
+        other = None if at is None else txn.doc_get(at)
+        if other is None or DocRecord.decode(other, at).extras.get(Extra.BODY) != body:
+            report.add(f"{name}: its response digest does not lead to a kept page with those bytes "
+                       f"(the same bytes again would be extracted, not decided at once)")
     digest = doc.extras.get(Extra.DIGEST)
     if digest is not None and txn.exact_get(digest) is None:
         # a guard keeps a page beside its exact match without an entry: only an error when no
@@ -146,6 +161,7 @@ class Rebuilt:
     unreadable: int = 0  # records that could not be read
     lost_ranges: list[tuple[int, int]] = field(default_factory=list)  # doc ids a damaged part of the file hid
     scavenged: int = 0  # of `pages`, found on the file's leaf pages where the B-tree was damaged
+    walked: bool = True  # the table of kept pages could be read as a B-tree (else: leaf pages only)
     damaged_copy: str = ""  # where the old data.mdb went
 
 
@@ -218,9 +234,10 @@ def scan_pages(path: str) -> Iterator[tuple[bytes, bytes]]:
             return
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            psize = struct.unpack_from("<I", data, 40)[0]
-            if psize not in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
-                return
+            from ..stores.lmdb import meta_pages
+
+            metas = meta_pages(bytes(data[:2 * 65536 + 4096]))
+            psize = metas[0][0] if metas else 4096  # (both meta pages lost: the usual size)
             for pgno in range(2, size // psize):
                 off = pgno * psize
                 flags, lower, upper = struct.unpack_from("<HHH", data, off + 10)
@@ -275,11 +292,29 @@ def scavenge(path: str) -> tuple[dict[bytes, bytes], dict[int, DocRecord]]:
 def rebuild(path: str, site_lines: bool = True, progress: Callable[[int, int], None] | None = None) -> Rebuilt:
     """File the readable kept records of the LMDB index at `path` into a new index, then put it in
     place and keep the old file beside it as data.mdb.damaged-TIME. No crawl may use the index."""
-    work = tempfile.mkdtemp(prefix=".rebuild-", dir=os.path.dirname(os.path.abspath(path)))
+    _refuse_if_open(path)
+    work = tempfile.mkdtemp(prefix=".rebuild-", dir=path)  # same file system; cleaned up
     try:
         return _rebuild(path, work, site_lines, progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _refuse_if_open(path: str) -> None:
+    """A crawl that has the index open would go on writing into the old file."""
+    import lmdb
+
+    from ..stores.lmdb import check_file, refuse_if_used
+
+    try:
+        check_file(path)
+        env = lmdb.open(path, readonly=True, max_dbs=16, create=False)
+    except (DedupError, lmdb.Error, OSError):
+        return  # not openable as it is: nobody can be using it either
+    try:
+        refuse_if_used(env, path, "rebuild")
+    finally:
+        env.close()
 
 
 def _settings(source, path: str, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:
@@ -290,9 +325,6 @@ def _settings(source, path: str, found: dict[bytes, bytes]) -> tuple[dict[bytes,
         readable = True
     except DedupError:
         meta, readable = dict(found), False
-    if b"plan" not in meta:
-        raise StoreError(f"cannot rebuild {path}: no settings record (its plan) could be read from it; "
-                         f"start a new DEDUP_DIR")
     return meta, readable
 
 
@@ -303,22 +335,26 @@ def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
     try:
         check_file(path)
         read_from = path
-    except StoreError:  # cut short (or not LMDB): read a copy padded to its length
+    except StoreError:  # cut short, or a meta page lost: read a copy (padded to its length)
         read_from = os.path.join(work, "source")
         os.makedirs(read_from)
         shutil.copyfile(os.path.join(path, "data.mdb"), os.path.join(read_from, "data.mdb"))
-        check_file(read_from, pad=True)
+        try:
+            check_file(read_from, pad=True)
+        except StoreError:
+            pass  # no meta page at all: what its leaf pages hold is all there is
     found_meta, found_docs = scavenge(os.path.join(read_from, "data.mdb"))
     source: LmdbStore | None = LmdbStore(read_from, readonly=True)
     try:
         source.open()  # type: ignore[union-attr]
-    except StoreError:
+    except (StoreError, OSError):
         source = None
     try:
         meta, readable = _settings(source, path, found_meta) if source is not None else (dict(found_meta), False)
         if b"plan" not in meta:
-            raise StoreError(f"cannot rebuild {path}: no settings record (its plan) could be read from it; "
-                             f"start a new DEDUP_DIR")
+            raise StoreError(f"cannot rebuild {os.path.join(path, 'data.mdb')}: no crawler-dedup settings record "
+                             f"(its plan) can be read from it{' nor any kept page' if not found_docs else ''}; "
+                             f"nothing to rebuild from: move {path} away and start a new DEDUP_DIR")
         stop = from_u64(meta[b"next_id"]) if b"next_id" in meta else 2**62
         new = os.path.join(work, "new")
         target = LmdbStore(new, map_size=max(64 * 2**20, os.path.getsize(os.path.join(path, "data.mdb"))))
@@ -348,7 +384,7 @@ def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
             if readable:
                 got = salvage(source, stop, progress, into=file)
             else:
-                got = Rebuilt(lost_ranges=[(1, stop)])
+                got = Rebuilt(lost_ranges=[(1, stop)], walked=False)
             # records on leaf pages the B-tree could not reach (only in what it lost: elsewhere a
             # stale copy may be a page removed since)
             lost = [doc for doc_id, doc in sorted(found_docs.items())
@@ -365,9 +401,13 @@ def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
         if source is not None:
             source.close()
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    data = os.path.join(path, "data.mdb")
     got.damaged_copy = os.path.join(path, f"data.mdb.damaged-{stamp}")
-    os.replace(os.path.join(path, "data.mdb"), got.damaged_copy)
-    os.replace(os.path.join(new, "data.mdb"), os.path.join(path, "data.mdb"))
+    try:  # the old file keeps a second name, then the new one takes its place in one step
+        os.link(data, got.damaged_copy)
+    except OSError:  # (no hard links here: two steps)
+        os.replace(data, got.damaged_copy)
+    os.replace(os.path.join(new, "data.mdb"), data)
     lock = os.path.join(path, "lock.mdb")
     if os.path.exists(lock):
         os.remove(lock)  # its reader table described the old file

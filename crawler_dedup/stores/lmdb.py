@@ -114,43 +114,104 @@ def damaged(location: str, exc: BaseException) -> StoreDamaged:
 _MAGIC = 0xBEEFC0DE
 
 
-def check_file(location: str, pad: bool = False) -> None:
-    """Refuse a data.mdb that LMDB would crash on rather than report: a file shorter than the
-    last page its newest meta page names (cut short by a full disk or a bad copy) makes the
-    mapped reads of the missing pages kill the process with SIGBUS; a file that is not LMDB's.
-    Reads the two meta pages (page header 16 bytes; magic, version, ..., last page, txn id)."""
-    path = os.path.join(location, "data.mdb")
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            head = fh.read(2 * 65536)
-    except OSError:
-        return  # missing or unreadable: lmdb.open says which
-    if not size:
-        return
-    metas: list[tuple[int, int, int]] = []
-    for offset in (0, None):
-        if offset is None:  # the second meta page is one page further
-            if not metas:
-                break
-            offset = metas[0][0]
+_PAGE_SIZES = (4096, 512, 1024, 2048, 8192, 16384, 32768, 65536)
+
+
+def meta_pages(head: bytes) -> list[tuple[int, int, int]]:
+    """(page size, last page, txn id) of each readable meta page at the start of an LMDB file
+    (page header 16 bytes; magic, version, address, map size, two table records, last page,
+    txn id). The first may be damaged: the second is looked for at each possible page size."""
+    found = []
+    for offset in (0, *_PAGE_SIZES):
         if len(head) < offset + 152:
             continue
         magic, _version = struct.unpack_from("<II", head, offset + 16)
         psize = struct.unpack_from("<I", head, offset + 40)[0]
         last, txnid = struct.unpack_from("<QQ", head, offset + 136)
-        if magic == _MAGIC and psize in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536):
-            metas.append((psize, last, txnid))
+        if magic == _MAGIC and psize in _PAGE_SIZES and offset in (0, psize):
+            found.append((psize, last, txnid))
+    return found
+
+
+def check_file(location: str, pad: bool = False) -> None:
+    """Refuse a data.mdb that LMDB would crash on or misread rather than report: a file shorter
+    than the last page its newest meta page names (cut short by a full disk or a bad copy) makes
+    the mapped reads of the missing pages kill the process with SIGBUS; a file that is not
+    LMDB's; a folder where the file should be. `pad`: extend a cut file instead (its lost pages
+    then read as zeros: damaged, not SIGBUS), for `index rebuild` on a copy."""
+    path = os.path.join(location, "data.mdb")
+    for name in ("data.mdb", "lock.mdb"):
+        if os.path.isdir(os.path.join(location, name)):
+            raise damaged(location, Exception(f"{name} is a folder, not a file"))
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(2 * 65536 + 4096)
+    except OSError:
+        return  # missing or unreadable: lmdb.open says which
+    if not size:
+        return
+    metas = meta_pages(head)
     if not metas:
         raise damaged(location, Exception("data.mdb is not an LMDB file, no meta page"))
+    if len(metas) < 2 and not pad:
+        raise damaged(location, Exception("data.mdb has one meta page of two"))
     psize, last, _ = max(metas, key=lambda m: m[2])
     if size < (last + 1) * psize:
-        if pad:  # `index rebuild` reads a cut file as if the lost pages were zeros (damaged, not SIGBUS)
+        if pad:
             with open(path, "r+b") as fh:
                 fh.truncate((last + 1) * psize)
             return
         raise damaged(location, Exception(f"data.mdb is cut short, {size} bytes where its last page ends at "
                                           f"{(last + 1) * psize}"))
+
+
+def other_users(env) -> list[int]:
+    """Processes other than this one with the environment open (from lock.mdb's reader table;
+    a crawl reads on every page, so it is in it)."""
+    env.reader_check()  # (drops the slots of processes that are gone)
+    pids = []
+    for line in env.readers().splitlines()[1:]:
+        fields = line.split()
+        if fields and fields[0].isdigit() and int(fields[0]) != os.getpid():
+            pids.append(int(fields[0]))
+    return sorted(set(pids))
+
+
+def refuse_if_used(env, location: str, what: str) -> None:
+    users = other_users(env)
+    if users:
+        raise StoreError(f"the index at {location} is open in process {', '.join(map(str, users))} (a crawl?): "
+                         f"stop it before `index {what}`")
+
+
+def copy_tables(src, dst, batch: int = 50_000) -> None:
+    """Every named table of `src` into `dst` with its flags, entry by entry, in key order."""
+    with src.begin() as rt:
+        names = [bytes(k) for k, _ in rt.cursor()]
+    for name in names:
+        sdb = src.open_db(name, create=False)  # (in a write transaction: one opened in a read one closes with it)
+        with src.begin() as rt:
+            flags = sdb.flags(rt)
+        ddb = dst.open_db(name, dupsort=flags["dupsort"], dupfixed=flags["dupfixed"],
+                          integerkey=flags["integerkey"], integerdup=flags["integerdup"],
+                          reverse_key=flags["reverse_key"])
+        with src.begin(db=sdb) as rt:
+            items = rt.cursor().iternext()
+            while True:
+                chunk = [(bytes(k), bytes(v)) for k, v in _take(items, batch)]
+                if not chunk:
+                    break
+                with dst.begin(write=True, db=ddb) as wt:
+                    wt.cursor().putmulti(chunk, dupdata=flags["dupsort"])
+
+
+def _take(iterator, n: int):
+    for _ in range(n):
+        try:
+            yield next(iterator)
+        except StopIteration:
+            return
 
 
 class LmdbStore:
@@ -182,6 +243,7 @@ class LmdbStore:
                 except lmdb.Error:  # lock.mdb not writable here: read without the lock
                     self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
+                self._refuse_foreign()
                 return
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
@@ -190,14 +252,28 @@ class LmdbStore:
                 # cut may undo the last commit, never corrupt (a killed process loses nothing)
                 metasync=False, readahead=False, max_spare_txns=4,
             )
+            self._refuse_foreign()
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
+        except StoreError:
+            self.close()
+            raise
         except _DAMAGED as exc:
             self.close()
             raise damaged(self.location, exc) from None
         except (lmdb.Error, OSError) as exc:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
+
+    def _refuse_foreign(self) -> None:
+        """An LMDB file of something else (its tables, and no `meta`) is never written into."""
+        assert self.env is not None
+        with self.env.begin() as txn:
+            names = [bytes(k).decode("utf-8", "replace") for k, _ in txn.cursor()]
+        if names and "meta" not in names:
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            raise StoreDamaged(f"{os.path.join(self.location, 'data.mdb')} is an LMDB file of something else (tables "
+                             f"{shown}), not a crawler-dedup index: give another DEDUP_DIR")
 
     def ensure(self, tables) -> None:
         """A table is a named database; MULTI: sorted fixed-size duplicates (dupsort+dupfixed),
@@ -269,26 +345,36 @@ class LmdbStore:
 
     def compact(self) -> tuple[int, int]:
         """Rewrite data.mdb without its free pages (no other process may use the index);
-        (bytes before, bytes after)."""
+        (bytes before, bytes after). Every table is copied entry by entry into a new file: LMDB's
+        own compacting copy (mdb_env_copy2 with MDB_CP_COMPACT) crashes the process on a
+        dupsort key with a few hundred values, which `times` has when many pages share a second."""
         import shutil
         import tempfile
 
         data = os.path.join(self.location, "data.mdb")
         check_file(self.location)
         before = os.path.getsize(data)
-        tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(self.location)), prefix=".compact-")
         try:
-            env = lmdb.open(self.location, max_dbs=_MAX_TABLES + 16, readonly=False)
+            src = lmdb.open(self.location, max_dbs=_MAX_TABLES + 16, readonly=False)
         except _DAMAGED as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise damaged(self.location, exc) from None
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from None
+        tmp = tempfile.mkdtemp(dir=self.location, prefix=".compact-")  # same file system, cleaned up
         try:
-            env.copy(tmp, compact=True)  # a consistent snapshot without the free pages
-            env.close()
+            refuse_if_used(src, self.location, "compact")
+            dst = lmdb.open(tmp, map_size=src.info()["map_size"], max_dbs=_MAX_TABLES + 16, sync=False,
+                            metasync=False)
+            try:
+                copy_tables(src, dst)
+                dst.sync(True)
+            finally:
+                dst.close()
+            src.close()
             os.replace(os.path.join(tmp, "data.mdb"), data)
         except _DAMAGED as exc:
             raise damaged(self.location, exc) from None
         finally:
-            env.close()
+            src.close()
             shutil.rmtree(tmp, ignore_errors=True)
         return before, os.path.getsize(data)

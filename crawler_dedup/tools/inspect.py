@@ -142,12 +142,18 @@ def valid(rec: Any) -> bool:
 @dataclass
 class Malformed:
     count: int = 0
+    torn: int = 0  # of them, lines cut short (a crash mid-write)
     examples: list = field(default_factory=list)  # (line number, why)
 
     def add(self, number: int, why: str) -> None:
         self.count += 1
         if len(self.examples) < MALFORMED_EXAMPLES:
             self.examples.append((number, why))
+
+    def __str__(self) -> str:
+        """'N malformed lines skipped (M torn: cut short by a crash)'."""
+        torn = f" ({self.torn} torn: cut short by a crash while written)" if self.torn else ""
+        return f"{self.count} malformed lines skipped{torn}"
 
 
 def stream(path: str, malformed: Malformed, progress: Progress | None = None,
@@ -177,9 +183,11 @@ def stream(path: str, malformed: Malformed, progress: Progress | None = None,
             try:
                 rec = loads(line)
             except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
-                if not line.endswith(b"\n") and done >= size:
-                    malformed.add(number, "torn: the last line stops mid-record (a crash or power cut while "
-                                          "it was written; the crawl's next line starts on a line of its own)")
+                body = line.strip()
+                if body.startswith(b"{\"") and not body.endswith(b"}"):
+                    malformed.add(number, "torn: the line stops mid-record (a crash or power cut while it was "
+                                          "written; the next crawl started a line of its own)")
+                    malformed.torn += 1
                 else:
                     malformed.add(number, f"not JSON ({str(exc)[:60]})")
                 continue
@@ -300,7 +308,7 @@ class Summary:
             "log": os.path.abspath(path),
             "filters": filters.describe() or None,
             "records": self.total, "matched": self.matched,
-            "malformed": {"lines": self.malformed.count,
+            "malformed": {"lines": self.malformed.count, "torn": self.malformed.torn,
                           "examples": [{"line": n, "why": why} for n, why in self.malformed.examples]},
             "first": self.first, "last": self.last,
             "by_reason": dict(self.by_reason.most_common()), "by_action": dict(self.by_action.most_common()),

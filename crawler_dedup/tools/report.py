@@ -148,7 +148,8 @@ def write_report(log: str, output: str, filters: Filters | None = None, dir_: st
                 texts.append((seq, rec["text"][:TEXT_CHARS]))
             elif rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
                 same.append(seq)  # the same words as the kept page: its text serves for both sides
-    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts} | set(same), settings) if dir_ else {}
+    unread: list[str] = []  # why the index gave no kept texts, when it could not be read
+    kept_texts = _kept_texts(dir_, rows, {seq for seq, _ in texts} | set(same), settings, unread) if dir_ else {}
     data = {
         "columns": ["n"] + COLUMNS,
         "rows": [row[:-1] for row in rows],
@@ -163,7 +164,7 @@ def write_report(log: str, output: str, filters: Filters | None = None, dir_: st
         fh.write(page)
     os.replace(tmp, output)
     return {"rows": len(rows), "matched": summary.matched, "texts": len(texts), "malformed": summary.malformed.count,
-            "bytes": len(page.encode("utf-8"))}
+            "torn": summary.malformed.torn, "bytes": len(page.encode("utf-8")), "index_unread": unread[0] if unread else None}
 
 
 def _cell(value):
@@ -172,17 +173,20 @@ def _cell(value):
     return str(value)
 
 
-def _kept_texts(dir_: str, rows, with_text: set, settings: dict | None = None) -> dict:
-    """The kept pages' stored texts for the rows that carry a dropped text, by kept URL."""
+def _kept_texts(dir_: str, rows, with_text: set, settings: dict | None = None, unread: list | None = None) -> dict:
+    """The kept pages' stored texts for the rows that carry a dropped text, by kept URL; why the
+    index could not be read goes into `unread`."""
     from .indexes import is_lmdb
     from .show import ReadOnlyIndex, ShowError
 
     out: dict[str, str] = {}
     try:
         index = ReadOnlyIndex(dir_, settings)
-    except ShowError:
+    except ShowError as exc:
         if not is_lmdb(settings):
             raise  # an index named with --redis / DEDUP_BACKEND that cannot be read: say so
+        if unread is not None and os.path.exists(os.path.join(dir_, "data.mdb")):
+            unread.append(str(exc))  # there, but unreadable: the report says so
         return out  # (an LMDB directory without an index: the dropped texts only)
     with index:
         idx_url, idx_fp = 1 + COLUMNS.index("duplicate_of"), -1

@@ -25,8 +25,14 @@ class Restored:
 
 
 def allow_pattern(url: str) -> str:
-    """A DEDUP_ALLOW regex that matches this URL and nothing else."""
-    return "^" + re.escape(url) + "$"
+    """A DEDUP_ALLOW regex that matches this URL and nothing else, with no whitespace nor control
+    character of its own (those written as \\uXXXX): one pattern a line, whole after a split()."""
+    def one(c: str) -> str:
+        if c.isspace() or not c.isprintable():
+            return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        return re.escape(c)
+
+    return "^" + "".join(one(c) for c in url) + "$"
 
 
 def restore(path: str, filters: Filters, out, select_all: bool = False,

@@ -62,7 +62,7 @@ def format_summary(s: Summary, path: str, filters: Filters, width: int = 100) ->
     if filters.active:
         head += f", {s.matched} matching ({filters.describe()})"
     if s.malformed.count:
-        head += f"; {s.malformed.count} malformed lines skipped"
+        head += f"; {s.malformed}"
     out.append(head)
     for number, why in s.malformed.examples:
         out.append(f"  line {number}: {why}")
