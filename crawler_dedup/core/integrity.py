@@ -293,6 +293,9 @@ def rebuild(path: str, site_lines: bool = True, progress: Callable[[int, int], N
     """File the readable kept records of the LMDB index at `path` into a new index, then put it in
     place and keep the old file beside it as data.mdb.damaged-TIME. No crawl may use the index."""
     _refuse_if_open(path)
+    for name in os.listdir(path):  # what an interrupted rebuild or compact left (nobody has the index open)
+        if name.startswith((".rebuild-", ".compact-")):
+            shutil.rmtree(os.path.join(path, name), ignore_errors=True)
     work = tempfile.mkdtemp(prefix=".rebuild-", dir=path)  # same file system; cleaned up
     try:
         return _rebuild(path, work, site_lines, progress)
