@@ -151,4 +151,5 @@ def test_hostile_pages_in_a_crawl(tmp_path, serve, articles, workers):
     stats = dedup_stats(log)
     assert stats.get("dedup/skipped/too_large", 0) >= 1  # the 40 MB page: kept unchecked, counted
     assert stats.get("dedup/errors/extract", 0) + stats.get("dedup/errors/internal", 0) == 0
-    assert server.base_url + "/cjk-copy.html" in dropped
+    # (with 4 requests at once either may come first: one of the two is dropped as the other's copy)
+    assert len({server.base_url + "/cjk.html", server.base_url + "/cjk-copy.html"} & dropped) == 1

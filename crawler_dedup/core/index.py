@@ -64,6 +64,12 @@ class NearDupIndex:
         and `make_plan`: an existing index as it is (the after-crawl tools)."""
         params = params or {}
         store.open()
+        if hasattr(store, "refuse_foreign"):  # (LMDB: a file of something else is never written into)
+            try:
+                store.refuse_foreign()
+            except Exception:
+                store.close()
+                raise
         store.ensure(TABLES)
         version, plan_json, params_json = store.read(
             lambda raw: (lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))(IndexTxn(raw)))

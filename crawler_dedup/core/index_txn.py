@@ -69,8 +69,13 @@ class IndexTxn:
         self.raw.remove(self._names[table], key, u64(fp))
 
     def postings_many(self, keys: list[bytes], limit: int) -> list[np.ndarray | None]:
-        """Doc ids filed under each key; None for a key with more than `limit` (boilerplate)."""
-        return [None if len(v) > limit else _ids(v) for v in self.raw.values_many("mins", keys)]
+        """Doc ids filed under each key; None for a key with more than `limit` (boilerplate).
+        Counts first, so a boilerplate list is never read (LMDB: a count is one cursor step; a
+        full list 200 values, and a page whose probes were all boilerplate read 1,600)."""
+        counts = self.raw.value_counts("mins", keys)
+        small = [k for k, n in zip(keys, counts) if n <= limit]
+        lists = iter(self.raw.values_many("mins", small) if small else ())
+        return [None if n > limit else _ids(next(lists)) for n in counts]
 
     def fp_docs_many(self, fps: list[int]) -> list[list[int]]:
         return [[from_u64(v) for v in vals] for vals in self.raw.values_many("fps", [u64(f) for f in fps])]

@@ -243,7 +243,6 @@ class LmdbStore:
                 except lmdb.Error:  # lock.mdb not writable here: read without the lock
                     self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
-                self._refuse_foreign()
                 return
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
@@ -252,7 +251,6 @@ class LmdbStore:
                 # cut may undo the last commit, never corrupt (a killed process loses nothing)
                 metasync=False, readahead=False, max_spare_txns=4,
             )
-            self._refuse_foreign()
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
         except StoreError:
@@ -265,8 +263,9 @@ class LmdbStore:
             self.close()
             raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
 
-    def _refuse_foreign(self) -> None:
-        """An LMDB file of something else (its tables, and no `meta`) is never written into."""
+    def refuse_foreign(self) -> None:
+        """An LMDB file of something else (its tables, and no `meta`) is never written into
+        (NearDupIndex.open asks before it makes its tables)."""
         assert self.env is not None
         with self.env.begin() as txn:
             names = [bytes(k).decode("utf-8", "replace") for k, _ in txn.cursor()]
