@@ -261,7 +261,10 @@ def rebuild(args) -> int:
 
     from ..core.integrity import rebuild as rebuild_index
 
-    if not os.path.isfile(os.path.join(args.dir, "data.mdb")):
+    data = os.path.join(args.dir, "data.mdb")
+    if os.path.isdir(data):
+        raise CliError(f"{data} is a folder, not an index file: nothing to rebuild; give another DEDUP_DIR")
+    if not os.path.isfile(data):
         raise CliError(f"no LMDB index in {args.dir} (no data.mdb)")
     if not args.yes:
         if not sys.stdin.isatty():

@@ -412,6 +412,8 @@ def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
         os.replace(data, got.damaged_copy)
     os.replace(os.path.join(new, "data.mdb"), data)
     lock = os.path.join(path, "lock.mdb")
-    if os.path.exists(lock):
+    if os.path.isdir(lock):
+        shutil.rmtree(lock)  # (a folder where LMDB's lock file goes: nothing LMDB made)
+    elif os.path.exists(lock):
         os.remove(lock)  # its reader table described the old file
     return got
