@@ -119,3 +119,17 @@ def test_eval_pairs_lists_a_missed_pair_with_its_scores(tmp_path, articles):
     assert proc.returncode == 0, proc.stderr
     assert "these settings: P 1.000  R 0.500  F1 0.667" in proc.stdout
     assert f"{path}:2: kept; resemblance 0.0" in proc.stdout
+
+
+def test_a_sweep_where_nothing_is_called_a_duplicate_has_no_precision():
+    from crawler_dedup.tools.pairs import PairScores
+
+    scored = [PairScores(duplicate=True, resemblance=0.2, containment=0.2, qgram=0.2, swlr=0.2, distance=20,
+                         exact=False),
+              PairScores(duplicate=False, resemblance=0.1, containment=0.1, qgram=0.1, swlr=0.1, distance=30,
+                         exact=False)]
+    rows = {t: (p, r, f) for t, p, r, f in sweep(scored, "resemblance")}
+    assert rows[0.9] == (None, 0.0, None)  # nothing dropped: no precision (it used to read 1.00), the copy missed
+    assert rows[0.15] == (1.0, 1.0, 1.0)
+    only_distinct = [s for s in scored if not s.duplicate]
+    assert all(r is None for _, _, r, _ in sweep(only_distinct, "resemblance"))  # no duplicate pair: no recall

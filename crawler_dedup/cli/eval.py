@@ -49,7 +49,7 @@ def run(args) -> int:
     for measure in ("resemblance", "containment", "qgram", "swlr"):
         rows = ev.sweep(scored, measure)
         print(f"\n{measure} alone (the verifier's score, no guards):")
-        print("  " + "  ".join(f"{t:.2f}: P {p:.2f} R {r:.2f}" for t, p, r, _ in rows[::3]))
+        print("  " + "  ".join(f"{t:.2f}: P {_num(p)} R {_num(r)}" for t, p, r, _ in rows[::3]))
     return 0
 
 

@@ -151,8 +151,10 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
     return out
 
 
-def sweep(scored: "Sequence[PairScores | None]", measure: str, thresholds=None) -> list[tuple[float, float, float, float]]:
-    """(threshold, precision, recall, F1) of "score >= threshold means duplicate"."""
+def sweep(scored: "Sequence[PairScores | None]", measure: str,
+          thresholds=None) -> list[tuple[float, float | None, float | None, float | None]]:
+    """(threshold, precision, recall, F1) of "score >= threshold means duplicate"; precision None
+    where nothing is called a duplicate, recall None where no pair is one (not a perfect 1.0)."""
     thresholds = thresholds or [round(0.05 * i, 2) for i in range(2, 20)]
     rows = []
     for t in thresholds:
@@ -164,7 +166,8 @@ def sweep(scored: "Sequence[PairScores | None]", measure: str, thresholds=None) 
             tp += said and s.duplicate
             fp += said and not s.duplicate
             fn += (not said) and s.duplicate
-        p = tp / (tp + fp) if tp + fp else 1.0
-        r = tp / (tp + fn) if tp + fn else 1.0
-        rows.append((t, p, r, 2 * p * r / (p + r) if p + r else 0.0))
+        p = tp / (tp + fp) if tp + fp else None
+        r = tp / (tp + fn) if tp + fn else None
+        f = None if p is None or r is None else (2 * p * r / (p + r) if p + r else 0.0)
+        rows.append((t, p, r, f))
     return rows
