@@ -3,6 +3,8 @@
 import hashlib
 import json
 import os
+import subprocess
+import sys
 
 from crawler_dedup import Deduplicator
 from crawler_dedup.droplog import DropLog, make_record
@@ -175,3 +177,28 @@ def test_show_escapes_control_characters(demo_out, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert not {"\x1b", "\r", "\x07"} & set(proc.stdout)
     assert "title: T\\x1b[2J\\x0d\\x07" in proc.stdout
+
+
+def test_show_and_report_read_the_projects_settings(tmp_path, articles):
+    """Run in a Scrapy project, `show URL` and `report -o F` need no --dir nor --log: the project's
+    settings.py says where its crawls keep the index and the drop log."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "scrapy.cfg").write_text("[settings]\ndefault = projsettings\n")
+    (project / "projsettings.py").write_text('DEDUP_DIR = "crawl-index"\nDEDUP_DROPLOG = "logs/drops.jsonl"\n')
+    gold = articles[0][1]
+    with Deduplicator(dir=str(project / "crawl-index")) as d:
+        d.check("https://a.test/story", text=gold)
+        dropped = d.check("https://b.test/copy", text=gold.replace(" the ", " a ", 2))
+    assert dropped.action == "drop"
+    (project / "logs").mkdir()
+    with DropLog(str(project / "logs" / "drops.jsonl")) as log:
+        log.write(make_record(dropped, "response", "s"))
+    got = subprocess.run([sys.executable, "-m", "crawler_dedup", "show", "https://b.test/copy"], cwd=project,
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert "https://a.test/story" in got.stdout and "--- kept" in got.stdout  # the kept text came from the index
+    got = subprocess.run([sys.executable, "-m", "crawler_dedup", "report", "-o", "r.html"], cwd=project,
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert "1 of 1 drops" in got.stdout and (project / "r.html").exists()

@@ -84,7 +84,23 @@ def parse_settings(items: list[str] | None) -> dict:
         if name not in known:  # as a crawl says it: "... a known setting: did you mean DEDUP_THRESHOLD?"
             raise CliError(str(ConfigError(name, value, _did_you_mean(name, known))))
         out[name] = value
-    return out
+    project = {k: v for k, v in project_settings().items() if k in known}
+    return {**project, **out}  # -s over the project's settings.py
+
+
+def project_settings() -> dict:
+    """The DEDUP_* settings of the Scrapy project the command is run in (its settings.py, found
+    as `scrapy` finds it: scrapy.cfg in this folder or above), so the commands read the index,
+    drop log and thresholds the project's crawls use; {} outside a project."""
+    try:
+        from scrapy.utils.project import get_project_settings, inside_project
+
+        if not inside_project():
+            return {}
+        settings = get_project_settings()
+        return {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
+    except Exception:  # noqa: BLE001 - a project whose settings cannot load: as outside one
+        return {}
 
 
 def make_config(settings: dict):
@@ -149,16 +165,22 @@ def default_dir() -> str:
 
 
 def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
-    """Where a crawl put them: DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl, DEDUP_DIR to
-    <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and D/index."""
+    """Where a crawl put them: the project's DEDUP_DIR and DEDUP_DROPLOG (settings.py) when the
+    command runs in a Scrapy project; DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl, DEDUP_DIR
+    to <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and D/index."""
     if dir_ is None and log is not None:
         here = os.path.dirname(os.path.abspath(log))
         for guess in (here, os.path.join(here, "index")):
             if has_index(guess):
                 dir_ = guess
                 break
+    project = project_settings() if dir_ is None or log is None else {}
+    if dir_ is None and project.get("DEDUP_DIR"):
+        dir_ = str(project["DEDUP_DIR"])
     if dir_ is None:
         dir_ = default_dir()
+    if log is None and project.get("DEDUP_DROPLOG"):
+        log = str(project["DEDUP_DROPLOG"])
     if log is None:
         log = os.path.join(dir_, "droplog.jsonl")
         if not os.path.exists(log) and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")):
