@@ -92,6 +92,11 @@ def project_settings() -> dict:
     """The DEDUP_* settings of the Scrapy project the command is run in (its settings.py, found
     as `scrapy` finds it: scrapy.cfg in this folder or above), so the commands read the index,
     drop log and thresholds the project's crawls use; {} outside a project."""
+    import sys
+
+    # Scrapy's loader sets SCRAPY_SETTINGS_MODULE and sys.path for the process: put both back
+    # (and forget the imported module), so nothing run later is pointed at this project
+    env, path, modules = dict(os.environ), list(sys.path), set(sys.modules)
     try:
         from scrapy.utils.project import get_project_settings, inside_project
 
@@ -101,6 +106,14 @@ def project_settings() -> dict:
         return {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
     except Exception:  # noqa: BLE001 - a project whose settings cannot load: as outside one
         return {}
+    finally:
+        loaded = os.environ.get("SCRAPY_SETTINGS_MODULE") or ""
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path[:] = path
+        parts = loaded.split(".")
+        for name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)} - modules:
+            sys.modules.pop(name, None)  # the project's settings module (and package) only
 
 
 def make_config(settings: dict):
