@@ -292,3 +292,14 @@ def test_a_torn_line_is_still_called_torn_once_the_next_crawl_wrote_after_it(tmp
         got = _run(*command)
         assert got.returncode == 0, (command, got.stderr)
         assert "torn" in got.stdout + got.stderr, command
+
+
+def test_a_page_a_guard_kept_beside_its_match_is_whole(tmp_path, articles, capsys):
+    """A page the title guard keeps beside a page with the same words is filed without an exact
+    entry by design: verify must not call that a problem (a real crawl's index has such pages)."""
+    gold = articles[3][1]
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+        d.check("https://news.test/a", text=gold, title="Council approves the new harbour budget for next year")
+        kept = d.check("https://news.test/b", text=gold, title="Storm closes schools across the northern districts today")
+    assert kept.action == "keep" and kept.guard == "title"
+    assert cli(["index", "verify", str(tmp_path / "idx")]) == 0, capsys.readouterr().out

@@ -46,7 +46,7 @@ def add_parser(sub):
     add_backend(rm, help=BACKEND_HELP)
     ve = isub.add_parser("verify", help="check that every entry of the index is where its kept pages say",
                          description="Check both ways that each kept page's entries are in the index (URL, time, "
-                         "fingerprint, permuted tables, content and response digests) and that each entry points "
+                         "fingerprint, permuted tables, response digest) and that each entry (content digests too) points "
                          "at a kept page, and that new doc ids come after the kept ones (the sketch postings are "
                          "capped lists and not checked). Exit status 0 when whole, 1 when not (or when the file "
                          "cannot be read), 2 when there is no index. Reads only: a crawl may go on meanwhile.")
