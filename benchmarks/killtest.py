@@ -28,8 +28,6 @@ Prints a table: kills, pages decided, and each kind of loss (all must be 0).
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
 import json
 import os
 import random
@@ -42,7 +40,7 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
-DATA = os.path.join(ROOT, "..", "shared", "data")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SPIDER = '''
 import os
@@ -90,24 +88,13 @@ SETUPS = (
 )
 
 
-def real_pages(limit: int) -> list[bytes]:
-    files = sorted(glob.glob(os.path.join(DATA, "article-extraction-benchmark", "html", "*.html.gz")))
-    pages = [gzip.open(f).read() for f in files]
-    if not pages:
-        from crawler_dedup.demo.site import _bundle
-
-        root, manifest = _bundle()
-        pages = [gzip.decompress((root / a["file"]).read_bytes()) for a in manifest["articles"]]
-    seen: set[bytes] = set()
-    pages = [p for p in pages if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
-    return pages[:limit]
-
-
 def build_site(folder: str, groups: int) -> tuple[dict[str, int], list[str]]:
     """Files for `groups` real pages; (URL path -> group, paths)."""
     os.makedirs(folder, exist_ok=True)
     group_of: dict[str, int] = {}
-    for g, page in enumerate(real_pages(groups)):
+    from speed import real_pages  # (benchmarks/speed.py: the shared data's pages, else the demo's)
+
+    for g, page in enumerate(real_pages(groups, distinct=True)):
         with open(os.path.join(folder, f"p{g}.html"), "wb") as fh:
             fh.write(page)
         # the same text in other markup: a comment and a script the extraction never sees
