@@ -12,7 +12,7 @@ from .common import CliError
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
 # and run(args) -> int
-COMMANDS = ("demo", "eval", "inspect", "show", "compare", "report", "restore", "index")
+COMMANDS = ("demo", "eval", "scan", "inspect", "show", "compare", "report", "restore", "index")
 
 
 def build_parser() -> argparse.ArgumentParser:

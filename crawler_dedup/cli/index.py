@@ -63,6 +63,24 @@ def add_parser(sub):
     rb.add_argument("dir", metavar="DEDUP_DIR", help="the LMDB index (its data.mdb); work space is made inside it")
     rb.add_argument("--yes", action="store_true", help="do not ask before replacing data.mdb (needed when stdin "
                     "is not a terminal)")
+    ad = isub.add_parser("add", help="file an existing corpus (JSON lines, WARC/ARC) into an index before a crawl",
+                         description="File the pages of JSON-lines feed exports and WARC/ARC files into an index, in "
+                         "input order, as a crawl would meet them, so a crawl over that index drops what is already "
+                         "stored (its unchanged pages and their copies). A copy of a page filed before is not filed "
+                         "again; a URL already in the index is a revisit. Running it again over the same inputs files "
+                         "nothing twice. The index is made when missing.")
+    ad.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    ad.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (default: the project's DEDUP_DIR, else "
+                    ".scrapy/dedup)")
+    ad.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
+    ad.add_argument("--json", action="store_true", help="print the counts as JSON")
+    g = ad.add_argument_group("JSON lines fields (default: the project's DEDUP_ITEM_*_FIELD, else url, html, text)")
+    g.add_argument("--url-field", metavar="NAME")
+    g.add_argument("--html-field", metavar="NAME")
+    g.add_argument("--text-field", metavar="NAME")
+    g.add_argument("--time-field", metavar="NAME", help="fetch time, ISO 8601 or seconds (filed as the page's time)")
+    ad.set_defaults(score_field=None)
+    add_backend(ad, help=BACKEND_HELP)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
@@ -78,7 +96,46 @@ def _where(args) -> str:
 
 def run(args) -> int:
     return {"stats": stats, "expire": expire, "compact": compact, "remove": remove, "plan": plan,
-            "verify": verify, "rebuild": rebuild}[args.index_command](args)
+            "verify": verify, "rebuild": rebuild, "add": add}[args.index_command](args)
+
+
+def add(args) -> int:
+    import json
+
+    from ..tools import seed
+    from ..tools.sources import SourceError
+    from .common import default_dir, make_config
+    from .progressbar import PagesProgress
+    from .scan import fields_of, jobs_of
+
+    settings = backend_settings(args)
+    if not getattr(args, "redis", None) and str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
+        settings["DEDUP_DIR"] = args.dir or settings.get("DEDUP_DIR") or default_dir()
+    config = make_config(settings)
+    progress = PagesProgress()
+    try:
+        counts = seed.add(list(args.inputs), config, fields_of(args, config), jobs_of(args.jobs), progress)
+    except SourceError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
+    if args.json:
+        print(json.dumps(counts, indent=1, ensure_ascii=False))
+        return 0
+    pages = counts["pages"]
+    print(f"{term(str(counts['index']))}: {pages} pages read from {len(args.inputs)} input"
+          f"{'' if len(args.inputs) == 1 else 's'} in {counts['seconds']:.1f} s: {counts['added']} filed, "
+          f"{counts['unchanged']} already there, {counts['updated']} updated, {counts['copies']} copies of a page "
+          f"filed before (not filed)")
+    if counts["unchecked"]:
+        print("  not filed, unchecked: " + ", ".join(f"{k} {v}" for k, v in sorted(counts["unchecked"].items())))
+    if counts["passed"]:
+        print("  other records: " + ", ".join(f"{k} {v}" for k, v in sorted(counts["passed"].items())))
+    if counts["by_bytes"]:
+        print(f"  {counts['by_bytes']} pages had the bytes of a filed page (decided without extraction)")
+    for path, why in counts["damaged"].items():
+        print(f"  {term(path)}: damaged, the rest of the file was skipped: {term(why)}")
+    return 0
 
 
 def stats(args) -> int:

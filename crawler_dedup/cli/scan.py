@@ -1,0 +1,122 @@
+"""`crawler-dedup scan INPUT... --out DIR`: deduplicate crawled data (JSON lines, WARC/ARC)."""
+
+from __future__ import annotations
+
+import json
+
+from .common import CliError, add_backend, backend_settings, make_config
+
+
+def add_parser(sub):
+    from ..tools.scan import DEFAULT_POLICY, KEYS, POLICIES
+
+    policies = "; ".join(f"{name} = {','.join(keys)}" for name, keys in POLICIES.items())
+    keys = "; ".join(f"{k}: {v}" for k, v in KEYS.items())
+    p = sub.add_parser(
+        "scan", help="deduplicate crawled data: JSON lines (feed exports) and WARC/ARC files",
+        description="Deduplicate what was already crawled. Reads Scrapy feed exports (JSON lines) and WARC/ARC "
+        "files, groups near-duplicates with the crawl's engine and settings, keeps the best page of each group "
+        "(--policy) and writes OUT/kept/ and OUT/dropped/ (each input's records, unchanged, in its own format), "
+        "OUT/droplog.jsonl, OUT/clusters.jsonl (every group: kept page, dropped pages, their scores), "
+        "OUT/summary.json and OUT/index (the kept pages: a crawl with DEDUP_DIR=OUT/index drops them). "
+        "An interrupted scan goes on from where it stopped when run again with the same arguments.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    p.add_argument("--out", required=True, metavar="DIR", help="where the results go (a new or empty folder, or "
+                   "the folder of a scan to continue)")
+    p.add_argument("--policy", default=DEFAULT_POLICY, metavar="POLICY",
+                   help=f"which page of a group is kept (default {DEFAULT_POLICY}): a name ({policies}) or keys in "
+                   f"order separated by commas ({keys}); ties go to the URL, then the time")
+    p.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
+    p.add_argument("--restart", action="store_true", help="start again, removing an earlier scan's results in DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    g = p.add_argument_group("JSON lines fields (default: the project's DEDUP_ITEM_*_FIELD, else url, html, text)")
+    g.add_argument("--url-field", metavar="NAME")
+    g.add_argument("--html-field", metavar="NAME", help="the page's HTML (used when present)")
+    g.add_argument("--text-field", metavar="NAME", help="the page's text (when there is no HTML)")
+    g.add_argument("--time-field", metavar="NAME", help="fetch time, ISO 8601 or seconds (for --policy newest/oldest)")
+    g.add_argument("--score-field", metavar="NAME", help="a number, higher is better (for --policy score)")
+    add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
+    return p
+
+
+def jobs_of(text: str) -> int:
+    from ..workers import usable_cores
+
+    if str(text).strip().lower() == "auto":
+        return usable_cores()
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise CliError(f"--jobs takes a number of processes or auto, not {text!r}") from None
+    if not 1 <= jobs <= 256:
+        raise CliError(f"--jobs takes 1 to 256, not {jobs}")
+    return jobs
+
+
+def fields_of(args, config):
+    from ..tools.sources import Fields
+
+    return Fields(url=args.url_field or config.item_url_field, html=args.html_field or config.item_html_field,
+                  text=args.text_field or config.item_text_field, time=args.time_field, score=args.score_field)
+
+
+def run(args) -> int:
+    from ..tools.scan import Options, Scan, ScanError, parse_policy
+    from .progressbar import PagesProgress
+
+    settings = backend_settings(args)
+    config = make_config(settings)
+    try:
+        parse_policy(args.policy)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if ("score" in parse_policy(args.policy)) and not args.score_field:
+        raise CliError("--policy with score needs --score-field NAME (a JSON field; WARC records have no score)")
+    opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
+                   fields=fields_of(args, config), settings=settings, restart=args.restart)
+    progress = PagesProgress()
+    try:
+        summary = Scan(opts, progress).run()
+    except ScanError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
+    if args.json:
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
+    else:
+        print_summary(summary)
+    return 0
+
+
+def print_summary(s: dict) -> None:
+    from .common import term
+
+    if s.get("already_done"):
+        print(f"{term(s['out'])}: this scan was finished before (--restart scans again); its summary:")
+    pages, dropped = s["pages"], s["dropped"]
+    print(f"{s['records']} records, {pages} pages: {s['kept']} kept, {dropped} dropped "
+          f"({100.0 * dropped / pages if pages else 0:.1f}%), policy {','.join(s['policy'])}")
+    if s["by_reason"]:
+        print("  dropped by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(s["by_reason"].items())))
+    if s.get("flagged"):
+        print(f"  flagged (DEDUP_DRY_RUN, kept): {s['flagged']}")
+    if s["unchecked"]:
+        print("  kept unchecked: " + ", ".join(f"{k} {v}" for k, v in sorted(s["unchecked"].items())))
+    if s["passed"]:
+        print("  other records passed through: " + ", ".join(f"{k} {v}" for k, v in sorted(s["passed"].items())))
+    r = s["revisits"]
+    if any(r.values()):
+        print(f"  revisit records: {r['kept']} kept with their original, {r['dropped']} dropped with it, "
+              f"{r['no_original']} without their original in the inputs (kept)")
+    for f in s["inputs"]:
+        print(f"  {term(f['input'])}: {f['pages']} pages, {f['kept']} kept -> {f['kept_output']}, "
+              f"{f['dropped']} dropped -> {f['dropped_output']}")
+        if f.get("damaged"):
+            print(f"    damaged, the rest of the file was skipped: {term(f['damaged'])}")
+    secs = s.get("seconds") or {}
+    if secs:
+        rate = pages / secs["read"] if secs.get("read") else 0
+        print(f"  time: read and extract {secs['read']:.1f} s ({rate:.1f} pages/s), decide {secs['decide']:.1f} s, "
+              f"write {secs['write']:.1f} s")
+    print(f"drop log: {term(s['droplog'])}; groups: {term(s['clusters'])}"
+          + (f"; index of the kept pages: {term(s['index'])}" if s.get("index") else ""))
