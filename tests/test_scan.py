@@ -244,7 +244,9 @@ def test_bad_usage_is_a_message(tmp_path, pages):
     assert cli("scan", path, "--out", tmp_path / "o4", "--jobs", "1").returncode == 0
     again = cli("scan", path, "--out", tmp_path / "o4", "--jobs", "1")
     assert again.returncode == 0 and "finished before" in again.stdout
-    other = cli("scan", path, "--out", tmp_path / "o4", "--policy", "first")
+    other = cli("scan", path, "--out", tmp_path / "o4", "--policy", "first", "--json")
+    assert other.returncode == 0 and json.loads(other.stdout)["policy"] == ["first"]  # decided again
+    other = cli("scan", path, "--out", tmp_path / "o4", "--policy", "first", "-s", "DEDUP_THRESHOLD=0.6")
     assert other.returncode == 2 and "--restart" in other.stderr
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "mine.txt").write_text("x")
@@ -378,3 +380,8 @@ def test_scan_against_a_shared_redis_index(tmp_path, pages, redis_server):
     log = droplog(tmp_path / "m2")
     assert {r["url"] for r in log} >= {u for u, _, _ in pages[:3]}
     assert s2["index"] is None
+    kept_by_one = {c["kept"]["url"] for c in clusters(tmp_path / "m1")} | {
+        json.loads(line)["url"] for line in (tmp_path / "m1" / "kept" / "one.jsonl").read_text().splitlines()
+        if line.startswith("{")}
+    outside = [c for c in clusters(tmp_path / "m2") if "outside" in c["kept"]]
+    assert outside and all(c["kept"]["url"] in kept_by_one for c in outside)

@@ -105,7 +105,7 @@ def add(args) -> int:
     from ..tools import seed
     from ..tools.sources import SourceError
     from .common import default_dir, make_config
-    from .progressbar import PagesProgress
+    from .common import PagesProgress
     from .scan import fields_of, jobs_of
 
     settings = backend_settings(args)

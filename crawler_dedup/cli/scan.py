@@ -62,7 +62,7 @@ def fields_of(args, config):
 
 def run(args) -> int:
     from ..tools.scan import Options, Scan, ScanError, parse_policy
-    from .progressbar import PagesProgress
+    from .common import PagesProgress
 
     settings = backend_settings(args)
     config = make_config(settings)

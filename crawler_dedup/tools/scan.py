@@ -310,6 +310,10 @@ class Scan:
                 state.db.execute("INSERT INTO files (file_no, path, format, size, mtime, output, last_offset) "
                                  "VALUES (?, ?, ?, ?, ?, ?, -1)",
                                  (no, os.path.abspath(path), fmt, st.st_size, st.st_mtime, self._output_name(no)))
+        elif recorded != described and {**recorded, "policy": None} == {**described, "policy": None}:
+            # another policy over the same pages: decided again, without extracting them again
+            state.put("scan", described)
+            self._undecide(state)
         elif recorded != described:
             state.close()
             what = [k for k in described if described[k] != recorded.get(k)]
@@ -322,6 +326,18 @@ class Scan:
                     state.close()
                     raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
         return state
+
+    def _undecide(self, state: State) -> None:
+        import shutil
+
+        state.db.execute("DELETE FROM decisions")
+        for key in ("decided", "written", "pending"):
+            state.put(key, None)
+        if not self.shared:
+            shutil.rmtree(os.path.join(self.out, "index"), ignore_errors=True)
+        else:
+            raise ScanError("this scan filed its pages into a shared index (DEDUP_BACKEND); another --policy needs "
+                            "another --out, or --restart")
 
     def _described(self, formats: list[str]) -> dict:
         f = self.opts.fields
@@ -735,12 +751,15 @@ class Scan:
         for seq, leader, record in db.execute("SELECT seq, leader, record FROM decisions WHERE record IS NOT NULL "
                                               "ORDER BY leader, seq"):
             rec = json.loads(record)
-            groups.setdefault(leader, []).append(member(seq, {k: rec.get(k) for k in (
+            # (a page kept outside this scan: by another machine into a shared index)
+            key = (0, leader, "") if leader is not None else (1, 0, str(rec.get("duplicate_of")))
+            groups.setdefault(key, []).append(member(seq, {k: rec.get(k) for k in (
                 "reason", "action", "similarity", "distance", "measure")}))
         with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            for leader in sorted(groups, key=lambda s: (s is None, s or 0)):
-                kept = member(leader) if leader is not None else {"url": None, "outside": "kept before this scan"}
-                line = {"kept": kept, "dropped": groups[leader], "size": 1 + len(groups[leader]),
+            for key in sorted(groups):
+                kept = (member(key[1]) if key[0] == 0 else
+                        {"url": key[2], "outside": "kept outside this scan (another scan into the shared index)"})
+                line = {"kept": kept, "dropped": groups[key], "size": 1 + len(groups[key]),
                         "policy": list(self.keys)}
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         os.replace(path + ".tmp", path)
