@@ -69,17 +69,11 @@ def add_parser(sub):
                          "stored (its unchanged pages and their copies). A copy of a page filed before is not filed "
                          "again; a URL already in the index is a revisit. Running it again over the same inputs files "
                          "nothing twice. The index is made when missing.")
-    ad.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    from .scan import add_inputs
+
+    add_inputs(ad, time_help="fetch time, ISO 8601 or seconds (filed as the page's time)", score=False)
     ad.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (default: the project's DEDUP_DIR, else "
                     ".scrapy/dedup)")
-    ad.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
-    ad.add_argument("--json", action="store_true", help="print the counts as JSON")
-    g = ad.add_argument_group("JSON lines fields (default: the project's DEDUP_ITEM_*_FIELD, else url, html, text)")
-    g.add_argument("--url-field", metavar="NAME")
-    g.add_argument("--html-field", metavar="NAME")
-    g.add_argument("--text-field", metavar="NAME")
-    g.add_argument("--time-field", metavar="NAME", help="fetch time, ISO 8601 or seconds (filed as the page's time)")
-    ad.set_defaults(score_field=None)
     add_backend(ad, help=BACKEND_HELP)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
@@ -105,20 +99,17 @@ def add(args) -> int:
     from ..tools import seed
     from ..tools.sources import SourceError
     from .common import default_dir, make_config
-    from .common import PagesProgress
-    from .scan import fields_of, jobs_of
+    from .scan import fields_of, jobs_of, run_with_progress
 
     settings = backend_settings(args)
     if not getattr(args, "redis", None) and str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
         settings["DEDUP_DIR"] = args.dir or settings.get("DEDUP_DIR") or default_dir()
     config = make_config(settings)
-    progress = PagesProgress()
     try:
-        counts = seed.add(list(args.inputs), config, fields_of(args, config), jobs_of(args.jobs), progress)
+        counts = run_with_progress(lambda progress: seed.add(list(args.inputs), config, fields_of(args, config),
+                                                             jobs_of(args.jobs), progress))
     except SourceError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        progress.close()
     if args.json:
         print(json.dumps(counts, indent=1, ensure_ascii=False))
         return 0

@@ -20,23 +20,43 @@ def add_parser(sub):
         "OUT/droplog.jsonl, OUT/clusters.jsonl (every group: kept page, dropped pages, their scores), "
         "OUT/summary.json and OUT/index (the kept pages: a crawl with DEDUP_DIR=OUT/index drops them). "
         "An interrupted scan goes on from where it stopped when run again with the same arguments.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    add_inputs(p, time_help="fetch time, ISO 8601 or seconds (for --policy newest/oldest)", score=True)
     p.add_argument("--out", required=True, metavar="DIR", help="where the results go (a new or empty folder, or "
                    "the folder of a scan to continue)")
     p.add_argument("--policy", default=DEFAULT_POLICY, metavar="POLICY",
                    help=f"which page of a group is kept (default {DEFAULT_POLICY}): a name ({policies}) or keys in "
                    f"order separated by commas ({keys}); ties go to the URL, then the time")
-    p.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
     p.add_argument("--restart", action="store_true", help="start again, removing an earlier scan's results in DIR")
+    add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
+    return p
+
+
+def add_inputs(p, time_help: str, score: bool) -> None:
+    """What scan and index add share: the inputs, --jobs, --json and the JSON-lines field names."""
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    p.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     g = p.add_argument_group("JSON lines fields (default: the project's DEDUP_ITEM_*_FIELD, else url, html, text)")
     g.add_argument("--url-field", metavar="NAME")
     g.add_argument("--html-field", metavar="NAME", help="the page's HTML (used when present)")
     g.add_argument("--text-field", metavar="NAME", help="the page's text (when there is no HTML)")
-    g.add_argument("--time-field", metavar="NAME", help="fetch time, ISO 8601 or seconds (for --policy newest/oldest)")
-    g.add_argument("--score-field", metavar="NAME", help="a number, higher is better (for --policy score)")
-    add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
-    return p
+    g.add_argument("--time-field", metavar="NAME", help=time_help)
+    if score:
+        g.add_argument("--score-field", metavar="NAME", help="a number, higher is better (for --policy score)")
+    else:
+        p.set_defaults(score_field=None)
+
+
+def run_with_progress(work):
+    """work(progress) with a progress bar on a terminal; the bar is closed whatever happens."""
+    from .common import PagesProgress
+
+
+    progress = PagesProgress()
+    try:
+        return work(progress)
+    finally:
+        progress.close()
 
 
 def jobs_of(text: str) -> int:
@@ -62,7 +82,6 @@ def fields_of(args, config):
 
 def run(args) -> int:
     from ..tools.scan import Options, Scan, ScanError, parse_policy
-    from .common import PagesProgress
 
     settings = backend_settings(args)
     config = make_config(settings)
@@ -74,13 +93,10 @@ def run(args) -> int:
         raise CliError("--policy with score needs --score-field NAME (a JSON field; WARC records have no score)")
     opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
-    progress = PagesProgress()
     try:
-        summary = Scan(opts, progress).run()
+        summary = run_with_progress(lambda progress: Scan(opts, progress).run())
     except ScanError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        progress.close()
     if args.json:
         print(json.dumps(summary, indent=1, ensure_ascii=False))
     else:
