@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from realcopies import DEFAULT_DATA, build  # noqa: E402
 
-from crawler_dedup.tools.scan import POLICIES, Options, Scan  # noqa: E402
+from crawler_dedup.core.policy import POLICIES  # noqa: E402
+from crawler_dedup.tools.scan import Options, Scan  # noqa: E402
 from crawler_dedup.workers import usable_cores  # noqa: E402
 
 

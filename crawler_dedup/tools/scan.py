@@ -29,9 +29,9 @@ from ..config import DedupConfig
 from ..core.dedup import Deduplicator
 from ..core.extract import canonical_link
 from ..core.fingerprint import Fingerprinted, body_digest, extract_and_fingerprint
-from ..core.index import canonical_url
 from ..core.tokens import tokenize
 from ..core.verdict import Action, Failure, Reason, Skip, Stage, Step, Verdict
+from ..core.policy import DEFAULT_POLICY, Page, parse_policy, rank
 from ..droplog import DropLog, iso_time, make_record, superseded_record
 from . import sources
 from .sources import DAMAGED, INFO, PAGE, RELATED, REVISIT, Entry, Fields
@@ -41,84 +41,36 @@ _END = "end"  # (an Entry marking the end of a file in the read pass)
 BATCH = 64  # pages a decision transaction
 COMMIT_ROWS, COMMIT_SECONDS = 256, 2.0  # read-pass commits: at most this much work is lost to a kill
 
-# -- policies --------------------------------------------------------------------------------
-# each key maps a page to a sort value, best first; a policy is an order of keys (as Nutch's
-# dedup job compares score, fetch time, https and URL length), ended by the URL, the time and
-# the input position so that equal pages are ordered the same in any input order
-KEYS: dict[str, str] = {
-    "first": "the input order (what a crawl keeps; depends on the order by definition)",
-    "longest": "most words of main text (seed 000: the least text is lost)",
-    "shortest-url": "fewest characters of URL",
-    "https-first": "https before http",
-    "canonical": "a page whose rel=canonical is its own URL, then one without, then one naming another URL",
-    "newest": "latest fetch time (WARC-Date, or --time-field)",
-    "oldest": "earliest fetch time",
-    "score": "highest --score-field value (a JSON field such as a crawl score)",
-}
-POLICIES: dict[str, tuple[str, ...]] = {
-    "longest": ("longest", "https-first", "shortest-url"),
-    "first": ("first",),
-    "shortest-url": ("shortest-url", "https-first", "longest"),
-    "https-first": ("https-first", "longest", "shortest-url"),
-    "canonical": ("canonical", "https-first", "shortest-url", "longest"),
-    "nutch": ("score", "newest", "https-first", "shortest-url"),
-}
-DEFAULT_POLICY = "longest"
+def scores(page: Page) -> dict:
+    """What the clusters file shows of a page: what the policies look at."""
+    return {"words": page.words, "url_length": len(page.url), "https": page.url.lower().startswith("https:"),
+            "time": iso_time(page.time) if page.time is not None else None, "score": page.score,
+            "canonical": page.canonical, "position": page.seq}
 
 
-def parse_policy(text: str) -> tuple[str, ...]:
-    """A policy name, or keys in order separated by commas ("score,newest,https-first,shortest-url")."""
-    text = (text or "").strip().lower()
-    if text in POLICIES:
-        return POLICIES[text]
-    keys = tuple(k.strip() for k in text.split(",") if k.strip())
-    unknown = [k for k in keys if k not in KEYS]
-    if not keys or unknown:
-        raise ValueError(f"--policy takes one of {', '.join(POLICIES)} or keys in order separated by commas "
-                         f"({', '.join(KEYS)}), not {text!r}")
-    return keys
-
-
-@dataclass
-class Page:
-    """What a policy looks at."""
-
-    seq: int
-    url: str
-    words: int
-    time: float | None
-    score: float | None
-    canonical: str | None
-
-    def value(self, key: str):
-        if key == "first":
-            return self.seq
-        if key == "longest":
-            return -self.words
-        if key == "shortest-url":
-            return len(self.url)
-        if key == "https-first":
-            return 0 if self.url.lower().startswith("https:") else 1
-        if key == "canonical":
-            if not self.canonical:
-                return 1
-            return 0 if canonical_url(self.canonical) == canonical_url(self.url) else 2
-        if key in ("newest", "oldest"):
-            if self.time is None:
-                return (1, 0.0)
-            return (0, -self.time if key == "newest" else self.time)
-        if key == "score":
-            return (1, 0.0) if self.score is None else (0, -self.score)
-        raise KeyError(key)
-
-    def scores(self) -> dict:
-        return {"words": self.words, "url_length": len(self.url), "https": self.url.lower().startswith("https:"),
-                "time": iso_time(self.time) if self.time is not None else None, "score": self.score,
-                "canonical": self.canonical, "position": self.seq}
-
-
-def rank(pages: Iterable[Page], keys: tuple[str, ...]) -> list[Page]:
-    return sorted(pages, key=lambda p: (*(p.value(k) for k in keys), p.url, p.time or 0.0, p.seq))
+def decide(dedup: Deduplicator, items: list[tuple[str, tuple, dict]]) -> list[Verdict]:
+    """Steps 5-8 for pages extracted already, in order, in one transaction: `items` holds (url,
+    (kind, value, title, ...) as extraction gave it, Deduplicator.prepare's other arguments)."""
+    verdicts: list[Verdict | None] = [None] * len(items)
+    pending, where = [], []
+    for n, (url, result, page) in enumerate(items):
+        kind, value, title = result[:3]
+        if kind == Step.FINGERPRINT:
+            verdict, p = dedup.prepare(url, fingerprinted=value, title=title, stage=Stage.RESPONSE, **page)
+        elif kind == Step.TEXT:
+            verdict, p = dedup.prepare(url, text=value, title=title, stage=Stage.RESPONSE, **page)
+        elif kind == Step.SKIPPED:
+            verdict, p = Verdict(url=url, skipped=Skip(value)), None
+        else:  # kept, counted, logged once
+            verdict, p = dedup.failed(Verdict(url=url), Failure.EXTRACT, value), None
+        if p is None:
+            verdicts[n] = verdict
+        else:
+            pending.append(p)
+            where.append(n)
+    for n, verdict in zip(where, dedup.decide_many(pending)):
+        verdicts[n] = verdict
+    return verdicts  # type: ignore[return-value]
 
 
 # -- extraction (in a worker process) ----------------------------------------------------------
@@ -459,9 +411,10 @@ class Scan:
         db = state.db
         if state.get("decided"):
             return
-        pages = [Page(seq, url, words or 0, t, score, canonical) for seq, url, words, t, score, canonical in db.execute(
-            "SELECT e.seq, e.url, coalesce(s.words, e.words), e.time, e.score, coalesce(e.canonical, s.canonical) "
-            "FROM entries e LEFT JOIN entries s ON s.seq = e.same_as WHERE e.kind=?", (PAGE,))]
+        pages = [Page(seq, url, words or 0, t, score, canonical, no) for seq, url, words, t, score, canonical, no in db.execute(
+            "SELECT e.seq, e.url, coalesce(s.words, e.words), e.time, e.score, coalesce(e.canonical, s.canonical), "
+            "e.file_no FROM entries e LEFT JOIN entries s ON s.seq = e.same_as WHERE e.kind=?", (PAGE,))]
+        jsonl = {no for no, fmt in db.execute("SELECT file_no, format FROM files") if fmt == "jsonl"}
         order = rank(pages, self.keys)
         step = db.execute("SELECT count(*) FROM decisions").fetchone()[0]
         again = set(state.get("pending") or ())  # the batch a kill may have left half done
@@ -481,7 +434,8 @@ class Scan:
                 verdicts = self._decide_batch(db, dedup, batch)
                 db.execute("BEGIN")
                 for n, (page, verdict) in enumerate(zip(batch, verdicts)):
-                    self._file_decision(db, page, verdict, start + n, kept_url, page.seq in again)
+                    self._file_decision(db, page, verdict, start + n, kept_url, page.seq in again,
+                                        "item" if page.source in jsonl else "response")
                 state.put("pending", None)
                 db.execute("COMMIT")
                 again = set()
@@ -492,37 +446,17 @@ class Scan:
         self.progress("decide", len(order), len(order), len(order))
 
     def _decide_batch(self, db, dedup: Deduplicator, batch: list[Page]) -> list[Verdict]:
-        verdicts: list[Verdict | None] = [None] * len(batch)
-        pending, where = [], []
-        for n, page in enumerate(batch):
-            row = db.execute("SELECT coalesce(s.result, e.result), e.body, e.time FROM entries e "
-                             "LEFT JOIN entries s ON s.seq = e.same_as WHERE e.seq=?", (page.seq,)).fetchone()
-            blob, body, when = row
-            if blob is None:
-                verdicts[n] = Verdict(url=page.url, skipped=Skip.BAD_INPUT)
-                continue
-            kind, value, title = pickle.loads(zlib.decompress(blob))
-            page_args = dict(title=title, canonical=page.canonical, now=when, body=bytes(body) if body else None,
-                             stage=Stage.RESPONSE)
-            if kind == Step.FINGERPRINT:
-                verdict, p = dedup.prepare(page.url, fingerprinted=value, **page_args)
-            elif kind == Step.TEXT:
-                verdict, p = dedup.prepare(page.url, text=value, **page_args)
-            elif kind == Step.SKIPPED:
-                verdict, p = Verdict(url=page.url, skipped=Skip(value)), None
-            else:
-                verdict, p = Verdict(url=page.url, error=Failure.EXTRACT, title=str(value)[:200]), None
-            if p is None:
-                verdicts[n] = verdict
-            else:
-                pending.append(p)
-                where.append(n)
-        for n, verdict in zip(where, dedup.decide_many(pending)):
-            verdicts[n] = verdict
-        return verdicts  # type: ignore[return-value]
+        items = []
+        for page in batch:
+            blob, body, when = db.execute("SELECT coalesce(s.result, e.result), e.body, e.time FROM entries e "
+                                          "LEFT JOIN entries s ON s.seq = e.same_as WHERE e.seq=?", (page.seq,)).fetchone()
+            result = pickle.loads(zlib.decompress(blob)) if blob is not None else (Step.SKIPPED, Skip.BAD_INPUT, None)
+            items.append((page.url, result, dict(canonical=page.canonical, now=when,
+                                                 body=bytes(body) if body else None)))
+        return decide(dedup, items)
 
     def _file_decision(self, db, page: Page, verdict: Verdict, step: int, kept_url: dict[str, int],
-                       again: bool) -> None:
+                       again: bool, stage: str) -> None:
         if verdict.resent:
             # unchanged against a record a killed run filed: this page's own, from the batch
             # that run left half done, unless this scan kept the URL before
@@ -532,7 +466,6 @@ class Scan:
                 verdict = verdict.but(action=Action.KEEP, reason=None, duplicate_of=None, resent=False)
         elif again and verdict.reason == Reason.UNCHANGED and kept_url.get(page.url) is None:
             verdict = verdict.but(action=Action.KEEP, reason=None, duplicate_of=None)
-        stage = "item" if page.url and self._is_jsonl(page.seq, db) else "response"
         if verdict.skipped or verdict.error:
             db.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, 0, 0, 'skipped', NULL, ?, NULL)",
                        (page.seq, step, str(verdict.skipped or f"error:{verdict.error}")))
@@ -557,13 +490,6 @@ class Scan:
                                            json.dumps(record, ensure_ascii=False), old))
                 db.execute("UPDATE decisions SET leader=? WHERE leader=?", (page.seq, old))
         kept_url[page.url] = page.seq
-
-    def _is_jsonl(self, seq: int, db) -> bool:
-        cache = self.__dict__.setdefault("_formats", {})
-        if not cache:
-            cache.update({no: fmt for no, fmt in db.execute("SELECT file_no, format FROM files")})
-        no = db.execute("SELECT file_no FROM entries WHERE seq=?", (seq,)).fetchone()[0]
-        return cache[no] == "jsonl"
 
     # -- pass 3 --------------------------------------------------------------------------------
     def write_pass(self, state: State) -> dict:
@@ -743,7 +669,7 @@ class Scan:
         def member(seq: int, extra: dict | None = None) -> dict:
             url, words, t, score, canonical, fpath, offset = pages[seq]
             out = {"url": url, "source": {"file": fpath, "offset": offset},
-                   "scores": Page(seq, url, words or 0, t, score, canonical).scores()}
+                   "scores": scores(Page(seq, url, words or 0, t, score, canonical))}
             out.update(extra or {})
             return out
 

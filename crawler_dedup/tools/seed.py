@@ -15,9 +15,9 @@ from typing import Any
 
 from ..config import DedupConfig
 from ..core.dedup import Deduplicator
-from ..core.verdict import Action, Revisit, Skip, Stage, Step, Verdict
+from ..core.verdict import Action, Revisit, Step, Verdict
 from . import sources
-from .scan import BATCH, Extractor, Progress, _quiet
+from .scan import BATCH, Extractor, Progress, _quiet, decide
 from .sources import DAMAGED, PAGE, Fields
 
 
@@ -75,29 +75,14 @@ def add(inputs: list[str], config: DedupConfig, fields: Fields | None = None, jo
 
 
 def _decide(dedup: Deduplicator, batch: list, counts: dict) -> None:
-    pending, verdicts = [], []
+    items = []
     for entry, digest, result in batch:
-        kind, value, title, canonical = result
-        args = dict(title=title, now=entry.time, body=digest, stage=Stage.RESPONSE)
-        if canonical is not None:
-            args["canonical"] = canonical
-        if kind == Step.FINGERPRINT:
-            verdict, p = dedup.prepare(entry.url, html=entry.html, fingerprinted=value, **args)
-        elif kind == Step.TEXT:
-            verdict, p = dedup.prepare(entry.url, html=entry.html, text=value, **args)
-        elif kind == Step.SKIPPED:
-            verdict, p = Verdict(url=entry.url or "", skipped=Skip(value)), None
-        else:
-            verdict, p = Verdict(url=entry.url or "", skipped=Skip.BAD_INPUT), None
-            counts["unchecked"]["extract_error"] = counts["unchecked"].get("extract_error", 0) + 1
-            continue
-        if p is None:
-            verdicts.append(verdict)
-        else:
-            pending.append(p)
-    verdicts.extend(dedup.decide_many(pending))
-    for v in verdicts:
-        _count(v, counts)
+        page = dict(html=entry.html, now=entry.time, body=digest)
+        if result[3] is not None:  # (else found in the html, as a crawl does)
+            page["canonical"] = result[3]
+        items.append((entry.url or "", result, page))
+    for verdict in decide(dedup, items):
+        _count(verdict, counts)
 
 
 def _count(v: Verdict, counts: dict) -> None:
