@@ -21,7 +21,7 @@ from warcio.warcwriter import WARCWriter
 from crawler_dedup.config import DedupConfig
 from crawler_dedup.tools import seed
 from crawler_dedup.core.policy import parse_policy
-from crawler_dedup.tools.scan import Options, Scan
+from crawler_dedup.tools.scan import Options, Scan, ScanError
 
 from .conftest import SHARED_DATA, cli, dedup_stats, scrapy_crawl, write_urls
 
@@ -386,3 +386,8 @@ def test_scan_against_a_shared_redis_index(tmp_path, pages, redis_server):
         if line.startswith("{")}
     outside = [c for c in clusters(tmp_path / "m2") if "outside" in c["kept"]]
     assert outside and all(c["kept"]["url"] in kept_by_one for c in outside)
+    # its pages are in the shared index: another policy cannot decide them again there, and
+    # asking leaves the finished scan as it was
+    with pytest.raises(ScanError, match="shared index"):
+        scan([one], tmp_path / "m1", policy="longest", jobs=1, settings=settings)
+    assert scan([one], tmp_path / "m1", policy="first", jobs=1, settings=settings).get("already_done")

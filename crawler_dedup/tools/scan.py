@@ -234,7 +234,6 @@ class Scan:
             settings["DEDUP_DIR"] = os.path.join(self.out, "index")
         self.shared = str(settings.get("DEDUP_BACKEND", "lmdb")) not in ("lmdb", "memory")
         self.config = DedupConfig.from_settings(settings)
-        self.timings: dict[str, float] = {}
 
     # -- setting up ----------------------------------------------------------------------------
     def open(self) -> State:
@@ -264,8 +263,12 @@ class Scan:
                                  (no, os.path.abspath(path), fmt, st.st_size, st.st_mtime, self._output_name(no)))
         elif recorded != described and {**recorded, "policy": None} == {**described, "policy": None}:
             # another policy over the same pages: decided again, without extracting them again
-            state.put("scan", described)
+            if self.shared:
+                state.close()
+                raise ScanError("this scan filed its pages into a shared index (DEDUP_BACKEND); another --policy "
+                                "needs another --out, or --restart")
             self._undecide(state)
+            state.put("scan", described)
         elif recorded != described:
             state.close()
             what = [k for k in described if described[k] != recorded.get(k)]
@@ -285,11 +288,7 @@ class Scan:
         state.db.execute("DELETE FROM decisions")
         for key in ("decided", "written", "pending"):
             state.put(key, None)
-        if not self.shared:
-            shutil.rmtree(os.path.join(self.out, "index"), ignore_errors=True)
-        else:
-            raise ScanError("this scan filed its pages into a shared index (DEDUP_BACKEND); another --policy needs "
-                            "another --out, or --restart")
+        shutil.rmtree(os.path.join(self.out, "index"), ignore_errors=True)
 
     def _described(self, formats: list[str]) -> dict:
         f = self.opts.fields
