@@ -44,7 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SPIDER = '''
 import os
-import scrapy
+
+from crawler_dedup.spider import PagesSpider
 
 
 class Store:
@@ -62,19 +63,11 @@ class Store:
         return item
 
 
-class KillSpider(scrapy.Spider):
+class KillSpider(PagesSpider):  # its URL file and its order; what reached storage is written down
     name = "killtest"
-    custom_settings = {"ADDONS": {"crawler_dedup.addon.DedupAddon": 0},
+    custom_settings = {**PagesSpider.custom_settings, "ADDONS": {"crawler_dedup.addon.DedupAddon": 0},
                        "ITEM_PIPELINES": {__name__ + ".Store": 900},
                        "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False}
-
-    def __init__(self, urls=None, **kw):
-        super().__init__(**kw)
-        self.urls = [u.strip() for u in open(urls, encoding="utf-8") if u.strip()]
-
-    async def start(self):
-        for url in self.urls:
-            yield scrapy.Request(url)
 
     def parse(self, response):
         yield {"url": response.url, "indexed": response.meta.get("dedup_fingerprint") is not None}

@@ -2,19 +2,11 @@
 
 import sys
 
-import scrapy
+from crawler_dedup.spider import PagesSpider
 
 
-class PrintSpider(scrapy.Spider):
+class PrintSpider(PagesSpider):  # the pages spider's URL file and order
     name = "print"
-
-    def __init__(self, urls=None, **kw):
-        super().__init__(**kw)
-        self.urls = [u.strip() for u in open(urls, encoding="utf-8") if u.strip()]
-
-    async def start(self):
-        for url in self.urls:
-            yield scrapy.Request(url)
 
     def parse(self, response):
         print("PARSED", response.url, file=sys.stdout, flush=True)
