@@ -239,9 +239,8 @@ def render(log: str, s: Summary, filters: Filters, data: dict, dir_: str | None)
 <div class="plots">{''.join(plots)}</div>
 <div class="controls"><input id="filter" type="search" placeholder="filter by URL or title" aria-label="filter">
 <select id="reason" aria-label="reason"><option value="">all reasons</option></select> <span id="count"></span></div>
-<div id="detail" hidden></div>
 <table id="drops"><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>
-<p class="meta">Click a column header to sort, a row for its diff. Made by crawler-dedup report.</p>
+<p class="meta">Click a column header to sort, a row (or Enter on it) to open its diff under it; click again or Escape to close. Made by crawler-dedup report.</p>
 <script type="application/json" id="data">{script_json(data)}</script>
 <script>{SCRIPT}</script>
 </body></html>
