@@ -13,6 +13,8 @@ lines is what "bounded memory" means here.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import multiprocessing
 import os
@@ -78,21 +80,23 @@ def step_baseline(path):
 
 
 def step_inspect(path):
+    from crawler_dedup.cli.inspect import print_summary
     from crawler_dedup.tools.inspect import Filters, summarize
-    from crawler_dedup.tools.summary_text import format_summary
 
     s = summarize(path, Filters())
-    format_summary(s, path, Filters())
+    with contextlib.redirect_stdout(io.StringIO()):
+        print_summary(s, path, Filters())
     return s.matched
 
 
 def step_inspect_filtered(path):
+    from crawler_dedup.cli.inspect import print_summary
     from crawler_dedup.tools.inspect import Filters, summarize
-    from crawler_dedup.tools.summary_text import format_summary
 
     f = Filters(reasons=("near",), urls=("*/news/*",), min_similarity=0.8)
     s = summarize(path, f)
-    format_summary(s, path, f)
+    with contextlib.redirect_stdout(io.StringIO()):
+        print_summary(s, path, f)
     return s.matched
 
 

@@ -87,9 +87,15 @@ def test_index_expire_and_compact(tmp_path, articles):
             d.check(f"https://s/{i}", text=gold, now=now - (10_000 if i < 6 else 10))
     run = lambda *a: subprocess.run([sys.executable, "-m", "crawler_dedup", "index", *a],  # noqa: E731
                                     capture_output=True, text=True, timeout=60)
-    proc = run("expire", str(tmp_path / "idx"), "--window", "3600")
+    proc = run("expire", "--dir", str(tmp_path / "idx"), "--window", "3600", "--dry-run")
+    assert proc.returncode == 0 and "6 of 10 pages were kept more than 3600 s ago" in proc.stdout
+    proc = run("expire", "--dir", str(tmp_path / "idx"), "--window", "3600")  # not on a terminal: needs --yes
+    assert proc.returncode == 2 and "give --yes" in proc.stderr
+    proc = run("expire", "--dir", str(tmp_path / "idx"), "--window", "3600", "--yes")
     assert proc.returncode == 0 and "removed 6 pages" in proc.stdout and "4 pages left" in proc.stdout
-    proc = run("compact", str(tmp_path / "idx"))
+    proc = run("compact", "--dir", str(tmp_path / "idx"))
+    assert proc.returncode == 2 and "give --yes" in proc.stderr
+    proc = run("compact", str(tmp_path / "idx"), "--yes")  # the earlier releases' positional index still works
     assert proc.returncode == 0 and "MiB ->" in proc.stdout
     with Deduplicator(dir=str(tmp_path / "idx")) as d:  # still a working index after both
         assert d.check("https://again/7", text=golds[7]).action == "drop"

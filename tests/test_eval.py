@@ -105,7 +105,11 @@ def test_eval_pairs_counts_skipped_duplicates_as_missed_and_lists_them(tmp_path,
     assert "0 decided, 3 skipped" in proc.stdout
     assert "these settings: P n/a  R 0.000" in proc.stdout  # never P 1.000 R 1.000 when nothing was decided
     assert "missed duplicates (labelled duplicate, kept): 2" in proc.stdout
-    assert f"{path}:1: skipped: too_short" in proc.stdout and f"{path}:2: skipped: too_short" in proc.stdout
+    listed = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith(str(path))}
+    assert "skipped: too_short" in listed[f"{path}:1"] and "skipped: too_short" in listed[f"{path}:2"]
+    data = json.loads(subprocess.run([sys.executable, "-m", "crawler_dedup", "eval", "--pairs", str(path), "--json"],
+                                     capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert [r["line"] for r in data["wrong"]["missed"]] == [1, 2] and data["settings"]["precision"] is None
 
 
 def test_eval_pairs_lists_a_missed_pair_with_its_scores(tmp_path, articles):
@@ -118,7 +122,8 @@ def test_eval_pairs_lists_a_missed_pair_with_its_scores(tmp_path, articles):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "these settings: P 1.000  R 0.500  F1 0.667" in proc.stdout
-    assert f"{path}:2: kept; resemblance 0.0" in proc.stdout
+    missed = [line.split() for line in proc.stdout.splitlines() if line.startswith(f"{path}:2 ")]
+    assert missed and missed[0][1] == "kept" and float(missed[0][2]) < 0.1, proc.stdout
 
 
 def test_a_sweep_where_nothing_is_called_a_duplicate_has_no_precision():

@@ -15,8 +15,8 @@ from crawler_dedup.cli import main as cli
 from crawler_dedup.droplog import DropLog
 from crawler_dedup.stores.base import u64
 
-COMMANDS = (["index", "stats"], ["index", "expire", "--window", "60"], ["index", "compact"],
-            ["index", "remove", "https://site.test/0", "--dir"])
+COMMANDS = (["index", "stats"], ["index", "expire", "--window", "60", "--yes"], ["index", "compact", "--yes"],
+            ["index", "remove", "https://site.test/0", "--yes", "--dir"])
 
 
 def _texts(n, seed=1):
@@ -100,7 +100,7 @@ def test_damaged_index_every_command_one_line_no_traceback(tmp_path, damage):
         assert lines[0].startswith("crawler-dedup "), lines
     got = _run("index", "verify", str(idx))  # a verdict: not whole, and what to do
     assert got.returncode == 1 and "Traceback" not in got.stderr
-    assert "not whole" in got.stdout and f"crawler-dedup index rebuild {idx}" in got.stdout
+    assert "not whole" in got.stdout and f"crawler-dedup index rebuild --dir {idx}" in got.stdout
 
 
 @pytest.mark.parametrize("at", [0.1, 0.5, 0.9])
@@ -183,7 +183,7 @@ def test_compact_with_many_pages_in_one_second(tmp_path):
         for i, text in enumerate(_texts(400)):
             d.check(f"https://site.test/{i}", text=text, now=1_700_000_000.0)
         d.index.write(lambda t: d.index.remove(t, 5))  # a free page or two to give back
-    got = _run("index", "compact", str(idx))
+    got = _run("index", "compact", "--yes", "--dir", str(idx))
     assert got.returncode == 0, got.stderr
     assert "data.mdb" in got.stdout and "MiB" in got.stdout
     assert not [n for n in os.listdir(idx) if n.startswith(".compact")]
@@ -208,7 +208,7 @@ def test_compact_and_rebuild_refuse_an_index_another_process_has_open(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(idx)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"
-        for command in (["index", "compact", str(idx)], ["index", "rebuild", str(idx), "--yes"]):
+        for command in (["index", "compact", "--dir", str(idx), "--yes"], ["index", "rebuild", "--dir", str(idx), "--yes"]):
             got = _run(*command)
             assert got.returncode == 2, (command, got.stdout, got.stderr)
             assert f"open in process {holder.pid}" in got.stderr and "Traceback" not in got.stderr
@@ -266,7 +266,7 @@ def test_a_foreign_lmdb_file_is_refused_by_commands_and_the_crawl(tmp_path):
     with env.begin(write=True) as txn:
         txn.put(b"alice", b"1", db=users)
     env.close()
-    for command in (["index", "stats"], ["index", "verify"], ["index", "compact"]):
+    for command in (["index", "stats"], ["index", "verify"], ["index", "compact", "--yes"]):
         got = _run(*command, str(idx))
         assert got.returncode != 0 and "Traceback" not in got.stderr
         assert "an LMDB file of something else (tables users)" in got.stdout + got.stderr

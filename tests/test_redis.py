@@ -258,11 +258,11 @@ def test_show_report_and_index_commands_read_a_redis_index(redis_server, tmp_pat
     assert info["pages"] == 1 and info["urls"] == 1 and "prefix cli" in info["dir"]
     proc = cli("report", log, "-o", tmp_path / "r.html", *where, cwd=ROOT)
     assert proc.returncode == 0 and "1 with texts for the diff view" in proc.stdout, proc.stderr
-    proc = cli("index", "remove", "https://a/1", *where, cwd=ROOT)
+    proc = cli("index", "remove", "https://a/1", *where, "--yes", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(cli("index", "stats", "--json", *where, cwd=ROOT).stdout)["pages"] == 0
-    proc = cli("index", "stats", cwd=ROOT)
-    assert proc.returncode == 2 and "give DEDUP_DIR (the LMDB index) or --redis URL" in proc.stderr
+    proc = cli("index", "stats", cwd=tmp_path)  # outside a project, no index at the default place
+    assert proc.returncode == 2 and "give --dir DIR or --redis URL" in proc.stderr
     proc = cli("index", "stats", "--redis", redis_server, "-s", "DEDUP_REDIS_PREFIX=nothing-here", cwd=ROOT)
     assert proc.returncode == 2 and "no index in Redis" in proc.stderr
     for command in (["report", log, "-o", tmp_path / "r2.html"], ["show", "https://b/1", "--log", log]):

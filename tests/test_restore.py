@@ -91,12 +91,16 @@ def test_index_remove_takes_the_kept_page_out(demo_out, tmp_path):
     idx = tmp_path / "index"
     shutil.copytree(demo_out / "index", idx)
     rec = next(r for r in _lines(demo_out / "droplog.jsonl") if r["reason"] == "near")
-    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx, "--dry-run")
+    assert proc.returncode == 0 and f"would remove the kept page at {rec['duplicate_of']}" in proc.stdout
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)  # no terminal to ask on, no --yes
+    assert proc.returncode == 2 and "give --yes" in proc.stderr and "would" not in proc.stdout
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx, "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert f"removed the kept page at {rec['duplicate_of']}" in proc.stdout
-    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx)
+    assert json.loads(proc.stdout)["removed"] is True and json.loads(proc.stdout)["url"] == rec["duplicate_of"]
+    proc = cli("index", "remove", rec["duplicate_of"], "--dir", idx, "--yes")
     assert proc.returncode == 1 and "no kept page at" in proc.stderr
-    proc = cli("index", "remove", "http://x/", "--dir", tmp_path / "none")
+    proc = cli("index", "remove", "http://x/", "--dir", tmp_path / "none", "--yes")
     assert proc.returncode == 2 and "no LMDB index" in proc.stderr
     other = next(r for r in _lines(demo_out / "droplog.jsonl") if r["duplicate_of"] != rec["duplicate_of"])
     with Deduplicator(dir=str(idx)) as d:
@@ -113,7 +117,9 @@ def test_restore_url_means_that_url_only(tmp_path, demo_out):
     log.write_text(json.dumps(rec) + "\n" + json.dumps(longer) + "\n", encoding="utf-8")
     proc = cli("restore", log, "--url", rec["url"])
     assert proc.returncode == 0 and [json.loads(x)["url"] for x in proc.stdout.splitlines()] == [rec["url"]]
-    proc = cli("inspect", log, "--url", rec["url"], "--json")  # inspect's --url is a substring
+    proc = cli("inspect", "--log", log, "--url", rec["url"], "--json")  # the same --url in inspect
+    assert json.loads(proc.stdout)["matched"] == 1
+    proc = cli("inspect", "--log", log, "--url", rec["url"] + "*", "--json")  # a glob for more
     assert json.loads(proc.stdout)["matched"] == 2
 
 

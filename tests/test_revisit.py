@@ -242,7 +242,7 @@ def test_migration_runs_through_the_cli_too(tmp_path):
     _make_format3(path)
     proc = cli("index", "stats", path)
     assert proc.returncode == 0 and "format 3 (migrated to 4" in proc.stdout
-    proc = cli("index", "remove", "https://s/b", "--dir", path)
+    proc = cli("index", "remove", "https://s/b", "--dir", path, "--yes")
     assert proc.returncode == 0, proc.stderr
     with Deduplicator(dir=path) as d:  # every record of b is gone: its texts are new again
         assert d.index.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (

@@ -219,7 +219,7 @@ def test_the_after_crawl_commands_read_another_backends_index(tmp_path, articles
     proc = cli("report", log, "-o", tmp_path / "r.html", "--dir", idx, "-s", backend, **run)
     assert proc.returncode == 0, proc.stderr
     assert "1 with texts for the diff view" in proc.stdout
-    proc = cli("index", "remove", "https://a/1", "--dir", idx, "-s", backend, **run)
+    proc = cli("index", "remove", "https://a/1", "--dir", idx, "-s", backend, "--yes", **run)
     assert proc.returncode == 0, proc.stderr
     proc = cli("index", "stats", idx, "--json", "-s", backend, **run)
     assert json.loads(proc.stdout)["pages"] == 0

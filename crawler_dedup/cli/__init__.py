@@ -1,4 +1,8 @@
-"""`crawler-dedup`: the demo, measuring detection quality, looking at an index and at what was dropped."""
+"""`crawler-dedup`: the demo, a check of a project's set-up, measuring detection quality, looking at
+an index and at what was dropped.
+
+Inside a Scrapy project the commands read its settings.py (DEDUP_DIR, DEDUP_DROPLOG, thresholds);
+-s DEDUP_NAME=VALUE goes over them. The index is --dir DIR or --redis URL, the drop log --log FILE."""
 
 from __future__ import annotations
 
@@ -8,11 +12,11 @@ import os
 import sys
 
 from ..exceptions import DedupError
-from .common import CliError
+from .common import CliError, take_legacy
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
 # and run(args) -> int
-COMMANDS = ("demo", "eval", "scan", "inspect", "show", "compare", "report", "restore", "index")
+COMMANDS = ("demo", "doctor", "eval", "scan", "inspect", "show", "compare", "report", "restore", "index")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        take_legacy(args)
         return args.run(args)
     except CliError as exc:
         print(f"crawler-dedup {args.command}: {exc.message}", file=sys.stderr)
@@ -65,8 +70,8 @@ def _index_hint(args) -> str:
     path = getattr(args, "dir", None)
     if not path or not os.path.isfile(os.path.join(path, "data.mdb")):
         return ""
-    return (f"; if the index is damaged, `crawler-dedup index verify {path}` checks it and "
-            f"`crawler-dedup index rebuild {path}` files its readable pages into a new one")
+    return (f"; if the index is damaged, `crawler-dedup index verify --dir {path}` checks it and "
+            f"`crawler-dedup index rebuild --dir {path}` files its readable pages into a new one")
 
 
 if __name__ == "__main__":

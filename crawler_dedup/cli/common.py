@@ -1,6 +1,7 @@
-"""What the commands share: the one error type, the progress bars (a count, and pages with
-pages/s and an ETA for scan and index add), -s settings, the drop-log
-filters, where a crawl put its index and drop log, opening an index, terminal-safe output."""
+"""What the commands share: the one error type, the one argument convention (--dir/--redis for the
+index, --log for the drop log, -s settings over the project's, --url filters, --json, --yes),
+the pages progress bar of scan and index add, where a crawl put its index and drop log, opening
+an index, terminal-safe output. Tables and the other progress bars are in out.py."""
 
 from __future__ import annotations
 
@@ -16,37 +17,6 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.message, self.code = message, code
-
-
-class Progress:
-    """A one-line progress bar on a terminal's stderr, at most ten redraws a second; silent when
-    stderr is not a terminal (piped, in a test). Called as progress(done, total); unit="MiB"
-    shows byte counts in MiB."""
-
-    def __init__(self, label: str, unit: str = "", stream=None):
-        self.label, self.unit, self.stream = label, unit, stream or sys.stderr
-        try:
-            self.on = self.stream.isatty()
-        except (AttributeError, ValueError):  # a closed or fake stream
-            self.on = False
-        self._last = 0.0
-
-    def __call__(self, done: int, total: int, final: bool | None = None) -> None:
-        if not self.on:
-            return
-        final = done >= total if final is None else final
-        now = time.monotonic()
-        if not final and now - self._last < 0.1:
-            return
-        self._last = now
-        width = 30
-        filled = min(width, width * done // max(total, 1))
-        count = (f"{done / 2**20:.0f}/{total / 2**20:.0f} MiB" if self.unit == "MiB"
-                 else f"{done}/{total}{' ' + self.unit if self.unit else ''}")
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {count}")
-        if final:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 class PagesProgress:
@@ -89,15 +59,87 @@ class PagesProgress:
             self._bar = None
 
 
-def add_settings(p, help: str = "a setting, as with scrapy -s") -> None:
+# -- the one argument convention ---------------------------------------------------------
+# every command takes the index as --dir DIR or --redis URL, the drop log as --log FILE, settings
+# as -s NAME=VALUE over the Scrapy project's settings.py, filters with --url (an exact URL or a
+# glob), --json where it reports, and --yes where it destroys
+
+SETTINGS_HELP = "a DEDUP_ setting, as with scrapy -s (over the project's settings.py when run in a Scrapy project)"
+DIR_HELP = "the LMDB index (default: the project's DEDUP_DIR, else .scrapy/dedup)"
+REDIS_HELP = "the index is in Redis at URL (DEDUP_BACKEND=redis, DEDUP_REDIS_URL=URL; its prefix: -s DEDUP_REDIS_PREFIX=...)"
+
+
+def add_settings(p, help: str = SETTINGS_HELP) -> None:
     p.add_argument("-s", "--set", action="append", metavar="DEDUP_NAME=VALUE", help=help)
 
 
-def add_backend(p, help: str = "DEDUP_BACKEND (and its settings) when the index is not LMDB, as with scrapy -s") -> None:
-    """-s for another backend's settings, and --redis URL for a Redis index."""
-    add_settings(p, help=help)
-    p.add_argument("--redis", metavar="URL", help="the index is in Redis at URL (DEDUP_BACKEND=redis, "
-                   "DEDUP_REDIS_URL=URL; its prefix: -s DEDUP_REDIS_PREFIX=...)")
+def add_index(p, dir_help: str = DIR_HELP, settings_help: str = SETTINGS_HELP, dir: bool = True) -> None:
+    """--dir DIR or --redis URL (where the index is) and -s."""
+    if dir:
+        p.add_argument("--dir", metavar="DIR", help=dir_help)
+    p.add_argument("--redis", metavar="URL", help=REDIS_HELP)
+    add_settings(p, help=settings_help)
+
+
+def add_backend(p, help: str = SETTINGS_HELP) -> None:
+    """--redis URL and -s, for a command whose index is not --dir (scan: OUT/index)."""
+    add_index(p, settings_help=help, dir=False)
+
+
+def add_log(p) -> None:
+    p.add_argument("--log", metavar="FILE", help="the drop log (default: the project's DEDUP_DROPLOG, else <DIR>/droplog.jsonl)")
+
+
+def add_json(p, help: str = "print JSON instead of text") -> None:
+    p.add_argument("--json", action="store_true", help=help)
+
+
+def add_yes(p, dry_run: str | None = None) -> None:
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask first (needed when stdin is not a terminal)")
+    if dry_run:
+        p.add_argument("-n", "--dry-run", action="store_true", help=dry_run)
+
+
+def add_legacy(p, dest: str) -> None:
+    """The positional index or drop log of earlier releases, still taken (not shown in --help)."""
+    import argparse
+
+    p.add_argument(f"legacy_{dest}", nargs="?", help=argparse.SUPPRESS)
+
+
+def take_legacy(args) -> None:
+    """An earlier release's positional DEDUP_DIR or LOG becomes --dir / --log."""
+    for dest in ("dir", "log"):
+        old = getattr(args, f"legacy_{dest}", None)
+        if old is None:
+            continue
+        if getattr(args, dest, None) not in (None, old):
+            raise CliError(f"the {dest} is given twice ({old} and --{dest} {getattr(args, dest)}): give --{dest} only")
+        setattr(args, dest, old)
+
+
+def confirm(args, question: str) -> bool:
+    """--yes, or a y on the terminal; without a terminal the command stops and names --yes."""
+    if getattr(args, "yes", False):
+        return True
+    if not sys.stdin.isatty():
+        raise CliError(f"{question}: give --yes to go on (there is no terminal to ask on)")
+    try:
+        answer = input(f"{question}? [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def index_location(args, settings: dict | None = None) -> str:
+    """Where the index is: --dir, else the settings' DEDUP_DIR (-s, the project's), else Scrapy's
+    data dir; a placeholder for a backend that is not LMDB (the store ignores it)."""
+    from ..tools.indexes import is_lmdb
+
+    settings = backend_settings(args) if settings is None else settings
+    if not is_lmdb(settings):
+        return args.dir or os.curdir
+    return args.dir or str(settings.get("DEDUP_DIR") or "") or default_dir()
 
 
 def backend_settings(args) -> dict:
@@ -170,7 +212,8 @@ def make_config(settings: dict):
 
 # -- the drop log --------------------------------------------------------------------------
 
-def add_filters(p, url_help: str = "URL substring, or a glob when it holds * (repeatable: any of them)") -> None:
+def add_filters(p, url_help: str = "the dropped page's URL, or a glob when it holds * ('*part*' for a substring; "
+                "repeatable: any of them)") -> None:
     g = p.add_argument_group("filters (a drop must pass all of them)")
     g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
     g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual", "unchanged", "superseded"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import CliError, add_settings, make_config, parse_settings
+from .common import CliError, add_json, add_settings, make_config, parse_settings
 
 
 def add_parser(sub):
@@ -15,6 +15,7 @@ def add_parser(sub):
     p.add_argument("b", metavar="B", help="URL or file checked against A")
     p.add_argument("--lines", type=int, default=3, metavar="N", help="first lines of each text shown (default 3)")
     add_settings(p)
+    add_json(p, help="print the texts' sizes, fingerprints, scores and the verdict as JSON")
     return p
 
 
@@ -30,9 +31,22 @@ def run(args) -> int:
         a, b = (load_source(x, config.max_bytes, config.extract_mode) for x in (args.a, args.b))
     except ShowError as exc:
         raise CliError(str(exc), exc.exit_code) from None
+    import json
+
     dedup = Deduplicator(config).open()
-    fps = {}
+    fps: dict = {}
+    data: dict = {"A": {"name": a.name}, "B": {"name": b.name}}
+    import builtins
+
+    real_print = builtins.print
+
+    def print(*parts, **kw):  # noqa: A001 - the text output; --json collects `data` instead
+        if not args.json:
+            real_print(*parts, **kw)
+
     for label, src in (("A", a), ("B", b)):
+        side = data[label]
+        side.update({"url": src.url, "title": src.title, "problem": src.problem if src.text is None else None})
         print(f"{label}: {src.name}")
         if src.title:
             print(f"   title: {src.title}")
@@ -41,19 +55,23 @@ def run(args) -> int:
             continue
         words = len(tokenize(src.text))
         lines = [line.strip() for line in src.text.splitlines() if line.strip()]
+        side.update({"characters": len(src.text), "words": words, "lines": len(lines)})
         print(f"   text: {len(src.text)} characters, {words} words, {len(lines)} lines")
         for line in lines[: args.lines]:
             print(f"   | {line[:110]}{'…' if len(line) > 110 else ''}")
         fp = dedup.fingerprint(src.text)
         if not isinstance(fp, Fingerprinted):
+            side["not_fingerprinted"] = str(fp)
             print(f"   not fingerprinted: {fp} (DEDUP_MIN_TOKENS={config.min_tokens})")
         else:
             fps[label] = fp
+            side.update({"fingerprint": f"{fp.fingerprint:016x}", "shingles": fp.shingles})
             print(f"   fingerprint {fp.fingerprint:016x}, {fp.shingles} distinct shingles")
     print()
     if len(fps) == 2:
         fa, fb = f"{fps['A'].fingerprint:016x}", f"{fps['B'].fingerprint:016x}"
         dist = (fps["A"].fingerprint ^ fps["B"].fingerprint).bit_count()
+        data.update({"distance": dist, "exact": fps["A"].digest == fps["B"].digest})
         print(f"xor {xor_line(fa, fb)}")
         print(f"distance {dist} bits: {'within' if dist <= config.k else 'beyond'} DEDUP_K={config.k}"
               f"{'' if dist <= config.k else ' (a candidate only through the sketch postings)'}")
@@ -61,6 +79,7 @@ def run(args) -> int:
         # B scored against A, the way a crawl that kept A first checks B
         scores = score_pairs([{"a": b.text, "b": a.text, "duplicate": False}], config)[0]
         if scores is not None:
+            data["scores"] = {m: round(getattr(scores, m), 4) for m in ("resemblance", "containment", "qgram", "swlr")}
             print("scores of B against A (every verifier):")
             own = ""
             if dedup.verifier.name not in ("resemblance", "qgram", "swlr"):  # DEDUP_VERIFIER of one's own
@@ -80,11 +99,29 @@ def run(args) -> int:
     dedup.close()
     print(f"\nverdict with these settings (DEDUP_VERIFIER={config.verifier}, DEDUP_THRESHOLD={config.threshold}, "
           f"DEDUP_CONTAINMENT={config.containment}), A crawled first, then B:")
+    data["settings"] = {"DEDUP_VERIFIER": config.verifier, "DEDUP_THRESHOLD": config.threshold,
+                        "DEDUP_CONTAINMENT": config.containment, "DEDUP_K": config.k}
+    verdict: dict = {"b": None}
+    data["verdict"] = verdict
+    try:
+        _verdict(print, va, vb, verdict)
+    finally:
+        if args.json:
+            real_print(json.dumps(data, indent=1, ensure_ascii=False))
+    return 0
+
+
+def _verdict(print, va, vb, verdict: dict) -> None:  # noqa: A002 - compare's print
     if va is None or vb is None:
         print("   none: a side has no text")
-        return 0
+        return
     if va.skipped:
+        verdict["a_skipped"] = va.skipped
         print(f"   A is kept unchecked ({va.skipped}), so B cannot match it")
+    verdict.update({"b": "kept" if vb.action == "keep" or vb.skipped or vb.error else
+                    ("dropped" if vb.action == "drop" else "flagged"),
+                    "skipped": vb.skipped or vb.error or None, "reason": vb.reason, "measure": vb.measure,
+                    "similarity": vb.similarity, "guard": vb.guard})
     if vb.skipped or vb.error:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
     elif vb.action == "keep":
@@ -94,4 +131,3 @@ def run(args) -> int:
     else:
         print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "
               f"{vb.measure} {vb.similarity}, distance {vb.distance} bits")
-    return 0

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .common import CliError, Progress, add_settings, make_config, parse_settings
+from .common import CliError, add_json, add_settings, make_config, parse_settings
+from .out import Progress
 
 
 def add_parser(sub):
@@ -14,6 +15,7 @@ def add_parser(sub):
     )
     p.add_argument("--pairs", required=True, metavar="FILE", help="your labelled pairs (JSONL)")
     add_settings(p)
+    add_json(p)
     return p
 
 
@@ -22,6 +24,7 @@ def _num(x) -> str:
 
 
 def run(args) -> int:
+    import json
     from collections import Counter
 
     from ..tools import pairs as ev
@@ -37,52 +40,80 @@ def run(args) -> int:
     decided = ev.decide_pairs(texts, settings)
     skipped = Counter(why for said, why in decided if said is None)
     p, r, f, used = ev.pr([said for said, _ in decided], labels)
-    print(f"{len(pairs)} pairs, {sum(labels)} labelled duplicate; {used} decided"
-          + (f", {len(pairs) - used} skipped ({', '.join(f'{n} {w}' for w, n in skipped.items())}; "
-             "a skipped pair counts as kept, as a crawl keeps such a page)" if skipped else ""))
-    print(f"\nthese settings: P {_num(p)}  R {_num(r)}  F1 {_num(f)}"
-          + ("  (nothing was dropped: no precision)" if p is None else ""))
     scores_all = ev.score_pairs(pairs, config)
-    _print_wrong(args.pairs, pairs, decided, scores_all)
-    _print_threshold_sweep(texts, labels, settings)
-    scored = [s for s in scores_all if s is not None]
-    for measure in ("resemblance", "containment", "qgram", "swlr"):
-        rows = ev.sweep(scored, measure)
-        print(f"\n{measure} alone (the verifier's score, no guards):")
-        print("  " + "  ".join(f"{t:.2f}: P {_num(p)} R {_num(r)}" for t, p, r, _ in rows[::3]))
+    result = {
+        "pairs": len(pairs), "duplicates": sum(labels), "decided": used, "skipped": dict(skipped),
+        "settings": {"precision": p, "recall": r, "f1": f},
+        "wrong": _wrong(args.pairs, pairs, decided, scores_all),
+        "threshold_sweep": _threshold_sweep(texts, labels, settings),
+        "measures": {m: [{"threshold": t, "precision": pp, "recall": rr, "f1": ff}
+                         for t, pp, rr, ff in ev.sweep([s for s in scores_all if s is not None], m)]
+                     for m in ("resemblance", "containment", "qgram", "swlr")},
+    }
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    _print(result)
     return 0
 
 
-def _print_wrong(path, pairs, decided, scores_all) -> None:
+def _wrong(path, pairs, decided, scores_all) -> dict:
     """The missed duplicates and the false drops, by file line, with their scores."""
-    for title, wrong in (("missed duplicates (labelled duplicate, kept)", lambda said, dup: dup and not said),
-                         ("false drops (labelled distinct, dropped)", lambda said, dup: said and not dup)):
-        rows = [(pair, why, sc) for pair, (said, why), sc in zip(pairs, decided, scores_all)
-                if wrong(bool(said), pair["duplicate"])]
-        if not rows:
-            continue
-        print(f"\n{title}: {len(rows)}" + (" (the first 20)" if len(rows) > 20 else ""))
-        for pair, why, sc in rows[:20]:
+    out = {}
+    for key, wrong in (("missed", lambda said, dup: dup and not said), ("false_drops", lambda said, dup: said and not dup)):
+        rows = []
+        for pair, (said, why), sc in zip(pairs, decided, scores_all):
+            if not wrong(bool(said), pair["duplicate"]):
+                continue
             how = why if why and not why.startswith(("kept", "dropped")) else None
-            scores = (f"; resemblance {sc.resemblance:.2f}, containment {sc.containment:.2f}" if sc else "")
-            print(f"  {path}:{pair['_line']}: {('skipped: ' + how) if how else why}{scores}")
+            rows.append({"where": f"{path}:{pair['_line']}", "line": pair["_line"], "why": ("skipped: " + how) if how else why,
+                         "resemblance": round(sc.resemblance, 3) if sc else None,
+                         "containment": round(sc.containment, 3) if sc else None})
+        out[key] = rows
+    return out
 
 
-def _print_threshold_sweep(texts, labels, settings) -> None:
+def _threshold_sweep(texts, labels, settings) -> dict:
     from ..tools import pairs as ev
 
-    name = "DEDUP_THRESHOLD"
-    print(f"\n{name} swept, the other settings as given (what a crawl would drop):")
-    print(f"  {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}")
     rows = []
     for step in range(2, 20):
         t = round(0.05 * step, 2)
-        said = [d for d, _ in ev.decide_pairs(texts, {**settings, name: t})]
-        rows.append((t, *ev.pr(said, labels)[:3]))
-    good = [row for row in rows if row[1] is not None and row[1] >= 0.995 and row[3] is not None]
-    best = max(good, key=lambda row: (row[3], row[0])) if good else None
-    for row in rows:
-        mark = "  <- best F1 at P >= 0.995" if row == best else ""
-        print(f"  {row[0]:>9.2f} {_num(row[1]):>6} {_num(row[2]):>6} {_num(row[3]):>6}{mark}")
-    if best is None:
-        print("  no threshold reaches precision 0.995 on these pairs")
+        said = [d for d, _ in ev.decide_pairs(texts, {**settings, "DEDUP_THRESHOLD": t})]
+        pp, rr, ff, _ = ev.pr(said, labels)
+        rows.append({"threshold": t, "precision": pp, "recall": rr, "f1": ff})
+    good = [row for row in rows if row["precision"] is not None and row["precision"] >= 0.995 and row["f1"] is not None]
+    best = max(good, key=lambda row: (row["f1"], row["threshold"])) if good else None
+    return {"setting": "DEDUP_THRESHOLD", "rows": rows, "best": best["threshold"] if best else None}
+
+
+def _print(result: dict) -> None:
+    from .out import lines, table
+
+    n, used = result["pairs"], result["decided"]
+    skipped = result["skipped"]
+    lines(f"{n} pairs, {result['duplicates']} labelled duplicate; {used} decided"
+          + (f", {n - used} skipped ({', '.join(f'{c} {w}' for w, c in skipped.items())}; "
+             "a skipped pair counts as kept, as a crawl keeps such a page)" if skipped else ""))
+    st = result["settings"]
+    lines(f"\nthese settings: P {_num(st['precision'])}  R {_num(st['recall'])}  F1 {_num(st['f1'])}"
+          + ("  (nothing was dropped: no precision)" if st["precision"] is None else ""))
+    for key, title in (("missed", "missed duplicates (labelled duplicate, kept)"),
+                       ("false_drops", "false drops (labelled distinct, dropped)")):
+        rows = result["wrong"][key]
+        if rows:
+            lines("")
+            table(["pair (file:line)", "why", ("resemblance", "right"), ("containment", "right")],
+                  [[r["where"], r["why"], _num(r["resemblance"]), _num(r["containment"])] for r in rows[:20]],
+                  title=f"{title}: {len(rows)}" + (" (the first 20)" if len(rows) > 20 else ""))
+    sweep = result["threshold_sweep"]
+    lines("")
+    table([("threshold", "right"), ("P", "right"), ("R", "right"), ("F1", "right"), ""],
+          [[f"{row['threshold']:.2f}", _num(row["precision"]), _num(row["recall"]), _num(row["f1"]),
+            "<- best F1 at P >= 0.995" if row["threshold"] == sweep["best"] else ""] for row in sweep["rows"]],
+          title=f"{sweep['setting']} swept, the other settings as given (what a crawl would drop):")
+    if sweep["best"] is None:
+        lines("  no threshold reaches precision 0.995 on these pairs")
+    for measure, rows in result["measures"].items():
+        lines(f"\n{measure} alone (the verifier's score, no guards):")
+        lines("  " + "  ".join(f"{r['threshold']:.2f}: P {_num(r['precision'])} R {_num(r['recall'])}" for r in rows[::3]))

@@ -7,62 +7,78 @@ import re
 
 from ..config import MAX_K
 from .common import (
+    DIR_HELP,
     CliError,
-    Progress,
-    add_backend,
+    add_index,
+    add_json,
+    add_legacy,
+    add_settings,
+    add_yes,
     backend_settings,
+    confirm,
+    index_location,
     open_index,
     term,
 )
-
-BACKEND_HELP = "DEDUP_BACKEND (and its settings) when the index is not LMDB, as with scrapy -s"
-
+from .out import Progress
 
 def add_parser(sub):
-    idx = sub.add_parser("index", help="look at an LMDB index", description="Look at an LMDB index.")
+    idx = sub.add_parser("index", help="look at and maintain an index (LMDB, or Redis with --redis)",
+                         description="Look at and maintain an index. Each subcommand takes the index as --dir DIR "
+                         "(default: the Scrapy project's DEDUP_DIR, else .scrapy/dedup) or --redis URL.")
     isub = idx.add_subparsers(dest="index_command", metavar="SUBCOMMAND", required=True)
     st = isub.add_parser("stats", help="pages, plan, settings fixed by the index, disk per page",
                          description="Pages, plan, the settings fixed by the index, and disk per page.")
-    st.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
-    st.add_argument("--json", action="store_true", help="machine-readable output")
-    add_backend(st, help=BACKEND_HELP)
-    ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago",
+    add_index(st)
+    add_json(st)
+    add_legacy(st, "dir")
+    ex = isub.add_parser("expire", help="remove pages kept more than --window seconds ago (asks first)",
                          description="Remove pages kept more than --window seconds ago, in batches. A crawl "
-                         "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now.")
-    ex.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
+                         "with DEDUP_WINDOW does this as it goes; this is for an index no crawl writes to now. "
+                         "Says how many pages would go and asks first (--yes: do not ask; --dry-run: only say).")
     ex.add_argument("--window", type=int, required=True, metavar="SECONDS",
                     help="pages kept more than SECONDS ago go (1 or more)")
     ex.add_argument("--batch", type=int, default=1000, metavar="N", help="pages per transaction (default 1000)")
-    add_backend(ex, help=BACKEND_HELP)
-    co = isub.add_parser("compact", help="rewrite the index file without its free pages (no crawl may use it)",
+    add_index(ex)
+    add_yes(ex, dry_run="say how many pages would go, and the oldest of them; change nothing")
+    add_json(ex)
+    add_legacy(ex, "dir")
+    co = isub.add_parser("compact", help="rewrite the index file without its free pages (asks first; no crawl may use it)",
                          description="Rewrite data.mdb without its free pages. LMDB reuses freed pages but "
-                         "never shrinks the file; run this when no crawl has the index open.")
-    co.add_argument("dir", metavar="DEDUP_DIR")
-    rm = isub.add_parser("remove", help="take the kept page at URL out of the index (no wrong match recurs)",
+                         "never shrinks the file; run this when no crawl has the index open (one that has it "
+                         "open is named and nothing is changed).")
+    co.add_argument("--dir", metavar="DIR", help=DIR_HELP)
+    add_yes(co)
+    add_settings(co)
+    add_legacy(co, "dir")
+    rm = isub.add_parser("remove", help="take the kept page at URL out of the index (asks first; no wrong match recurs)",
                          description="Remove the kept page at URL (or at a URL of the same canonical form) from "
-                         "the index, so its copies are kept from now on; the next crawl of URL keeps it as new.")
+                         "the index, so its copies are kept from now on; the next crawl of URL keeps it as new. "
+                         "Shows the page and asks first (--yes: do not ask; --dry-run: only show).")
     rm.add_argument("url", metavar="URL", help="the kept page's URL (a drop-log line's duplicate_of)")
-    rm.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (or --redis URL)")
-    add_backend(rm, help=BACKEND_HELP)
+    add_index(rm)
+    add_yes(rm, dry_run="show the kept page that would go; change nothing")
+    add_json(rm)
     ve = isub.add_parser("verify", help="check that every entry of the index is where its kept pages say",
                          description="Check both ways that each kept page's entries are in the index (URL, time, "
                          "fingerprint, permuted tables, response digest) and that each entry (content digests too) points "
                          "at a kept page, and that new doc ids come after the kept ones (the sketch postings are "
                          "capped lists and not checked). Exit status 0 when whole, 1 when not (or when the file "
                          "cannot be read), 2 when there is no index. Reads only: a crawl may go on meanwhile.")
-    ve.add_argument("dir", metavar="DEDUP_DIR", nargs="?", help="the LMDB index (not with --redis)")
-    ve.add_argument("--json", action="store_true", help="machine-readable output")
+    add_index(ve)
+    add_json(ve)
     ve.add_argument("--quiet", action="store_true", help="print nothing when the index is whole")
-    add_backend(ve, help=BACKEND_HELP)
-    rb = isub.add_parser("rebuild", help="file the kept pages that can be read into a new index (no crawl may use it)",
-                         description="Read every kept page that can still be read from DEDUP_DIR/data.mdb, past "
+    add_legacy(ve, "dir")
+    rb = isub.add_parser("rebuild", help="file the kept pages that can be read into a new index (asks first; no crawl may use it)",
+                         description="Read every kept page that can still be read from DIR/data.mdb, past "
                          "damaged parts, file them into a new index with every table rebuilt, and put it in place; "
                          "the old file stays beside it as data.mdb.damaged-TIME. Learned template lines "
                          "(DEDUP_BOILERPLATE) start again. No crawl may have the index open: a process that has "
                          "it open is named and nothing is changed.")
-    rb.add_argument("dir", metavar="DEDUP_DIR", help="the LMDB index (its data.mdb); work space is made inside it")
-    rb.add_argument("--yes", action="store_true", help="do not ask before replacing data.mdb (needed when stdin "
-                    "is not a terminal)")
+    rb.add_argument("--dir", metavar="DIR", help=DIR_HELP + "; work space is made inside it")
+    add_yes(rb)
+    add_settings(rb)
+    add_legacy(rb, "dir")
     ad = isub.add_parser("add", help="file an existing corpus (JSON lines, WARC/ARC) into an index before a crawl",
                          description="File the pages of JSON-lines feed exports and WARC/ARC files into an index, in "
                          "input order, as a crawl would meet them, so a crawl over that index drops what is already "
@@ -72,20 +88,30 @@ def add_parser(sub):
     from .scan import add_inputs
 
     add_inputs(ad, time_help="fetch time, ISO 8601 or seconds (filed as the page's time)", score=False)
-    ad.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (default: the project's DEDUP_DIR, else "
-                    ".scrapy/dedup)")
-    add_backend(ad, help=BACKEND_HELP)
+    add_index(ad)
     pl = isub.add_parser("plan", help="the permuted-table plan chosen for 10^5 .. 10^9 pages",
                          description="The permuted-table plan chosen for 10^5 .. 10^9 pages (computed).")
     pl.add_argument("--k", type=int, default=3, choices=range(0, MAX_K + 1), metavar="BITS", help="DEDUP_K (default 3)")
+    add_json(pl)
     return idx
 
 
 def _where(args) -> str:
-    """DEDUP_DIR, or a placeholder with --redis (the store ignores it)."""
-    if args.dir is None and not getattr(args, "redis", None):
-        raise CliError("give DEDUP_DIR (the LMDB index) or --redis URL")
-    return args.dir or os.curdir
+    """The index's location (tools for a missing one say where they looked)."""
+    return index_location(args)
+
+
+def _open(args, readonly: bool = False):
+    """The index, or a CliError that says where it looked and how to point elsewhere."""
+    settings = backend_settings(args)
+    where = index_location(args, settings)
+    try:
+        return open_index(where, readonly=readonly, settings=settings)
+    except CliError as exc:
+        if args.dir is None and exc.message.startswith("no LMDB index"):
+            exc.message += (" (the project's DEDUP_DIR, or Scrapy's default when outside a project): "
+                            "give --dir DIR or --redis URL")
+        raise
 
 
 def run(args) -> int:
@@ -133,8 +159,9 @@ def stats(args) -> int:
     import json
 
     from ..stores.base import FORMAT_VERSION, from_u64
+    from ..tools.indexes import is_lmdb
 
-    index = open_index(_where(args), readonly=True, settings=backend_settings(args))
+    index = _open(args, readonly=True)
     plan = index.plan
     try:
         meta = index.read(lambda t: {n: t.meta_get(n) for n in ("format", "params", "runs", "next_id", "df", "lsi")})
@@ -148,7 +175,7 @@ def stats(args) -> int:
         table_bytes = sum(b for n, (_, b) in sizes.items() if re.fullmatch(r"t\d{3}", n))  # (not times, tpl)
         per_page = bool(pages and disk)
         info = {
-            "dir": index.store.location if args.redis else os.path.abspath(args.dir), "format": int(meta["format"]), "pages": pages,
+            "dir": index.store.location if not is_lmdb(backend_settings(args)) else os.path.abspath(_where(args)), "format": int(meta["format"]), "pages": pages,
             "urls": sizes.get("urls", (0, 0))[0],
             "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
             "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
@@ -225,18 +252,34 @@ def _text_cost(txn, sample: int = 20_000) -> dict:
 
 
 def expire(args) -> int:
+    import json
     import time
+
+    from ..tools.indexes import is_lmdb
 
     if args.window <= 0:  # DEDUP_WINDOW=0 means "forever": here it would remove every page
         raise CliError(f"--window takes a number of seconds >= 1, not {args.window} "
                        f"(pages kept more than that long ago are removed)")
     if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
         raise CliError(f"--batch takes 1 or more, not {args.batch}")
-    index = open_index(_where(args), settings=backend_settings(args))
+    index = _open(args)
     cutoff = time.time() - args.window
     removed, progress = 0, Progress("expiring")
     try:
-        total = len(index.read(lambda t: t.time_oldest(int(cutoff), 10**9)))
+        old = index.read(lambda t: t.time_oldest(int(cutoff), 10**9))
+        total, pages = len(old), index.read(lambda t: t.doc_count())
+        where = index.store.location
+        if args.dry_run or not total:
+            info = {"dir": where, "window": args.window, "would_remove": total, "pages": pages, "removed": 0}
+            if args.json:
+                print(json.dumps(info, indent=1))
+            else:
+                print(f"{where}: {total} of {pages} pages were kept more than {args.window} s ago"
+                      + (" (nothing removed: --dry-run)" if args.dry_run and total else "; nothing to remove" if not total else ""))
+            return 0
+        if not confirm(args, f"remove {total} of {pages} pages kept more than {args.window} s ago from {where}"):
+            print("nothing changed")
+            return 1
         while True:
             n = index.write(lambda txn: index.expire(txn, cutoff, args.batch))
             removed += n
@@ -245,9 +288,12 @@ def expire(args) -> int:
                 break
         left = index.read(lambda t: t.doc_count())
     finally:
+        progress.close()
         index.store.close()
-    from ..tools.indexes import is_lmdb
-
+    if args.json:
+        print(json.dumps({"dir": where, "window": args.window, "would_remove": total, "pages": left,
+                          "removed": removed}, indent=1))
+        return 0
     hint = "" if not is_lmdb(backend_settings(args)) else " (run `crawler-dedup index compact` to give the space back to the file system)"
     print(f"removed {removed} pages kept more than {args.window} s ago; {left} pages left{hint}")
     return 0
@@ -256,9 +302,15 @@ def expire(args) -> int:
 def compact(args) -> int:
     from ..stores.lmdb import LmdbStore
 
-    open_index(args.dir, readonly=True).store.close()  # an index, and one that can be read
-    before, after = LmdbStore(args.dir).compact()
-    print(f"{args.dir}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
+    where = _where(args)
+    _open(args, readonly=True).store.close()  # an index, and one that can be read
+    size = os.path.getsize(os.path.join(where, "data.mdb"))
+    if not confirm(args, f"rewrite {os.path.join(where, 'data.mdb')} ({size / 2**20:.1f} MiB) without its free "
+                   "pages (no crawl may have it open)"):
+        print("nothing changed")
+        return 1
+    before, after = LmdbStore(where).compact()
+    print(f"{where}: data.mdb {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB")
     return 0
 
 
@@ -271,7 +323,7 @@ def verify(args) -> int:
 
     where = _where(args)
     try:
-        index = open_index(where, readonly=True, settings=backend_settings(args))
+        index = _open(args, readonly=True)
         try:
             report = check(index, Progress("verifying", unit="entries"))
         finally:
@@ -284,7 +336,7 @@ def verify(args) -> int:
             print(json.dumps({"dir": where, "whole": False, "error": message}, indent=1))
         else:
             print(f"{where}: not whole, it cannot be read: {message.split('; `crawler-dedup index verify', 1)[0]}")
-            print(f"to repair: `crawler-dedup index rebuild {where}` files the kept pages it can read into a new index")
+            print(f"to repair: `crawler-dedup index rebuild --dir {where}` files the kept pages it can read into a new index")
         return 1
     location = index.store.location
     if args.json:
@@ -297,7 +349,7 @@ def verify(args) -> int:
             print(f"  {term(line)}")
         if report.count > len(report.problems):
             print(f"  ... and {report.count - len(report.problems)} more")
-        hint = f"`crawler-dedup index rebuild {where}`" if os.path.isfile(os.path.join(where, "data.mdb")) else "a new index"
+        hint = f"`crawler-dedup index rebuild --dir {where}`" if os.path.isfile(os.path.join(where, "data.mdb")) else "a new index"
         print(f"to repair: {hint} files the kept pages into a new index with every table rebuilt")
     elif not args.quiet:
         print(f"{location}: whole ({report.pages} kept pages, {report.entries} entries checked)")
@@ -309,19 +361,16 @@ def rebuild(args) -> int:
 
     from ..core.integrity import rebuild as rebuild_index
 
-    data = os.path.join(args.dir, "data.mdb")
+    where = _where(args)
+    data = os.path.join(where, "data.mdb")
     if os.path.isdir(data):
         raise CliError(f"{data} is a folder, not an index file: nothing to rebuild; give another DEDUP_DIR")
     if not os.path.isfile(data):
-        raise CliError(f"no LMDB index in {args.dir} (no data.mdb)")
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise CliError("rebuild replaces data.mdb (the old one is kept beside it): give --yes to go on")
-        answer = input(f"rebuild {args.dir}/data.mdb from its kept pages? No crawl may be using it. [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing changed")
-            return 1
-    got = rebuild_index(args.dir, progress=Progress("rebuilding", unit="ids"))
+        raise CliError(f"no LMDB index in {where} (no data.mdb)" + ("" if args.dir else ": give --dir DIR"))
+    if not confirm(args, f"rebuild {data} from its kept pages (the old file is kept beside it; no crawl may be using it)"):
+        print("nothing changed")
+        return 1
+    got = rebuild_index(where, progress=Progress("rebuilding", unit="ids"))
     lost = sum(hi - lo + 1 for lo, hi in got.lost_ranges)
     if not got.walked:
         how = "; its tables could not be walked, so they were all found on the file's pages"
@@ -329,40 +378,77 @@ def rebuild(args) -> int:
         how = f"; damaged parts of the file hid up to {lost} doc ids, of which {got.scavenged} were found on its pages"
     else:
         how = ""
-    print(f"{args.dir}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records{how}"
+    print(f"{where}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records{how}"
           + f"; the old file is {got.damaged_copy} (delete it when the new index serves)")
     return 0
 
 
 def remove(args) -> int:
-    index = open_index(_where(args), settings=backend_settings(args))
+    import datetime
+    import json
 
-    def remove_url(txn):  # a key lookup in the URL table, the removal in the same transaction
-        doc = index.by_url(txn, args.url)
-        return 0 if doc is None else int(index.remove(txn, doc.doc_id))
-
+    index = _open(args)
     try:
-        removed = index.write(remove_url)
+        doc = index.read(lambda txn: index.by_url(txn, args.url))  # a key lookup in the URL table
+        where = index.store.location
+        if doc is None:
+            raise CliError(f"no kept page at {term(args.url)} in {where}", 1)
+        kept = datetime.datetime.fromtimestamp(doc.time, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+        info = {"dir": where, "url": doc.url, "doc_id": doc.doc_id, "fingerprint": f"{doc.fingerprint:016x}",
+                "kept": kept, "removed": False}
+        if args.dry_run:
+            _say_remove(args, info, "would remove")
+            return 0
+        if not confirm(args, term(f"remove the kept page {doc.url} (kept {kept}) from {where}")):
+            print("nothing changed")
+            return 1
+
+        def remove_doc(txn):  # looked up again: the page may have changed since it was shown
+            again = index.by_url(txn, args.url)
+            return 0 if again is None else int(index.remove(txn, again.doc_id))
+
+        info["removed"] = bool(index.write(remove_doc))
     finally:
         index.store.close()
-    if not removed:
-        raise CliError(f"no kept page at {term(args.url)} in {index.store.location}", 1)
-    print(f"removed the kept page at {term(args.url)} from {index.store.location}: its copies will be kept from now on")
+    if not info["removed"]:
+        raise CliError(f"no kept page at {term(args.url)} in {where} (removed meanwhile)", 1)
+    _say_remove(args, info, "removed")
     return 0
 
 
-def plan(args) -> int:
-    from ..core.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
+def _say_remove(args, info: dict, verb: str) -> None:
+    import json
 
-    print(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.tables.choose_plan: cost = 1 per table "
+    if args.json:
+        print(json.dumps(info, indent=1))
+    elif verb == "removed":
+        print(term(f"removed the kept page at {info['url']} from {info['dir']}: its copies will be kept from now on"))
+    else:
+        print(term(f"would remove the kept page at {info['url']} (kept {info['kept']}, fingerprint "
+                   f"{info['fingerprint']}) from {info['dir']} (nothing changed: --dry-run)"))
+
+
+def plan(args) -> int:
+    import json
+
+    from ..core.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
+    from .out import lines, table
+
+    rows = list(plan_rows(args.k))
+    if args.json:
+        print(json.dumps({"k": args.k, "rows": rows}, indent=1))
+        return 0
+    lines(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.tables.choose_plan: cost = 1 per table "
           f"probed + {_CANDIDATE_COST} per stored fingerprint read + {_DISK_COST} per byte of table a page")
-    print(f"{'pages':>14} {'r':>3} {'tables':>7} {'prefix bits':>12} {'entries read / lookup':>22} "
-          f"{'table B/page':>13} {'cost':>6} {'best two-level':>19}")
-    for row in plan_rows(args.k):
+    out = []
+    for row in rows:
         lo, hi = row["prefix_bits"]
         two_tables, two_cost = row["two_level"]
-        print(f"{row['pages']:>14,} {row['r']:>3} {row['tables']:>7} {f'{lo}-{hi}' if lo != hi else lo:>12} "
-              f"{row['entries_per_query']:>22.2f} {row['table_bytes_per_page']:>13.0f} {row['cost']:>6.1f} "
-              f"{f'{two_tables} tables, {two_cost:.1f}':>19}")
-    print("table B/page is estimated from the LMDB bytes measured at 10^5..10^7 pages (benchmarks/speed.py)")
+        out.append([f"{row['pages']:,}", row["r"], row["tables"], f"{lo}-{hi}" if lo != hi else lo,
+                    f"{row['entries_per_query']:.2f}", f"{row['table_bytes_per_page']:.0f}", f"{row['cost']:.1f}",
+                    f"{two_tables} tables, {two_cost:.1f}"])
+    table([("pages", "right"), ("r", "right"), ("tables", "right"), ("prefix bits", "right"),
+           ("entries read / lookup", "right"), ("table B/page", "right"), ("cost", "right"),
+           ("best two-level", "right")], out)
+    lines("table B/page is estimated from the LMDB bytes measured at 10^5..10^7 pages (benchmarks/speed.py)")
     return 0

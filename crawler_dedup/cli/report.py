@@ -7,9 +7,10 @@ import sys
 
 from .common import (
     CliError,
-    Progress,
-    add_backend,
     add_filters,
+    add_index,
+    add_legacy,
+    add_log,
     backend_settings,
     filters,
     has_index,
@@ -18,6 +19,7 @@ from .common import (
     same_file,
     term,
 )
+from .out import Progress
 
 
 def add_parser(sub):
@@ -26,11 +28,12 @@ def add_parser(sub):
         description="Write one static HTML file (no network needed to view it) with similarity and distance "
         "histograms, drops over time and per domain, a sortable, filterable table of drops and a diff view "
         "for each. Plots use every line; the table holds at most --rows drops (the latest).")
-    p.add_argument("log", metavar="LOG", nargs="?", help="the drop log (default: <DIR>/droplog.jsonl)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    p.add_argument("--dir", metavar="DEDUP_DIR", help="the index, for the kept pages' texts in the diff view")
+    add_log(p)
+    add_index(p, dir_help="the index, for the kept pages' texts in the diff view (default: the project's "
+              "DEDUP_DIR, else .scrapy/dedup)")
     p.add_argument("--rows", type=int, default=20_000, metavar="N", help="drops in the table at most (default 20000)")
-    add_backend(p)
+    add_legacy(p, "log")
     add_filters(p)
     return p
 

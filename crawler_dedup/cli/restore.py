@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .common import CliError, Progress, add_filters, filters, same_file, term
+from .common import CliError, add_filters, add_legacy, add_log, add_settings, filters, resolve_log_dir, same_file, term
+from .out import Progress
 
 
 def add_parser(sub):
@@ -15,9 +16,12 @@ def add_parser(sub):
         "else {url, text, title} from its `text` and `title`) as JSONL. Select with --url, the filters, or "
         "--all; without any, nothing is restored. --allow prints a DEDUP_ALLOW regex per restored URL so it is never dropped "
         "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
-    p.add_argument("log", metavar="LOG", help="the drop log")
+    add_log(p)
+    p.add_argument("--dir", metavar="DIR", help="the index whose drop log is <DIR>/droplog.jsonl (when --log is not given)")
+    add_settings(p)
+    add_legacy(p, "log")
     p.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")
-    add_filters(p, url_help="a URL to restore (that URL only), or a glob when it holds * (repeatable)")
+    add_filters(p)
     p.add_argument("--all", action="store_true", help="restore every drop in the log")
     p.add_argument("--allow", action="store_true", help="print a DEDUP_ALLOW regex per restored URL")
     p.add_argument("--allow-file", metavar="FILE", help="append those regexes to FILE instead (implies --allow)")
@@ -26,12 +30,12 @@ def add_parser(sub):
 
 def run(args) -> int:
     import contextlib
-    from dataclasses import replace
 
     from ..tools.inspect import LogError
     from ..tools.restore import allow_pattern, restore
 
-    selected = replace(filters(args), exact_urls=True)  # restoring more than asked is worse than less
+    selected = filters(args)
+    args.log, _ = resolve_log_dir(args.log, args.dir)
     if not (args.all or selected.active):
         raise CliError("say what to restore: --url U, a filter (--domain, --reason, --since, "
                        "--min-similarity) or --all")

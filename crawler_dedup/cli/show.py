@@ -6,8 +6,9 @@ import shutil
 
 from .common import (
     CliError,
-    Progress,
-    add_backend,
+    add_index,
+    add_json,
+    add_log,
     backend_settings,
     index_hint,
     make_config,
@@ -15,6 +16,7 @@ from .common import (
     resolve_log_dir,
     term,
 )
+from .out import Progress
 
 
 def add_parser(sub):
@@ -25,14 +27,15 @@ def add_parser(sub):
         "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --dir the crawl's default DEDUP_DIR "
         "(or the index beside --log), --log <DIR>/droplog.jsonl.")
     p.add_argument("url", metavar="URL", help="the dropped page's URL, as in the drop log")
-    p.add_argument("--log", metavar="LOG", help="the drop log")
-    p.add_argument("--dir", metavar="DEDUP_DIR", help="the LMDB index (opened read-only)")
+    add_log(p)
     how = p.add_mutually_exclusive_group()
     how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
     how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
     p.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
-    add_backend(p, help="the crawl's settings: for the 'why' line of a drop log older than its thresholds "
-                "key, and DEDUP_BACKEND when the index is not LMDB")
+    add_index(p, dir_help="the index, opened read-only (default: the index beside --log, else the project's "
+              "DEDUP_DIR, else .scrapy/dedup)", settings_help="the crawl's settings: for the 'why' line of a drop "
+              "log older than its thresholds key, and DEDUP_BACKEND when the index is not LMDB")
+    add_json(p, help="print the drop-log line, the kept page and the texts' diff as JSON")
     return p
 
 
@@ -51,8 +54,11 @@ def run(args) -> int:
     kept_text = kept.text if kept is not None else None
     if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
         dropped_text = kept_text  # the same words: the line does not repeat them
-    p = lambda label, value: print(term(f"{label:<13} {value}"))  # noqa: E731
     exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
+    if args.json:
+        _json(args, rec, kept, note, config, dropped_text, kept_text, width)
+        return 0
+    p = lambda label, value: print(term(f"{label:<13} {value}"))  # noqa: E731
     p("dropped", rec["url"])
     if rec.get("title"):
         p("", f"title: {rec['title']}")
@@ -90,6 +96,22 @@ def run(args) -> int:
 
     print(terminal_safe("\n".join(lines)))  # (a block: its own newlines stay)
     return 0
+
+
+def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None:
+    import json
+
+    from ..core.tokens import tokenize
+    from ..tools.show import unified, why
+
+    out = {"drop": rec,
+           "kept": None if kept is None else {"url": kept.url, "title": kept.title,
+                                               "fingerprint": f"{kept.fingerprint:016x}", "text": kept_text},
+           "why": why(rec, config, len(tokenize(dropped_text)) if dropped_text else None),
+           "note": note,
+           "diff": None if dropped_text is None or kept_text is None else
+           unified(kept_text, dropped_text, str(rec.get("duplicate_of")), str(rec["url"]), width)}
+    print(json.dumps(out, indent=1, ensure_ascii=False))
 
 
 def _find(args, log: str):

@@ -107,8 +107,8 @@ def damaged(location: str, exc: BaseException) -> StoreDamaged:
     """The one message for a damaged index: which file, what LMDB said, and what to do."""
     where = os.path.join(location, "data.mdb")
     return StoreDamaged(f"the index file {where} is damaged or not an LMDB index ({str(exc).split(': ', 1)[-1]}); "
-                        f"`crawler-dedup index verify {location}` checks it, `crawler-dedup index rebuild "
-                        f"{location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
+                        f"`crawler-dedup index verify --dir {location}` checks it, `crawler-dedup index rebuild "
+                        f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
 
 
 _MAGIC = 0xBEEFC0DE

@@ -61,7 +61,6 @@ class Filters:
     since: datetime | None = None
     urls: tuple[str, ...] = ()  # substrings, or globs when they hold *
     min_similarity: float | None = None
-    exact_urls: bool = False  # restore: a URL without glob characters means that URL only
 
     @property
     def active(self) -> bool:
@@ -84,7 +83,7 @@ class Filters:
             host = domain_of(url)
             if not any(host == d or host.endswith("." + d) for d in self.domains):
                 return False
-        if self.urls and not any(_url_match(url, u, self.exact_urls) for u in self.urls):
+        if self.urls and not any(_url_match(url, u) for u in self.urls):
             return False
         if self.min_similarity is not None:
             sim = rec.get("similarity")
@@ -99,10 +98,11 @@ class Filters:
         return True
 
 
-def _url_match(url: str, pattern: str, exact: bool = False) -> bool:
+def _url_match(url: str, pattern: str) -> bool:
+    """--url in every command: that URL, or a glob when it holds * (`*part*` for a substring)."""
     if "*" in pattern:  # not `?`: URLs are full of them
         return fnmatch.fnmatchcase(url, pattern)
-    return url == pattern if exact else pattern in url
+    return url == pattern
 
 
 _HEX16 = re.compile(r"[0-9a-f]{16}\Z")

@@ -1,0 +1,327 @@
+"""`crawler-dedup doctor`: is the add-on enabled in this Scrapy project, where are its index and
+drop log, and what state are they in."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+from .common import add_json, add_settings, parse_settings
+
+ADDON = "crawler_dedup.addon.DedupAddon"
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "doctor", help="check a Scrapy project's set-up: add-on enabled, settings, index, drop log, dependencies",
+        description="Run inside a Scrapy project (a folder with scrapy.cfg, or below one). Says whether the add-on "
+        "is enabled (and whether a later ADDONS = {...} in settings.py replaces the line enabling it), checks the "
+        "DEDUP_ settings, where the index and the drop log are and what state they are in, and the versions of "
+        "the libraries it needs. Exit status 0 when nothing needs fixing, 1 when something does.")
+    add_settings(p)
+    add_json(p)
+    return p
+
+
+@dataclass
+class Report:
+    checks: list[dict] = field(default_factory=list)
+    where: dict = field(default_factory=dict)
+
+    def add(self, status: str, check: str, detail: str, fix: str = "") -> None:
+        self.checks.append({"status": status, "check": check, "detail": detail, "fix": fix})
+
+    @property
+    def ok(self) -> bool:
+        return not any(c["status"] == "fail" for c in self.checks)
+
+
+def run(args) -> int:
+    import json
+
+    report = Report()
+    overrides = parse_settings(args.set)
+    project = _project(report)
+    settings = project["settings"] if project else None
+    if project is not None and settings is not None:
+        _addon(report, settings, project)
+        config = _config(report, settings, overrides)
+        if config is not None:
+            _index(report, config)
+            _droplog(report, config)
+    _libraries(report, settings)
+    if args.json:
+        print(json.dumps({"ok": report.ok, "where": report.where, "checks": report.checks}, indent=1))
+    else:
+        _print(report)
+    return 0 if report.ok else 1
+
+
+# -- the project -----------------------------------------------------------------------------
+
+def _project(report: Report) -> dict | None:
+    """The Scrapy project around the current folder: its settings (all of them) and settings.py."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    cfg = closest_scrapy_cfg()
+    if not cfg:
+        report.add("fail", "Scrapy project", f"no scrapy.cfg in {os.getcwd()} or above",
+                   "run doctor in your project's folder (made by `scrapy startproject NAME`)")
+        return None
+    env, path, modules = dict(os.environ), list(sys.path), set(sys.modules)
+    try:
+        from scrapy.utils.project import get_project_settings
+
+        settings = get_project_settings()
+        module_name = os.environ.get("SCRAPY_SETTINGS_MODULE") or ""
+        module = sys.modules.get(module_name)
+        source = getattr(module, "__file__", None)
+    except Exception as exc:  # noqa: BLE001 - a settings.py that does not import: the finding itself
+        report.add("fail", "Scrapy project", f"{cfg}: its settings do not load: {type(exc).__name__}: {exc}",
+                   "fix settings.py until `scrapy list` runs")
+        return None
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            if name.split(".")[0] not in ("scrapy", "twisted", "w3lib", "parsel", "lxml", "crawler_dedup"):
+                sys.modules.pop(name, None)  # the project's own modules only
+    report.where["project"] = os.path.dirname(cfg)
+    report.where["settings_module"] = module_name
+    report.where["settings_file"] = source
+    report.add("ok", "Scrapy project", f"{os.path.dirname(cfg)} (settings: {module_name or 'default'})")
+    return {"settings": settings, "cfg": cfg, "source": source}
+
+
+def _addon_entries(value) -> dict:
+    """ADDONS as {dotted path: priority}, class keys named by their path."""
+    out = {}
+    for key, prio in dict(value or {}).items():
+        name = key if isinstance(key, str) else f"{getattr(key, '__module__', '')}.{getattr(key, '__qualname__', key)}"
+        out[name] = prio
+    return out
+
+
+def _addon(report: Report, settings, project: dict) -> None:
+    from ..addon import MIDDLEWARE, PIPELINE
+
+    addons = _addon_entries(settings.getdict("ADDONS"))
+    mine = {k: v for k, v in addons.items() if k in (ADDON, "crawler_dedup.DedupAddon") or k.endswith(".DedupAddon")}
+    by_hand = [name for setting, name in (("DOWNLOADER_MIDDLEWARES", MIDDLEWARE), ("ITEM_PIPELINES", PIPELINE))
+               if settings.getdict(setting).get(name) is not None]
+    overridden = _overridden_addons(project.get("source"))
+    if mine and all(v is not None for v in mine.values()):
+        status, detail = "ok", f"ADDONS holds {', '.join(mine)}"
+    elif mine:
+        status, detail = "fail", f"ADDONS holds {', '.join(mine)} with priority None, which disables an add-on"
+    elif by_hand:
+        status, detail = "warn", (f"not in ADDONS, but {', '.join(by_hand)} set by hand; the add-on also sets the "
+                                  "spider middleware and the extension that owns the index")
+    else:
+        status, detail = "fail", "the add-on is not in ADDONS: nothing is deduplicated"
+    fix = ""
+    if status != "ok":
+        fix = f'settings.py: ADDONS = {{"{ADDON}": 0}}'
+        if overridden:
+            detail += f"; {overridden}"
+            fix = "put the add-on into the last ADDONS = {...} of settings.py (a later assignment replaces an earlier one)"
+    report.add(status, "add-on enabled", detail, fix)
+
+
+def _overridden_addons(source: str | None) -> str:
+    """'settings.py line 3 enables the add-on, but line 25 assigns ADDONS again': the
+    `scrapy startproject` trap (its settings.py ends with ADDONS = {})."""
+    import ast
+
+    if not source or not source.endswith(".py") or not os.path.isfile(source):
+        return ""
+    try:
+        tree = ast.parse(open(source, encoding="utf-8").read())
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    assigned = [(node.lineno, ast.unparse(node.value)) for node in tree.body
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ADDONS" for t in node.targets)]
+    with_addon = [line for line, value in assigned if "DedupAddon" in value]
+    if with_addon and assigned[-1][0] not in with_addon:
+        return (f"{os.path.basename(source)} line {with_addon[-1]} enables it, but line {assigned[-1][0]} assigns "
+                f"ADDONS again ({assigned[-1][1][:60]}), replacing it")
+    return ""
+
+
+# -- settings, index, drop log ---------------------------------------------------------------
+
+def _config(report: Report, settings, overrides: dict):
+    from ..config import DedupConfig
+    from ..exceptions import ConfigError
+    from .common import default_dir
+
+    dedup = {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
+    dedup.update(overrides)
+    try:
+        config = DedupConfig.from_settings(dedup)
+    except ConfigError as exc:
+        report.add("fail", "DEDUP_ settings", str(exc), "a crawl would stop at its start with this message")
+        return None
+    changed = sorted(k for k in dedup if k not in ("DEDUP_DIR", "DEDUP_DROPLOG"))
+    report.add("ok", "DEDUP_ settings", f"valid; set here: {', '.join(changed)}" if changed else "valid; all defaults")
+    if not config.enabled:
+        report.add("warn", "DEDUP_ENABLED", "False: the add-on is loaded but checks nothing", "DEDUP_ENABLED = True")
+    if config.dry_run:
+        report.add("warn", "DEDUP_DRY_RUN", "True: duplicates are flagged in the drop log, never dropped",
+                   "DEDUP_DRY_RUN = False once the drop log looks right")
+    updates: dict = {}
+    if config.backend == "lmdb" and not config.dir:
+        updates["dir"] = default_dir()
+    if config.droplog is None:
+        base = updates.get("dir") or config.dir
+        if base:
+            updates["droplog"] = os.path.join(str(base), "droplog.jsonl")
+    if updates:
+        from dataclasses import replace
+
+        config = replace(config, **updates)
+    return config
+
+
+def _index(report: Report, config) -> None:
+    from ..exceptions import DedupError
+    from ..tools.indexes import open_index
+
+    if config.backend == "memory":
+        report.add("warn", "index", "DEDUP_BACKEND=memory: the index lives in one process and is gone after the crawl",
+                   "DEDUP_BACKEND=lmdb (the default) keeps it for the next crawl")
+        return
+    settings = {"DEDUP_BACKEND": config.backend}
+    if config.backend == "redis":
+        where = f"{config.redis_url} (prefix {config.redis_prefix!r})"
+        settings.update({"DEDUP_REDIS_URL": config.redis_url, "DEDUP_REDIS_PREFIX": config.redis_prefix})
+        path = os.curdir
+    elif config.backend == "lmdb":
+        path = where = os.path.abspath(str(config.dir))
+        report.where["index"] = path
+        if not os.path.isfile(os.path.join(path, "data.mdb")):
+            parent = _existing_parent(path)
+            if not os.access(parent, os.W_OK):
+                report.add("fail", "index", f"{path}: not made yet, and {parent} is not writable",
+                           "give DEDUP_DIR a folder the crawl's user can write")
+            else:
+                report.add("ok", "index", f"{path}: not made yet (the first crawl makes it)")
+            return
+    else:
+        report.add("ok", "index", f"DEDUP_BACKEND={config.backend} (not checked here)")
+        return
+    report.where.setdefault("index", where)
+    try:
+        index = open_index(path, readonly=True, settings=settings)
+    except DedupError as exc:
+        report.add("fail", "index", f"{where}: {exc}")
+        return
+    except Exception as exc:  # noqa: BLE001 - Redis not reachable, a permission: the finding itself
+        report.add("fail", "index", f"{where}: cannot be opened: {type(exc).__name__}: {str(exc)[:200]}",
+                   "start redis-server / check DEDUP_REDIS_URL" if config.backend == "redis" else "")
+        return
+    try:
+        import json
+
+        pages = index.read(lambda t: t.doc_count())
+        params = index.read(lambda t: t.meta_get("params"))
+        fixed = json.loads(params) if params else {}
+        users = []
+        if config.backend == "lmdb":
+            from ..stores.lmdb import other_users
+
+            env = getattr(index.store, "env", None)
+            users = other_users(env) if env is not None else []
+    finally:
+        index.store.close()
+    size = ""
+    if config.backend == "lmdb":
+        size = f", {os.path.getsize(os.path.join(path, 'data.mdb')) / 2**20:.1f} MiB"
+    busy = f"; open in process {', '.join(map(str, users))} (a crawl running now)" if users else ""
+    report.add("ok", "index", f"{where}: {pages} pages kept, plan k={index.plan.k}{size}{busy}")
+    clash = [f"DEDUP_K: index {index.plan.k}, settings {config.k}"] if index.plan.k != config.k else []
+    clash += [f"DEDUP_{name.upper()}: index {value}, settings {getattr(config, name)}"
+              for name, value in fixed.items() if hasattr(config, name) and getattr(config, name) != value]
+    if clash:
+        report.add("fail", "index vs settings", "; ".join(clash) + ": a crawl would stop at its start",
+                   "set them as the index has them, or give a new DEDUP_DIR")
+
+
+def _existing_parent(path: str) -> str:
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path or os.curdir
+
+
+def _droplog(report: Report, config) -> None:
+    from ..tools.inspect import Malformed, stream
+
+    path = os.path.abspath(str(config.droplog))
+    report.where["droplog"] = path
+    if not os.path.exists(path):
+        parent = _existing_parent(os.path.dirname(path))
+        if os.access(parent, os.W_OK):
+            report.add("ok", "drop log", f"{path}: none yet (a crawl writes it when it drops a page)")
+        else:
+            report.add("fail", "drop log", f"{path}: none yet, and {parent} is not writable",
+                       "give DEDUP_DROPLOG a file the crawl's user can write")
+        return
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        report.add("fail", "drop log", f"{path}: not a readable file")
+        return
+    malformed, count, last = Malformed(), 0, None
+    for rec in stream(path, malformed):
+        count += 1
+        last = rec.get("time") or last
+    size = os.path.getsize(path) / 2**20
+    detail = f"{path}: {count} drops, {size:.1f} MiB" + (f", the latest at {last}" if last else "")
+    if malformed.count:
+        report.add("warn", "drop log", f"{detail}; {malformed}", "`crawler-dedup inspect` lists them")
+    else:
+        report.add("ok", "drop log", detail)
+    if not os.access(path, os.W_OK):
+        report.add("fail", "drop log", f"{path} is not writable: a crawl cannot append to it")
+
+
+# -- libraries -------------------------------------------------------------------------------
+
+def _libraries(report: Report, settings) -> None:
+    from importlib import metadata
+
+    needed = ["scrapy", "trafilatura", "lxml", "lxml_html_clean", "numpy", "xxhash", "lmdb", "warcio", "rich"]
+    backend = str(settings.get("DEDUP_BACKEND") or "lmdb") if settings is not None else "lmdb"
+    if backend == "redis":
+        needed.append("redis")
+    found, missing = [], []
+    for name in needed:
+        try:
+            found.append(f"{name} {metadata.version(name.replace('_', '-'))}")
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    try:
+        import trafilatura  # noqa: F401 - it imports lxml_html_clean; a broken pair fails here
+    except Exception as exc:  # noqa: BLE001
+        missing.append(f"trafilatura ({type(exc).__name__}: {str(exc)[:100]})")
+    if missing:
+        extra = ' (pip install "crawler-dedup[redis]")' if "redis" in missing else ""
+        report.add("fail", "libraries", f"missing or broken: {', '.join(missing)}", f"pip install crawler-dedup{extra}")
+    else:
+        report.add("ok", "libraries", ", ".join(found))
+
+
+def _print(report: Report) -> None:
+    from .out import fancy, table
+
+    marks = {"ok": "ok", "warn": "warn", "fail": "FIX"}
+    rows = []
+    for c in report.checks:
+        rows.append([marks[c["status"]], c["check"], c["detail"] + (f"\n-> {c['fix']}" if c["fix"] and fancy() else "")])
+        if c["fix"] and not fancy():
+            rows.append(["", "", f"-> {c['fix']}"])
+    table(["", "check", "finding"], rows)
+    print("all is well" if report.ok else "something needs fixing (FIX rows)")

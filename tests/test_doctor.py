@@ -1,0 +1,96 @@
+"""`crawler-dedup doctor` in a project made by `scrapy startproject`, as a new user meets it: the
+ADDONS = {} trap, then a real crawl, then settings that clash with the index."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import cli, make_site
+
+SPIDER = '''
+import scrapy
+
+
+class Site(scrapy.Spider):
+    name = "site"
+
+    def __init__(self, urls="", **kw):
+        super().__init__(**kw)
+        self.start_urls = urls.split(",")
+
+    def parse(self, response):
+        yield {"url": response.url}
+'''
+
+
+@pytest.fixture
+def project(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop", str(tmp_path / "shop")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "shop"
+
+
+def doctor(project, *args):
+    proc = cli("doctor", "--json", *args, cwd=project)
+    assert proc.returncode in (0, 1), proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["ok"] == (proc.returncode == 0)
+    return got, {c["check"]: c for c in got["checks"]}
+
+
+def test_doctor_finds_the_startproject_trap_then_a_crawls_index_and_drop_log(project, serve, articles):
+    settings = project / "shop" / "settings.py"
+    text = settings.read_text(encoding="utf-8")
+    assert "\nADDONS = {}" in text  # what startproject writes: a line put above it is overridden
+    settings.write_text('ADDONS = {"crawler_dedup.addon.DedupAddon": 0}\n' + text, encoding="utf-8")
+    got, checks = doctor(project)
+    assert not got["ok"] and checks["add-on enabled"]["status"] == "fail"
+    assert "line 1 enables it, but line" in checks["add-on enabled"]["detail"]
+    plain = cli("doctor", cwd=project)  # the text form names the same finding
+    assert plain.returncode == 1 and "assigns ADDONS again" in plain.stdout and "\x1b[" not in plain.stdout
+
+    settings.write_text(text.replace("\nADDONS = {}", '\nADDONS = {"crawler_dedup.addon.DedupAddon": 0}'),
+                        encoding="utf-8")
+    got, checks = doctor(project)
+    assert got["ok"], got
+    assert checks["add-on enabled"]["status"] == "ok"
+    assert got["where"]["index"] == str(project / ".scrapy" / "dedup")
+    assert "not made yet" in checks["index"]["detail"] and "none yet" in checks["drop log"]["detail"]
+
+    html, _ = articles[0]
+    site = make_site(project.parent / "site", {"a.html": html, "b.html": html, "c.html": articles[1][0]})
+    server = serve(site)
+    (project / "shop" / "spiders" / "site.py").write_text(SPIDER, encoding="utf-8")
+    urls = ",".join(f"{server.base_url}/{n}" for n in ("a.html", "b.html", "c.html"))
+    crawl = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"urls={urls}", "-s",
+                            "CONCURRENT_REQUESTS=1"], cwd=project, capture_output=True, text=True, timeout=180)
+    assert crawl.returncode == 0, crawl.stderr[-2000:]
+    got, checks = doctor(project)
+    assert got["ok"], got
+    assert "2 pages kept" in checks["index"]["detail"]
+    assert "1 drops" in checks["drop log"]["detail"]
+    assert got["where"]["droplog"] == str(project / ".scrapy" / "dedup" / "droplog.jsonl")
+
+    # every command finds the crawl's index and drop log from the project's settings, with no options
+    assert json.loads(cli("index", "stats", "--json", cwd=project).stdout)["pages"] == 2
+    assert json.loads(cli("inspect", "--json", cwd=project).stdout)["matched"] == 1
+    assert json.loads(cli("index", "verify", "--json", cwd=project).stdout)["whole"] is True
+
+    got, checks = doctor(project, "-s", "DEDUP_K=4")  # settings the index was not built with
+    assert not got["ok"] and "DEDUP_K: index 3, settings 4" in checks["index vs settings"]["detail"]
+    got, checks = doctor(project, "-s", "DEDUP_DRY_RUN=true")
+    assert got["ok"] and checks["DEDUP_DRY_RUN"]["status"] == "warn"
+
+
+def test_doctor_outside_a_project_says_so(tmp_path):
+    got, checks = doctor(tmp_path)
+    assert not got["ok"] and "no scrapy.cfg" in checks["Scrapy project"]["detail"]
+    assert checks["libraries"]["status"] == "ok"
+
+
+def test_doctor_names_a_setting_that_is_not_allowed(project):
+    got, checks = doctor(project, "-s", "DEDUP_THRESHOLD=2")
+    assert not got["ok"] and "DEDUP_THRESHOLD" in checks["DEDUP_ settings"]["detail"]
