@@ -1,7 +1,7 @@
 """DEDUP_* settings parsed and checked once, from Scrapy settings or any mapping.
 
 SETTINGS is the one list of them: defaults.py, DedupConfig's defaults, the checks in
-DedupConfig._checked and the README's settings table (scripts/settings_table.py) all come from it.
+DedupConfig._checked and the settings page docs/settings.md (scripts/settings_table.py) all come from it.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class Setting:
     name: str
     kind: str
     default: Any
-    doc: str  # the README table's "meaning" cell (Markdown, one line)
+    doc: str  # the settings page's "meaning" cell (Markdown, one line)
     lo: float | None = None  # INT, FLOAT: smallest allowed
     hi: float | None = None  # INT: largest allowed (None = no limit); FLOAT: required
     choices: tuple[str, ...] = ()  # CHOICE, BACKEND, VERIFIER
@@ -192,7 +192,7 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     WORKERS: lambda s, v: _workers(s.name, v),
 }
 
-# In the README table's order: ENABLED first, the rest alphabetical.
+# In the settings page's order: ENABLED first, the rest alphabetical.
 SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_ENABLED", BOOL, True, doc=(
         "turn the add-on off without removing it")),
@@ -201,7 +201,7 @@ SETTINGS: tuple[Setting, ...] = (
         "list (`'[\"x{1,3}\"]'` for patterns with commas)")),
     Setting("DEDUP_BACKEND", BACKEND, "lmdb", choices=BACKENDS, doc=(
         "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), `redis` (shared "
-        "by processes on many machines: `DEDUP_REDIS_URL`; `pip install -e \".[redis]\"`), or a dotted path "
+        "by processes on many machines: `DEDUP_REDIS_URL`; `pip install \"crawler-dedup[redis]\"`), or a dotted path "
         "to a store class")),
     Setting("DEDUP_BOILERPLATE", BOOL, False, doc=(
         "learn boilerplate from the crawl: each kept page files the lines it shows outside its main text; a "
@@ -358,7 +358,7 @@ def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
 
     close = difflib.get_close_matches(name, sorted(known), n=1)
     if not close:
-        return "a known setting (see the README's settings table)"
+        return "a known setting (see docs/settings.md)"
     suggestion = close[0][len("DEDUP_"):].lower() if lower else close[0]
     return f"a known setting: did you mean {suggestion}?"
 

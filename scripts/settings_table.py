@@ -1,13 +1,14 @@
-"""Print the README's settings table, made from the registry in crawler_dedup/config.py.
+"""Print the settings table of docs/settings.md, made from the registry in crawler_dedup/config.py.
 
     python scripts/settings_table.py           # the Markdown table
-    python scripts/settings_table.py --write   # put it into README.md between the markers
-    python scripts/settings_table.py --check   # exit 1 when README.md's table is not this one
+    python scripts/settings_table.py --write   # put it into docs/settings.md between the markers
+    python scripts/settings_table.py --check   # exit 1 when docs/settings.md's table is not this one
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -16,8 +17,22 @@ sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
 
 from crawler_dedup.config import SETTINGS, Setting  # noqa: E402
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "settings.md"
 START, END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
+
+# The registry's docs were written for one long README; on the docs site the sections they
+# link to are pages of their own. An anchor not listed here stops the script, so a new one is
+# mapped before it can become a dead link.
+ANCHORS = {
+    "recrawls": "recrawls.md",
+    "speed": "benchmarks.md#speed",
+    "detection-quality": "benchmarks.md#detection-quality",
+    "inspecting-what-was-dropped": "inspecting.md#the-cost-of-keeping-texts",
+}
+PLAIN = (  # plain-text references made links
+    ("see docs/distributed.md", "see [Distributed crawls](distributed.md)"),
+    ("(see Detection quality)", "(see [Detection quality](benchmarks.md#detection-quality))"),
+)
 
 
 def default_cell(setting: Setting) -> str:
@@ -27,39 +42,53 @@ def default_cell(setting: Setting) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
+def doc_cell(setting: Setting) -> str:
+    """The setting's doc with its README anchors pointing at the docs pages."""
+    def page(match: re.Match) -> str:
+        anchor = match.group(1)
+        if anchor not in ANCHORS:
+            raise SystemExit(f"{setting.name}'s doc links to #{anchor}: add it to ANCHORS in {Path(__file__).name}")
+        return f"]({ANCHORS[anchor]})"
+
+    doc = re.sub(r"\]\(#([^)\s]+)\)", page, setting.doc)
+    for old, new in PLAIN:
+        doc = doc.replace(old, new)
+    return doc
+
+
 def table() -> str:
     rows = ["| setting | default | meaning |", "|---|---|---|"]
-    rows += [f"| `{s.name}` | `{default_cell(s)}` | {s.doc} |" for s in SETTINGS]
+    rows += [f"| `{s.name}` | `{default_cell(s)}` | {doc_cell(s)} |" for s in SETTINGS]
     return "\n".join(rows) + "\n"
 
 
-def with_table(readme: str) -> str:
-    """`readme` with the text between the markers replaced by today's table."""
-    start, end = readme.find(START), readme.find(END)
+def with_table(page: str) -> str:
+    """`page` with the text between the markers replaced by today's table."""
+    start, end = page.find(START), page.find(END)
     if start < 0 or end < start:
-        raise SystemExit(f"README.md needs the lines {START} and {END} around the settings table")
-    return readme[:start + len(START)] + "\n" + table() + readme[end:]
+        raise SystemExit(f"docs/settings.md needs the lines {START} and {END} around the settings table")
+    return page[:start + len(START)] + "\n" + table() + page[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite the table in README.md")
-    group.add_argument("--check", action="store_true", help="exit 1 when README.md's table is out of date")
+    group.add_argument("--write", action="store_true", help="rewrite the table in docs/settings.md")
+    group.add_argument("--check", action="store_true", help="exit 1 when docs/settings.md's table is out of date")
     args = parser.parse_args(argv)
     if not (args.write or args.check):
         sys.stdout.write(table())
         return 0
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     new = with_table(text)
     if args.check:
         if new != text:
-            print("README.md's settings table differs from the registry: run scripts/settings_table.py --write",
+            print("docs/settings.md's settings table differs from the registry: run scripts/settings_table.py --write",
                   file=sys.stderr)
             return 1
         return 0
     if new != text:
-        README.write_text(new, encoding="utf-8")
+        PAGE.write_text(new, encoding="utf-8")
     return 0
 
 

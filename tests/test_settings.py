@@ -1,4 +1,4 @@
-"""The settings registry: DedupConfig, defaults.py and the README's table all come from it."""
+"""The settings registry: DedupConfig, defaults.py and docs/settings.md all come from it."""
 
 import importlib.util
 import subprocess
@@ -55,10 +55,10 @@ def test_defaults_module_lists_every_setting_with_the_registrys_default():
         defaults.DEDUP_NO_SUCH  # noqa: B018
 
 
-def test_readme_settings_table_is_the_registrys():
-    """A setting cannot be added (or its default changed) without the README saying so."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert _script().with_table(readme) == readme, "run: python scripts/settings_table.py --write"
+def test_docs_settings_table_is_the_registrys():
+    """A setting cannot be added (or its default changed) without docs/settings.md saying so."""
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert _script().with_table(page) == page, "run: python scripts/settings_table.py --write"
 
 
 def test_the_script_prints_one_table_row_a_setting():
@@ -98,7 +98,7 @@ def test_the_table_needs_its_markers():
     ("DEDUP_WORKERS", 65, "DEDUP_WORKERS=65 is not allowed: auto (one a core) or an integer from 0 to 64"),
     ("DEDUP_WORKERS", "many", "DEDUP_WORKERS='many' is not allowed: auto (one a core) or an integer from 0 to 64"),
     ("DEDUP_TRESHOLD", 0.9, "DEDUP_TRESHOLD=0.9 is not allowed: a known setting: did you mean DEDUP_THRESHOLD?"),
-    ("DEDUP_XYZZY_QQ", 1, "DEDUP_XYZZY_QQ=1 is not allowed: a known setting (see the README's settings table)"),
+    ("DEDUP_XYZZY_QQ", 1, "DEDUP_XYZZY_QQ=1 is not allowed: a known setting (see docs/settings.md)"),
 ])
 def test_bad_values_keep_their_messages(name, value, message):
     with pytest.raises(ConfigError) as err:
@@ -108,7 +108,7 @@ def test_bad_values_keep_their_messages(name, value, message):
 
 @pytest.mark.parametrize("keyword,message", [
     ("treshold", "treshold=0.9 is not allowed: a known setting: did you mean threshold?"),
-    ("xyzzy_qq", "xyzzy_qq=0.9 is not allowed: a known setting (see the README's settings table)"),
+    ("xyzzy_qq", "xyzzy_qq=0.9 is not allowed: a known setting (see docs/settings.md)"),
 ])
 def test_unknown_keywords_keep_their_messages(keyword, message):
     with pytest.raises(ConfigError) as err:

@@ -163,7 +163,7 @@ def parse_settings(items: list[str] | None) -> dict:
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep:
-            raise CliError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see the README's settings table)")
+            raise CliError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see docs/settings.md)")
         if name not in known:  # as a crawl says it: "... a known setting: did you mean DEDUP_THRESHOLD?"
             raise CliError(str(ConfigError(name, value, _did_you_mean(name, known))))
         out[name] = value
