@@ -19,12 +19,29 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..demo.run import DemoError, print_result, run_demo
+    from ..demo.run import DemoError, run_demo
 
     settings = {"DEDUP_K": args.k} if args.k is not None else None
     try:
         result = run_demo(args.out, settings)
     except DemoError as exc:
         raise CliError(str(exc), exc.exit_code) from None
-    print_result(result)
+    _print(result)
     return 0
+
+
+def _print(r) -> None:
+    from ..demo.run import summary_lines
+    from .out import lines, table
+
+    rows = []
+    for p, got, of in r.rows():
+        wrong = (got == "dropped") != (p.expect == "drop")
+        rows.append([p.path, p.kind, got, of or "", f"<- expected {p.expect}" if wrong else ""])
+    table(["page", "kind", "result", "duplicate of", ""], rows, styles=[None, "dim", None, "dim", "bold red"])
+    lines("\n" + "\n".join(summary_lines(r)))
+    log = r.droplog
+    near = next((rec["url"] for rec in r.records if rec.get("reason") == "near"), "URL")
+    lines(f"\nnext: crawler-dedup inspect --log {log}\n"
+          f"      crawler-dedup show {near} --log {log}\n"
+          f"      crawler-dedup report --log {log} -o report.html   (the index beside the log is found)")

@@ -49,7 +49,7 @@ def add_inputs(p, time_help: str, score: bool) -> None:
 
 def run_with_progress(work):
     """work(progress) with a progress bar on a terminal; the bar is closed whatever happens."""
-    from .common import PagesProgress
+    from .out import PagesProgress
 
 
     progress = PagesProgress()

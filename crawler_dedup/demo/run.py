@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -111,14 +110,8 @@ def run_demo(out: str | None = None, settings: dict | None = None) -> DemoResult
     return result
 
 
-def print_result(r: DemoResult, file=sys.stdout) -> None:
-    w = max(len(p.path) for p in r.pages)
-    w = min(w, 70)
-    print(f"{'page':<{w}}  {'kind':<19} {'result':<8} duplicate of", file=file)
-    for p, got, of in r.rows():
-        mark = "" if (got == "dropped") == (p.expect == "drop") else "   <- expected " + p.expect
-        path = p.path if len(p.path) <= w else p.path[: w - 1] + "…"
-        print(f"{path:<{w}}  {p.kind:<19} {got:<8} {of or ''}{mark}", file=file)
+def summary_lines(r: DemoResult) -> list[str]:
+    """The demo's verdict in a few lines: what was caught, what was kept, where the files are."""
     dups = [p for p in r.pages if p.expect == "drop"]
     keeps = [p for p in r.pages if p.expect == "keep"]
     caught = Counter(p.kind for p in dups if r.outcome.get(p.path) == "dropped")
@@ -126,11 +119,10 @@ def print_result(r: DemoResult, file=sys.stdout) -> None:
     by_kind = ", ".join(f"{k} {caught[k]}/{total[k]}" for k in VARIANTS if total[k])
     kept_ok = sum(1 for p in keeps if r.outcome.get(p.path) == "kept")
     reasons = Counter(rec["reason"] for rec in r.records)
-    print(file=file)
-    print(f"{len(r.pages)} pages crawled from {r.base_url}: "
-          f"{sum(1 for v in r.outcome.values() if v == 'kept')} kept, {len(r.records)} dropped "
-          f"({', '.join(f'{n} {k}' for k, n in sorted(reasons.items()))})", file=file)
-    print(f"near-duplicates caught: {sum(caught.values())}/{len(dups)} ({by_kind})", file=file)
-    print(f"originals and hard negatives kept: {kept_ok}/{len(keeps)}; false drops: {len(r.false_drops)}", file=file)
-    print(f"drop log: {r.droplog}", file=file)
-    print(f"index: {os.path.join(r.out, 'index')}   site: {os.path.join(r.out, 'site')}", file=file)
+    return [f"{len(r.pages)} pages crawled from {r.base_url}: "
+            f"{sum(1 for v in r.outcome.values() if v == 'kept')} kept, {len(r.records)} dropped "
+            f"({', '.join(f'{n} {k}' for k, n in sorted(reasons.items()))})",
+            f"near-duplicates caught: {sum(caught.values())}/{len(dups)} ({by_kind})",
+            f"originals and hard negatives kept: {kept_ok}/{len(keeps)}; false drops: {len(r.false_drops)}",
+            f"drop log: {r.droplog}",
+            f"index: {os.path.join(r.out, 'index')}   site: {os.path.join(r.out, 'site')}"]
