@@ -113,3 +113,35 @@ def test_the_earlier_positional_forms_still_work_but_not_both(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["inspect", str(log), "--log", str(tmp_path / "other.jsonl")]) == 2
     assert "give --log only" in capsys.readouterr().err
+
+
+def test_tables_are_plain_text_when_piped_and_rich_on_a_terminal(monkeypatch):
+    from crawler_dedup.cli.out import table
+
+    rows = [["http://a/x\x1b[2J", 12], ["http://b/" + "y" * 300, 3]]
+    piped = io.StringIO()
+    table(["url", ("drops", "right")], rows, title="by URL:", file=piped)
+    lines = piped.getvalue().splitlines()
+    assert lines[0] == "by URL:" and lines[1].split() == ["url", "drops"]
+    assert "\x1b" not in piped.getvalue() and "http://a/x\\x1b[2J" in lines[2]  # shown, not acted on
+    assert lines[3].startswith("http://b/" + "y" * 300) and lines[3].endswith(" 3")  # never cut nor wrapped
+    assert all(line == line.rstrip() for line in lines)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    tty = _Tty()
+    table(["url", ("drops", "right")], rows, title="by URL:", file=tty)
+    assert "\x1b[" in tty.getvalue() and "─" in tty.getvalue()  # styles and a ruled header
+    assert "\x1b[2J" not in tty.getvalue()  # the crawled ESC is still escaped
+    monkeypatch.setenv("NO_COLOR", "1")
+    tty = _Tty()
+    table(["url", ("drops", "right")], rows, file=tty)
+    assert "\x1b" not in tty.getvalue()
+
+
+def test_index_plan_json_and_text_agree(capsys):
+    assert cli.main(["index", "plan", "--k", "3", "--json"]) == 0
+    rows = __import__("json").loads(capsys.readouterr().out)["rows"]
+    assert cli.main(["index", "plan", "--k", "3"]) == 0
+    text = capsys.readouterr().out
+    for row in rows:
+        assert f"{row['pages']:,}" in text
