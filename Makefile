@@ -11,7 +11,7 @@ demo: install
 
 test: install-dev system
 	$(BIN)/python -m mypy
-	$(BIN)/python -m mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
+	$(BIN)/python -m mkdocs build --strict --quiet --site-dir $(VENV)/docs-check
 	$(BIN)/python -m pytest -q
 
 docs: install-dev

@@ -356,11 +356,11 @@ CROSS_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] 
 def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(known), n=1)
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)  # (DEDUP_FOO is not DEDUP_K)
     if not close:
-        return "a known setting (see docs/settings.md)"
+        return "see docs/settings.md for the settings there are"
     suggestion = close[0][len("DEDUP_"):].lower() if lower else close[0]
-    return f"a known setting: did you mean {suggestion}?"
+    return f"did you mean {suggestion}?"
 
 
 @dataclass(frozen=True)
@@ -419,10 +419,10 @@ class DedupConfig:
         known = set(_BY_NAME)
         for name in list(settings.keys()) if hasattr(settings, "keys") else []:
             if isinstance(name, str) and name.startswith("DEDUP_") and name not in known:
-                raise ConfigError(name, settings.get(name), _did_you_mean(name, known))
+                raise ConfigError(name, settings.get(name), _did_you_mean(name, known), unknown=True)
         for name, value in overrides.items():
             if "DEDUP_" + name.upper() not in known:
-                raise ConfigError(name, value, _did_you_mean("DEDUP_" + name.upper(), known, lower=True))
+                raise ConfigError(name, value, _did_you_mean("DEDUP_" + name.upper(), known, lower=True), unknown=True)
         raw = {}
         for s in SETTINGS:
             value = settings.get(s.name)

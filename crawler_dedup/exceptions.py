@@ -10,9 +10,10 @@ class DedupError(Exception):
 class ConfigError(DedupError):
     """A DEDUP_* setting has a value that is not allowed."""
 
-    def __init__(self, setting: str, value, allowed: str):
+    def __init__(self, setting: str, value, allowed: str, unknown: bool = False):
         self.setting, self.value, self.allowed = setting, value, allowed
-        super().__init__(f"{setting}={value!r} is not allowed: {allowed}")
+        super().__init__(f"{setting} is not a known setting: {allowed}" if unknown
+                         else f"{setting}={value!r} is not allowed: {allowed}")
 
 
 class StoreError(DedupError):

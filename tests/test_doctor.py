@@ -94,3 +94,27 @@ def test_doctor_outside_a_project_says_so(tmp_path):
 def test_doctor_names_a_setting_that_is_not_allowed(project):
     got, checks = doctor(project, "-s", "DEDUP_THRESHOLD=2")
     assert not got["ok"] and "DEDUP_THRESHOLD" in checks["DEDUP_ settings"]["detail"]
+
+
+def test_every_command_checks_the_settings_and_reading_creates_nothing(project):
+    for args in (["inspect"], ["restore", "--all"], ["index", "stats"], ["report", "-o", "r.html"]):
+        proc = cli(*args, "-s", "DEDUP_THRESHOLD=abc", cwd=project)
+        assert proc.returncode == 2 and "DEDUP_THRESHOLD='abc' is not allowed" in proc.stderr, (args, proc.stderr)
+        proc = cli(*args, "-s", "DEDUP_FOO=1", cwd=project)
+        assert proc.returncode == 2 and "DEDUP_FOO is not a known setting" in proc.stderr, (args, proc.stderr)
+    assert not (project / ".scrapy").exists()  # looking for the default index made no folder
+    assert not (project / "r.html").exists()
+    settings = project / "shop" / "settings.py"
+    settings.write_text(settings.read_text(encoding="utf-8") + "\nDEDUP_THRESHLD = 0.6\n", encoding="utf-8")
+    proc = cli("inspect", cwd=project)
+    assert proc.returncode == 2 and "settings.py: DEDUP_THRESHLD is not a known setting: did you mean DEDUP_THRESHOLD?" \
+        in proc.stderr
+    got, checks = doctor(project)  # a finding, not a stop
+    assert not got["ok"] and "did you mean DEDUP_THRESHOLD" in checks["DEDUP_ settings"]["detail"]
+
+
+def test_doctor_warns_of_a_relative_index_path_away_from_the_project_folder(project):
+    got, checks = doctor(project / "shop", "-s", "DEDUP_DIR=data/idx")
+    assert checks["DEDUP_DIR"]["status"] == "warn" and str(project / "data" / "idx") in checks["DEDUP_DIR"]["detail"]
+    got, checks = doctor(project, "-s", "DEDUP_DIR=data/idx")
+    assert "DEDUP_DIR" not in checks

@@ -168,3 +168,17 @@ def test_allow_patterns_hold_no_whitespace_and_match_only_their_url():
         assert pattern.split() == [pattern]  # one word: a file of them read back with split() is whole
         assert re.search(pattern, url)
         assert not re.search(pattern, "https://a.test/") and not re.search(pattern, url + "x")
+
+
+def test_a_url_dropped_by_two_crawls_is_restored_once_from_its_latest_drop(tmp_path, demo_out):
+    rec = next(r for r in _lines(demo_out / "droplog.jsonl") if isinstance(r.get("text"), str))
+    later = dict(rec, text=rec["text"] + " (as the second crawl saw it)", time="2999-01-01T00:00:00Z")
+    other = next(r for r in _lines(demo_out / "droplog.jsonl") if r["url"] != rec["url"] and isinstance(r.get("text"), str))
+    log = tmp_path / "d.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in (rec, other, later)), encoding="utf-8")
+    proc = cli("restore", "--log", log, "--all", "-o", tmp_path / "out.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    items = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [i["url"] for i in items] == [other["url"], rec["url"]]  # once each, in the order of the lines written
+    assert items[1]["text"].endswith("(as the second crawl saw it)")
+    assert "restored 2 of 3 selected drops" in proc.stdout and "1 selected drops were of a URL dropped again later" in proc.stdout

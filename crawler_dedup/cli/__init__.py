@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..exceptions import DedupError
-from .common import CliError, take_legacy
+from .common import CliError, parse_settings, take_legacy
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
 # and run(args) -> int
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         take_legacy(args)
+        if hasattr(args, "set") and args.command != "doctor":  # (doctor reports them as a finding)
+            parse_settings(args.set)
         return args.run(args)
     except CliError as exc:
         print(f"crawler-dedup {args.command}: {exc.message}", file=sys.stderr)

@@ -109,9 +109,8 @@ def backend_settings(args) -> dict:
     return settings
 
 
-def parse_settings(items: list[str] | None) -> dict:
-    """-s DEDUP_NAME=VALUE options as a settings dict; an unknown name gets the crawl's "did you
-    mean" suggestion."""
+def parse_set(items: list[str] | None) -> dict:
+    """The -s DEDUP_NAME=VALUE options alone; an unknown name gets the crawl's "did you mean"."""
     from dataclasses import fields
 
     from ..config import DedupConfig, _did_you_mean
@@ -123,11 +122,27 @@ def parse_settings(items: list[str] | None) -> dict:
         name, sep, value = item.partition("=")
         if not sep:
             raise CliError(f"-s takes a DEDUP_ setting as NAME=VALUE, not {item!r} (see docs/settings.md)")
-        if name not in known:  # as a crawl says it: "... a known setting: did you mean DEDUP_THRESHOLD?"
-            raise CliError(str(ConfigError(name, value, _did_you_mean(name, known))))
+        if name not in known:  # as a crawl says it: "... is not a known setting: did you mean DEDUP_THRESHOLD?"
+            raise CliError(str(ConfigError(name, value, _did_you_mean(name, known), unknown=True)))
         out[name] = value
-    project = {k: v for k, v in project_settings().items() if k in known}
-    return {**project, **out}  # -s over the project's settings.py
+    return out
+
+
+def parse_settings(items: list[str] | None) -> dict:
+    """-s options over the project's DEDUP_ settings, as one dict checked as a crawl checks it (a
+    bad value or an unknown name is an error, naming settings.py when it is there)."""
+    from ..config import DedupConfig
+    from ..exceptions import ConfigError
+
+    out = parse_set(items)
+    project = project_settings()
+    merged = {**project, **out}  # -s over the project's settings.py
+    try:
+        DedupConfig.from_settings(merged)
+    except ConfigError as exc:
+        where = "the project's settings.py: " if exc.setting in project and exc.setting not in out else ""
+        raise CliError(f"{where}{exc}") from None
+    return merged
 
 
 def project_settings() -> dict:
@@ -215,9 +230,17 @@ def term(text) -> str:
 # -- where a crawl put the index and the drop log ------------------------------------------
 
 def default_dir() -> str:
-    from scrapy.utils.project import data_path
+    """Where a crawl puts its index by default (Scrapy's data_path("dedup")), found without making
+    the project's .scrapy folder as Scrapy's helper does: a command that reads creates nothing."""
+    from scrapy.utils.conf import closest_scrapy_cfg, get_config
 
-    return data_path("dedup", createdir=False)
+    cfg_path = closest_scrapy_cfg()
+    if not cfg_path:
+        return os.path.join(".scrapy", "dedup")
+    cfg = get_config()
+    if cfg.has_option("datadir", "default"):  # scrapy.cfg's [datadir] default = ...
+        return os.path.join(cfg.get("datadir", "default"), "dedup")
+    return os.path.join(os.path.dirname(os.path.abspath(cfg_path)), ".scrapy", "dedup")
 
 
 def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:

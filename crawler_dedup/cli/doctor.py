@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from .common import add_json, add_settings, parse_settings
+from .common import add_json, add_settings, parse_set
 
 ADDON = "crawler_dedup.addon.DedupAddon"
 
@@ -41,13 +41,14 @@ def run(args) -> int:
     import json
 
     report = Report()
-    overrides = parse_settings(args.set)
+    overrides = parse_set(args.set)
     project = _project(report)
     settings = project["settings"] if project else None
     if project is not None and settings is not None:
         _addon(report, settings, project)
         config = _config(report, settings, overrides)
         if config is not None:
+            _relative(report, {**{n: settings[n] for n in settings if str(n).startswith("DEDUP_")}, **overrides})
             _index(report, config)
             _droplog(report, config)
     _libraries(report, settings)
@@ -164,7 +165,7 @@ def _config(report: Report, settings, overrides: dict):
     except ConfigError as exc:
         report.add("fail", "DEDUP_ settings", str(exc), "a crawl would stop at its start with this message")
         return None
-    changed = sorted(k for k in dedup if k not in ("DEDUP_DIR", "DEDUP_DROPLOG"))
+    changed = sorted(dedup)
     report.add("ok", "DEDUP_ settings", f"valid; set here: {', '.join(changed)}" if changed else "valid; all defaults")
     if not config.enabled:
         report.add("warn", "DEDUP_ENABLED", "False: the add-on is loaded but checks nothing", "DEDUP_ENABLED = True")
@@ -247,6 +248,18 @@ def _index(report: Report, config) -> None:
     if clash:
         report.add("fail", "index vs settings", "; ".join(clash) + ": a crawl would stop at its start",
                    "set them as the index has them, or give a new DEDUP_DIR")
+
+
+def _relative(report: Report, dedup: dict) -> None:
+    """A relative DEDUP_DIR or DEDUP_DROPLOG is taken from the folder a crawl starts in: started
+    in another folder of the project, a crawl makes a second index."""
+    root = report.where.get("project")
+    for name in ("DEDUP_DIR", "DEDUP_DROPLOG"):
+        value = dedup.get(name)
+        if value and not os.path.isabs(str(value)) and root and os.path.abspath(os.curdir) != root:
+            report.add("warn", name, f"{value} is relative: from here it is {os.path.abspath(str(value))}, from "
+                       f"the project folder {os.path.join(root, str(value))}",
+                       f"run crawls and commands from {root}, or make {name} absolute")
 
 
 def _existing_parent(path: str) -> str:

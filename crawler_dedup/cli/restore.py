@@ -66,6 +66,9 @@ def run(args) -> int:
     for url in selected.urls:
         if "*" not in url and url not in result.found:
             print(f"crawler-dedup restore: warning: no drop-log line for {term(url)}", file=sys.stderr)
+    if result.earlier:
+        print(f"{result.earlier} selected drops were of a URL dropped again later: each URL is restored once, "
+              "from its latest drop", file=report)
     if result.unchanged:
         print(f"{result.unchanged} selected drops are unchanged revisits with the very words of the page kept "
               "before (storage holds it): nothing to restore", file=report)

@@ -16,6 +16,7 @@ class Restored:
     written: int = 0
     from_items: int = 0
     from_text: int = 0
+    earlier: int = 0  # selected lines of a URL whose later line is the one restored
     nothing: int = 0  # selected lines with neither `item` nor `text`
     unchanged: int = 0  # of those, unchanged revisits: the same words as the page storage holds
     nothing_examples: list = field(default_factory=list)
@@ -37,17 +38,27 @@ def allow_pattern(url: str) -> str:
 
 def restore(path: str, filters: Filters, out, select_all: bool = False,
             progress: Progress | None = None) -> Restored:
-    """Write one JSON line per selected drop: the dropped item when the log kept it, else
-    {"url", "text"[, "title"]} from the extracted text; count lines with neither."""
-    result, seen = Restored(), set[str]()
+    """Write one JSON line per selected URL, from its latest selected drop: the dropped item when
+    the log kept it, else {"url", "text"[, "title"]} from the extracted text; count lines with
+    neither. A URL dropped by several crawls is restored once (storing it twice would make the
+    duplicate this tool undoes), so the log is read twice: which line is each URL's latest, then
+    those lines."""
+    result = Restored()
     wanted = {u for u in filters.urls if "*" not in u}
-    for rec in stream(path, result.malformed, progress):
+    latest: dict[str, int] = {}
+    for number, rec in enumerate(stream(path, result.malformed, progress)):
         result.records += 1
         if rec["url"] in wanted:
             result.found.add(rec["url"])
-        if not (select_all or filters.match(rec)):
+        if select_all or filters.match(rec):
+            latest[rec["url"]] = number
+    for number, rec in enumerate(stream(path, Malformed())):
+        if latest.get(rec["url"], -1) < 0 or not (select_all or filters.match(rec)):
             continue
         result.selected += 1
+        if latest[rec["url"]] != number:
+            result.earlier += 1  # a later drop of this URL is the one restored
+            continue
         item = rec.get("item")
         if isinstance(item, dict):
             result.from_items += 1
@@ -66,7 +77,6 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
             continue
         out.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
         result.written += 1
-        if rec["url"] not in seen and len(seen) < 1_000_000:
-            seen.add(rec["url"])
+        if len(result.urls) < 1_000_000:
             result.urls.append(rec["url"])
     return result
