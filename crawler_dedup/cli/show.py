@@ -24,8 +24,8 @@ def add_parser(sub):
         "show", help="one drop explained: the page it matched, fingerprints, scores, why, a diff of the texts",
         description="Find URL's line in the drop log and the kept page it matched in the index, and print both "
         "URLs and titles, the fingerprints and their XOR, the similarity, the rule that decided and a diff of "
-        "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --dir the crawl's default DEDUP_DIR "
-        "(or the index beside --log), --log <DIR>/droplog.jsonl.")
+        "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --log the project's DEDUP_DROPLOG, "
+        "else <DIR>/droplog.jsonl; --dir the index beside --log, else the project's DEDUP_DIR, else .scrapy/dedup.")
     p.add_argument("url", metavar="URL", help="the dropped page's URL, as in the drop log")
     add_log(p)
     how = p.add_mutually_exclusive_group()
