@@ -23,7 +23,10 @@ os.environ.update(COLUMNS=str(WIDTH), LINES="50", NO_COLOR="1", TERM="dumb")
 os.environ.pop("FORCE_COLOR", None)
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside this file
 sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
+
+from generated import between, main as run  # noqa: E402
 
 PAGE = ROOT / "docs" / "cli.md"
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
@@ -91,32 +94,11 @@ def reference() -> str:
 
 def with_reference(page: str) -> str:
     """`page` with the text between the markers replaced by today's reference."""
-    start, end = page.find(START), page.find(END)
-    if start < 0 or end < start:
-        raise SystemExit(f"docs/cli.md needs the lines {START} and {END} around the command reference")
-    return page[:start + len(START)] + "\n" + reference() + page[end:]
+    return between(page, START, END, reference(), "docs/" + PAGE.name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite the reference in docs/cli.md")
-    group.add_argument("--check", action="store_true", help="exit 1 when docs/cli.md's reference is out of date")
-    args = parser.parse_args(argv)
-    if not (args.write or args.check):
-        sys.stdout.write(reference())
-        return 0
-    text = PAGE.read_text(encoding="utf-8")
-    new = with_reference(text)
-    if args.check:
-        if new != text:
-            print("docs/cli.md's command reference differs from the commands' --help: "
-                  "run python scripts/cli_reference.py --write", file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        PAGE.write_text(new, encoding="utf-8")
-    return 0
+    return run(argv, __doc__.splitlines()[0], PAGE, reference, with_reference, "command reference", Path(__file__).name)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,17 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside this file
 sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
 
 from crawler_dedup.config import SETTINGS, Setting  # noqa: E402
+
+from generated import between, main as run  # noqa: E402
 
 PAGE = ROOT / "docs" / "settings.md"
 START, END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
@@ -64,32 +66,11 @@ def table() -> str:
 
 def with_table(page: str) -> str:
     """`page` with the text between the markers replaced by today's table."""
-    start, end = page.find(START), page.find(END)
-    if start < 0 or end < start:
-        raise SystemExit(f"docs/settings.md needs the lines {START} and {END} around the settings table")
-    return page[:start + len(START)] + "\n" + table() + page[end:]
+    return between(page, START, END, table(), "docs/" + PAGE.name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite the table in docs/settings.md")
-    group.add_argument("--check", action="store_true", help="exit 1 when docs/settings.md's table is out of date")
-    args = parser.parse_args(argv)
-    if not (args.write or args.check):
-        sys.stdout.write(table())
-        return 0
-    text = PAGE.read_text(encoding="utf-8")
-    new = with_table(text)
-    if args.check:
-        if new != text:
-            print("docs/settings.md's settings table differs from the registry: run scripts/settings_table.py --write",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        PAGE.write_text(new, encoding="utf-8")
-    return 0
+    return run(argv, __doc__.splitlines()[0], PAGE, table, with_table, "settings table", Path(__file__).name)
 
 
 if __name__ == "__main__":
