@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..exceptions import DedupError
-from .common import CliError, parse_settings, take_legacy
+from .common import _PROJECT, CliError, parse_settings, take_legacy
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
 # and run(args) -> int
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return 2
+    _PROJECT.clear()  # a new command reads settings.py afresh
     try:
         take_legacy(args)
         if hasattr(args, "set") and args.command != "doctor":  # (doctor reports them as a finding)

@@ -145,24 +145,29 @@ def parse_settings(items: list[str] | None) -> dict:
     return merged
 
 
-def project_settings() -> dict:
-    """The DEDUP_* settings of the Scrapy project the command is run in (its settings.py, found
-    as `scrapy` finds it: scrapy.cfg in this folder or above), so the commands read the index,
-    drop log and thresholds the project's crawls use; {} outside a project."""
-    import sys
+# the project's settings, loaded once a command (main() empties it): the -s check, the defaults of
+# --dir and --log and doctor all read this one load
+_PROJECT: dict = {}
 
+
+def load_project():
+    """(all settings, settings module name, its file) of the Scrapy project the command is run in
+    (found as `scrapy` finds it: scrapy.cfg in this folder or above), or None outside one.
+    Raises what the project's settings.py raises."""
+    key = os.getcwd()
+    if key in _PROJECT:
+        return _PROJECT[key]
     # Scrapy's loader sets SCRAPY_SETTINGS_MODULE and sys.path for the process: put both back
     # (and forget the imported module), so nothing run later is pointed at this project
     env, path, modules = dict(os.environ), list(sys.path), set(sys.modules)
     try:
         from scrapy.utils.project import get_project_settings, inside_project
 
-        if not inside_project():
-            return {}
-        settings = get_project_settings()
-        return {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
-    except Exception:  # noqa: BLE001 - a project whose settings cannot load: as outside one
-        return {}
+        got = None
+        if inside_project():
+            settings = get_project_settings()
+            name = os.environ.get("SCRAPY_SETTINGS_MODULE") or ""
+            got = (settings, name, getattr(sys.modules.get(name), "__file__", None))
     finally:
         loaded = os.environ.get("SCRAPY_SETTINGS_MODULE") or ""
         os.environ.clear()
@@ -171,6 +176,22 @@ def project_settings() -> dict:
         parts = loaded.split(".")
         for name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)} - modules:
             sys.modules.pop(name, None)  # the project's settings module (and package) only
+    _PROJECT[key] = got
+    return got
+
+
+def project_settings() -> dict:
+    """The DEDUP_* settings of the project the command is run in, so the commands read the index,
+    drop log and thresholds its crawls use; {} outside a project (or one whose settings.py does
+    not load: `crawler-dedup doctor` says why)."""
+    try:
+        project = load_project()
+    except Exception:  # noqa: BLE001
+        return {}
+    if project is None:
+        return {}
+    settings = project[0]
+    return {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
 
 
 def make_config(settings: dict):

@@ -96,11 +96,6 @@ def add_parser(sub):
     return idx
 
 
-def _where(args) -> str:
-    """The index's location (tools for a missing one say where they looked)."""
-    return index_location(args)
-
-
 def _open(args, readonly: bool = False):
     """The index, or a CliError that says where it looked and how to point elsewhere."""
     settings = backend_settings(args)
@@ -175,7 +170,7 @@ def stats(args) -> int:
         table_bytes = sum(b for n, (_, b) in sizes.items() if re.fullmatch(r"t\d{3}", n))  # (not times, tpl)
         per_page = bool(pages and disk)
         info = {
-            "dir": index.store.location if not is_lmdb(backend_settings(args)) else os.path.abspath(_where(args)), "format": int(meta["format"]), "pages": pages,
+            "dir": index.store.location if not is_lmdb(backend_settings(args)) else os.path.abspath(index_location(args)), "format": int(meta["format"]), "pages": pages,
             "urls": sizes.get("urls", (0, 0))[0],
             "runs": from_u64(meta["runs"]) if meta["runs"] else 0,
             "plan": {"k": plan.k, "r": plan.r, "tables": len(plan.tables),
@@ -302,7 +297,7 @@ def expire(args) -> int:
 def compact(args) -> int:
     from ..stores.lmdb import LmdbStore
 
-    where = _where(args)
+    where = index_location(args)
     _open(args, readonly=True).store.close()  # an index, and one that can be read
     size = os.path.getsize(os.path.join(where, "data.mdb"))
     if not confirm(args, f"rewrite {os.path.join(where, 'data.mdb')} ({size / 2**20:.1f} MiB) without its free "
@@ -321,7 +316,7 @@ def verify(args) -> int:
 
     from ..exceptions import StoreDamaged
 
-    where = _where(args)
+    where = index_location(args)
     try:
         index = _open(args, readonly=True)
         try:
@@ -361,7 +356,7 @@ def rebuild(args) -> int:
 
     from ..core.integrity import rebuild as rebuild_index
 
-    where = _where(args)
+    where = index_location(args)
     data = os.path.join(where, "data.mdb")
     if os.path.isdir(data):
         raise CliError(f"{data} is a folder, not an index file: nothing to rebuild; give another DEDUP_DIR")
