@@ -1,0 +1,162 @@
+"""`crawler-dedup scan`: deduplicate crawled data after the fact (JSON lines, WARC/ARC) and keep the
+best copy of each group.
+
+Three passes over a state file (OUT/.scan/state.sqlite, state.py), each continued by a later run:
+1 read    every record of every input in order; pages extracted and fingerprinted (in worker
+          processes), committed in input order, so a killed run continues after the last one.
+          (pass1_read.py; the extraction, shared with `index add`, in extract.py)
+2 decide  pages in the policy's order, best first, through the Deduplicator over OUT/index: the
+          best page of a group comes first and is kept, the others are dropped against it, so
+          the groups and the picks do not depend on the input's order. Each batch's decisions
+          are committed after the index's commit; the one batch a kill can leave half done is
+          decided again (its kept pages are known to the index as filed by a killed run).
+          (pass2_decide.py)
+3 write   every input copied record by record into OUT/kept/ and OUT/dropped/, the drop log, the
+          clusters file and summary.json (done again whole when a run was stopped here).
+          (pass3_write.py)
+
+This module holds Scan: checking the inputs and OUT, starting or continuing the state file, and
+running the passes in turn. What a scan is given and answers (Options, Progress, ScanError) is in
+options.py. BATCH is read here when a scan runs, so setting `crawler_dedup.tools.scan.BATCH`
+changes the decide pass's transactions.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ...config import DedupConfig
+from ...core.policy import parse_policy
+from .. import sources
+from . import pass1_read, pass2_decide, pass3_write
+from .extract import Extractor, scan_extract, words_of
+from .options import Options, Progress, ScanError, _quiet
+from .pass1_read import COMMIT_ROWS, COMMIT_SECONDS
+from .pass2_decide import BATCH, decide
+from .pass3_write import scores
+from .state import SCHEMA, STATE_VERSION, State
+
+__all__ = ["BATCH", "COMMIT_ROWS", "COMMIT_SECONDS", "SCHEMA", "STATE_VERSION", "Extractor", "Options",
+           "Progress", "Scan", "ScanError", "State", "decide", "scan_extract", "scores", "words_of"]
+
+
+class Scan:
+    def __init__(self, opts: Options, progress: Progress | None = None):
+        self.opts = opts
+        self.progress = progress or _quiet
+        self.keys = parse_policy(opts.policy)
+        self.out = os.path.abspath(opts.out)
+        settings = dict(opts.settings)
+        if str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
+            settings["DEDUP_DIR"] = os.path.join(self.out, "index")
+        self.shared = str(settings.get("DEDUP_BACKEND", "lmdb")) not in ("lmdb", "memory")
+        self.config = DedupConfig.from_settings(settings)
+
+    # -- setting up ----------------------------------------------------------------------------
+    def open(self) -> State:
+        formats = []
+        for path in self.opts.inputs:
+            try:
+                formats.append(sources.input_format(path))
+            except sources.SourceError as exc:
+                raise ScanError(str(exc)) from None
+        if os.path.exists(self.out) and not os.path.isdir(self.out):
+            raise ScanError(f"--out {self.opts.out} is a file: give a folder (it is made if missing)")
+        state_file = os.path.join(self.out, ".scan", "state.sqlite")
+        if self.opts.restart:
+            self._clear()
+        elif not os.path.exists(state_file) and os.path.isdir(self.out) and os.listdir(self.out):
+            raise ScanError(f"--out {self.opts.out} holds other files: give an empty "
+                            f"or new folder (scan writes kept/, dropped/, index/ and the logs there)")
+        state = State(self.out)
+        described = self._described(formats)
+        recorded = state.get("scan")
+        if recorded is None:
+            state.put("scan", described)
+            for no, (path, fmt) in enumerate(zip(self.opts.inputs, formats)):
+                st = os.stat(path)
+                state.db.execute("INSERT INTO files (file_no, path, format, size, mtime, output, last_offset) "
+                                 "VALUES (?, ?, ?, ?, ?, ?, -1)",
+                                 (no, os.path.abspath(path), fmt, st.st_size, st.st_mtime, self._output_name(no)))
+        elif recorded != described and {**recorded, "policy": None} == {**described, "policy": None}:
+            # another policy over the same pages: decided again, without extracting them again
+            if self.shared:
+                state.close()
+                raise ScanError("this scan filed its pages into a shared index (DEDUP_BACKEND); another --policy "
+                                "needs another --out, or --restart")
+            self._undecide(state)
+            state.put("scan", described)
+        elif recorded != described:
+            state.close()
+            what = [k for k in described if described[k] != recorded.get(k)]
+            raise ScanError(f"{self.opts.out} holds a scan with other {', '.join(what)}: give the same inputs, "
+                            f"--policy and settings to continue it, --restart to start it again, or another --out")
+        else:
+            for no, path, size, mtime in state.db.execute("SELECT file_no, path, size, mtime FROM files"):
+                st = os.stat(path)
+                if (st.st_size, st.st_mtime) != (size, mtime):
+                    state.close()
+                    raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
+        return state
+
+    def _undecide(self, state: State) -> None:
+        import shutil
+
+        state.db.execute("DELETE FROM decisions")
+        for key in ("decided", "written", "pending"):
+            state.put(key, None)
+        shutil.rmtree(os.path.join(self.out, "index"), ignore_errors=True)
+
+    def _described(self, formats: list[str]) -> dict:
+        f = self.opts.fields
+        return {"version": STATE_VERSION, "inputs": [os.path.abspath(p) for p in self.opts.inputs],
+                "policy": list(self.keys), "settings": {k: str(v) for k, v in sorted(self.opts.settings.items())},
+                "fields": [f.url, f.html, f.text, f.time, f.score]}
+
+    def _output_name(self, no: int) -> str:
+        names = [os.path.basename(p) for p in self.opts.inputs]
+        name = names[no]
+        return name if names.count(name) == 1 else f"{no + 1:03d}-{name}"
+
+    def _clear(self) -> None:
+        import shutil
+
+        for name in (".scan", "index", "kept", "dropped"):
+            shutil.rmtree(os.path.join(self.out, name), ignore_errors=True)
+        for name in ("droplog.jsonl", "clusters.jsonl", "summary.json"):
+            try:
+                os.remove(os.path.join(self.out, name))
+            except FileNotFoundError:
+                pass
+
+    # -- the passes ----------------------------------------------------------------------------
+    def run(self) -> dict:
+        state = self.open()
+        try:
+            if state.get("written"):
+                summary = pass3_write.load_summary(self.out)
+                summary["already_done"] = True
+                return summary
+            t0 = time.monotonic()
+            self.read_pass(state)
+            t1 = time.monotonic()
+            self.decide_pass(state)
+            t2 = time.monotonic()
+            summary = self.write_pass(state)
+            t3 = time.monotonic()
+            summary["seconds"] = {"read": round(t1 - t0, 2), "decide": round(t2 - t1, 2), "write": round(t3 - t2, 2)}
+            pass3_write.save_summary(self.out, summary)
+            state.put("written", True)
+            return summary
+        finally:
+            state.close()
+
+    def read_pass(self, state: State) -> None:
+        pass1_read.read_pass(state, self.config, self.opts.fields, self.opts.jobs, self.progress)
+
+    def decide_pass(self, state: State) -> None:
+        pass2_decide.decide_pass(state, self.config, self.keys, self.progress, BATCH)
+
+    def write_pass(self, state: State) -> dict:
+        return pass3_write.Writer(self.out, self.config, self.keys, self.shared, self.progress).run(state)

@@ -1,0 +1,34 @@
+"""What a scan is given (Options) and how it answers along the way (Progress, ScanError).
+
+Every pass takes these, so they sit apart from the passes (no pass imports another).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ...core.policy import DEFAULT_POLICY
+from ..sources import Fields
+
+
+class ScanError(Exception):
+    """What stops a scan before it starts (a message for the user)."""
+
+
+@dataclass
+class Options:
+    inputs: list[str]
+    out: str
+    policy: str = DEFAULT_POLICY
+    jobs: int = 1
+    fields: Fields = field(default_factory=Fields)
+    settings: dict = field(default_factory=dict)  # DEDUP_* (from -s and the project)
+    restart: bool = False
+
+
+Progress = Callable[[str, int, int, int], None]  # (pass, done, total, pages)
+
+
+def _quiet(phase: str, done: int, total: int, pages: int) -> None:
+    pass
