@@ -21,7 +21,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-DEFAULT_DATA = os.path.join(HERE, "..", "..", "shared", "data")
+from pages import data_dir  # noqa: E402
+
+DEFAULT_DATA = data_dir()
 T0 = 1_700_000_000.0  # page times: fixed, so a rerun decides the same
 
 # the methods run on the stream: name -> DEDUP_* settings

@@ -28,7 +28,6 @@ Prints a table: kills, pages decided, and each kind of loss (all must be 0).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -41,6 +40,8 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from pages import real_pages  # noqa: E402  (the shared data's pages, else the demo's)
 
 SPIDER = '''
 import os
@@ -85,8 +86,6 @@ def build_site(folder: str, groups: int) -> tuple[dict[str, int], list[str]]:
     """Files for `groups` real pages; (URL path -> group, paths)."""
     os.makedirs(folder, exist_ok=True)
     group_of: dict[str, int] = {}
-    from speed import real_pages  # (benchmarks/speed.py: the shared data's pages, else the demo's)
-
     for g, page in enumerate(real_pages(groups, distinct=True)):
         with open(os.path.join(folder, f"p{g}.html"), "wb") as fh:
             fh.write(page)

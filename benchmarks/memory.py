@@ -26,16 +26,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from speed import real_pages  # noqa: E402
+from pages import aeb_gold, real_pages  # noqa: E402
+
 
 def sentences() -> list[bytes]:
+    """Sentences of 8+ words of the article-extraction-benchmark's human texts, HTML-escaped."""
     import html as htmllib
-    import json
 
-    path = os.path.join(ROOT, "..", "shared", "data", "article-extraction-benchmark", "ground-truth.json")
-    try:
-        gold = json.load(open(path, encoding="utf-8"))
-    except OSError:
+    gold = aeb_gold()
+    if not gold:
         return [b"A sentence of its own for this page, drawn at random from a few."]
     out = [s.strip() for g in gold.values() for s in g["articleBody"].split(". ") if len(s.split()) >= 8]
     return [htmllib.escape(s).encode() + b"." for s in out]

@@ -53,14 +53,16 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from pages import data_dir, newspaper_html  # noqa: E402
 from stream import (Base, StreamPage, extract_all, format_table, load_bases, minhash_lsh,  # noqa: E402
                     ours, plain_simhash, score_stream)
 
-DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+DEFAULT_DATA = data_dir()
 CLUTTER = 1.0  # share of pages with leftovers in their extraction (add_clutter): as hard as the holdout
 DONORS = 30  # pages whose human text gives the leftovers' paragraphs
 VARIANTS = ("syndicated", "print", "churn", "edit3", "tracking")
@@ -354,14 +356,9 @@ def natural_pairs(data_dir: str, bases: list[Base]) -> list[tuple[str, str, byte
     """(base id, url, html) of real pages that copy a base: newspaper pages fetched again for a
     later commit of their test set (byte-identical here). Readability's micro-pages that share one
     lorem text under other titles are left out: test fixtures, not copies anyone would drop."""
-    out = []
     known = {b.id for b in bases}
-    head = os.path.join(data_dir, "newspaper-testpages", "head", "tests", "data", "html")
-    if os.path.isdir(head):
-        for name in sorted(os.listdir(head)):
-            if f"np-{name[:-5]}" in known:
-                out.append((f"np-{name[:-5]}", f"https://fetched-again.example/{name}", open(os.path.join(head, name), "rb").read()))
-    return out
+    return [(f"np-{stem}", f"https://fetched-again.example/{stem}.html", Path(path).read_bytes())
+            for stem, path in newspaper_html(data_dir, "head") if f"np-{stem}" in known]
 
 
 def build(data_dir: str, seed: int = 7, variant_share: float = 0.7, app_shells: bool = False,

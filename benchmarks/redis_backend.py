@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing
 import os
 import random
@@ -23,15 +22,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import resources
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pages import demo_texts  # noqa: E402
 
 
 def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
     """n (url, text) pairs: the demo's articles and texts, and copies of them at other URLs (a
     third of the pages), in a fixed random order."""
-    root = resources.files("crawler_dedup.demo") / "pages"
-    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    bodies = [a["body"] for a in manifest["articles"]] + [t["body"] for t in manifest["texts"]]
+    bodies = demo_texts()
     rnd = random.Random(seed)
     out = []
     for i in range(n):

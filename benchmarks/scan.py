@@ -33,7 +33,8 @@ from collections import Counter
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from realcopies import DEFAULT_DATA, build  # noqa: E402
+from pages import data_dir  # noqa: E402
+from realcopies import build  # noqa: E402
 
 from crawler_dedup.core.policy import POLICIES  # noqa: E402
 from crawler_dedup.tools.scan import Options, Scan  # noqa: E402
@@ -41,17 +42,20 @@ from crawler_dedup.workers import usable_cores  # noqa: E402
 
 
 def stream(data: str, seeds: list[int]):
-    """The pages of every seed, in seed order (each stream's labels hold within that stream)."""
-    pages = []
+    """The pages of every seed, in seed order (each stream's labels hold within that stream), and
+    the first seed's stream alone."""
+    pages, first = [], []
     for n, seed in enumerate(seeds):
         got, _ = build(data, seed=seed)
+        if n == 0:
+            first = list(got)
         for p in got:
             if n:
                 scheme, _, rest = p.url.partition("://")
                 host, _, path = rest.partition("/")
                 p = type(p)(**{**p.__dict__, "url": f"{scheme}://{host}/s{seed}/{path}"})
             pages.append(p)
-    return pages
+    return pages, first
 
 
 def write_warc(path: str, pages) -> None:
@@ -142,12 +146,12 @@ def policies(warc: str, pages, work: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=DEFAULT_DATA)
+    ap.add_argument("--data", default=data_dir())
     ap.add_argument("--seeds", default="7,8,9")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-speed", action="store_true")
     args = ap.parse_args(argv)
-    pages = stream(args.data, [int(s) for s in args.seeds.split(",")])
+    pages, first = stream(args.data, [int(s) for s in args.seeds.split(",")])
     with tempfile.TemporaryDirectory(prefix="scan-bench-") as work:
         warc = os.path.join(work, "pages.warc.gz")
         write_warc(warc, pages)
@@ -156,7 +160,6 @@ def main(argv=None) -> int:
             speed(warc, pages, args.runs, work)
         # scored on the first seed's stream alone: its labels (which pages are copies of which,
         # which are neutral) are made for that stream; across seeds they do not line up
-        first, _ = build(args.data, seed=int(args.seeds.split(",")[0]))
         one = os.path.join(work, "one-seed.warc.gz")
         write_warc(one, first)
         policies(one, first, work)

@@ -20,8 +20,6 @@ Prints three tables:
 from __future__ import annotations
 
 import argparse
-import gzip
-import glob
 import json
 import os
 import resource
@@ -36,6 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
 
 from crawler_dedup import DedupConfig, Deduplicator  # noqa: E402
 from crawler_dedup.core.extract import extract  # noqa: E402
@@ -45,35 +44,12 @@ from crawler_dedup.core.index import DocRecord, NearDupIndex  # noqa: E402
 from crawler_dedup.core.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
 from crawler_dedup.core.tables import choose_plan, plan_for  # noqa: E402
-
-DATA = os.path.join(ROOT, "..", "shared", "data")
+from pages import real_pages  # noqa: E402  (the shared data's pages, else the demo's)
 
 
 def pct(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
-
-
-def real_pages(limit: int, distinct: bool = False) -> list[bytes]:
-    """`limit` real pages: the article-extraction-benchmark's, repeated to fill; `distinct`: no
-    page twice (the readability and newspaper test pages added, up to what there is), so that no
-    crawl of them meets a byte-identical copy (which the fast path decides without extraction)."""
-    files = sorted(glob.glob(os.path.join(DATA, "article-extraction-benchmark", "html", "*.html.gz")))
-    pages = [gzip.open(f).read() for f in files]
-    if distinct:
-        more = sorted(glob.glob(os.path.join(DATA, "readability-test-pages", "test", "test-pages", "*", "source.html"))
-                      + glob.glob(os.path.join(DATA, "newspaper-testpages", "old-79553f6", "tests", "data", "html", "*.html")))
-        pages += [open(f, "rb").read() for f in more]
-        seen: set[bytes] = set()
-        pages = [p for p in pages if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
-    if not pages:  # no shared data: the bundled demo pages
-        from crawler_dedup.demo.site import _bundle
-
-        root, manifest = _bundle()
-        pages = [gzip.decompress((root / a["file"]).read_bytes()) for a in manifest["articles"]]
-    if distinct:
-        return pages[:limit]
-    return (pages * (limit // len(pages) + 1))[:limit]
 
 
 # -- 1. steps ------------------------------------------------------------------------------

@@ -16,10 +16,8 @@ the page sets of ../shared/data.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import html as htmllib
-import json
 import os
 import pickle
 import random
@@ -34,6 +32,7 @@ from typing import Callable, Iterable
 from crawler_dedup.demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
 from crawler_dedup.core.extract import extract
 from crawler_dedup.core.tokens import tokenize
+from pages import reference_pages, strip_tags
 
 VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
 REPORTED_KINDS = VARIANT_KINDS
@@ -93,43 +92,21 @@ class StreamPage:
     # holds that page's shell (related = the base) plus a block, so matching the shell is neutral too
 
 
-def _strip_tags(markup: str) -> str:
-    markup = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", markup)
-    markup = re.sub(r"(?i)</(p|div|li|h\d|br|tr)>|<br\s*/?>", "\n", markup)
-    return htmllib.unescape(re.sub(r"<[^>]+>", " ", markup))
-
-
 def load_bases(data_dir: str) -> list[Base]:
-    """Every real page with a reference text in `data_dir` (../shared/data); [] when absent."""
+    """Every real page with a reference text in `data_dir` (../shared/data: benchmarks/pages.py)
+    and a real article, one page per text; [] when absent."""
     from crawler_dedup.core.extract import page_title
 
     bases: list[Base] = []
-    aeb = os.path.join(data_dir, "article-extraction-benchmark")
-    if os.path.isdir(aeb):
-        gold = json.load(open(os.path.join(aeb, "ground-truth.json"), encoding="utf-8"))
-        for key in sorted(gold):
-            raw = gzip.open(os.path.join(aeb, "html", key + ".html.gz")).read()
-            host = re.sub(r"^www\.", "", gold[key]["url"].split("/")[2])
-            bases.append(Base(f"aeb-{key[:10]}", host, raw, gold[key]["articleBody"], page_title(raw) or key))
-    news = os.path.join(data_dir, "newspaper-testpages", "old-79553f6", "tests", "data")
-    if os.path.isdir(news):
-        for name in sorted(os.listdir(os.path.join(news, "html"))):
-            stem = name[: -len(".html")]
-            txt = os.path.join(news, "text", stem + ".txt")
-            if not name.endswith(".html") or not os.path.exists(txt):
-                continue
-            raw = open(os.path.join(news, "html", name), "rb").read()
-            site = re.sub(r"\d+$", "", stem)
-            bases.append(Base(f"np-{stem}", site, raw, open(txt, encoding="utf-8").read(), page_title(raw) or stem))
-    rdb = os.path.join(data_dir, "readability-test-pages", "test", "test-pages")
-    if os.path.isdir(rdb):
-        for name in sorted(os.listdir(rdb)):
-            src, exp = os.path.join(rdb, name, "source.html"), os.path.join(rdb, name, "expected.html")
-            if not (os.path.exists(src) and os.path.exists(exp)):
-                continue
-            raw = open(src, "rb").read()
-            bases.append(Base(f"rd-{name}", name.rsplit("-", 1)[0], raw,
-                              _strip_tags(open(exp, encoding="utf-8").read()), page_title(raw) or name))
+    for p in reference_pages(data_dir, expected=strip_tags):
+        if p.set == "aeb":
+            host = re.sub(r"^www\.", "", p.url.split("/")[2])
+            bases.append(Base(f"aeb-{p.key[:10]}", host, p.html, p.text, page_title(p.html) or p.key))
+        elif p.set == "newspaper":
+            site = re.sub(r"\d+$", "", p.key)
+            bases.append(Base(f"np-{p.key}", site, p.html, p.text, page_title(p.html) or p.key))
+        else:
+            bases.append(Base(f"rd-{p.key}", p.key.rsplit("-", 1)[0], p.html, p.text, page_title(p.html) or p.key))
     # keep pages with a real article, and one page per reference text: the readability set has
     # ~35 micro-pages sharing one lorem text under different markup, duplicates of each other
     from crawler_dedup.core.features import shingles
