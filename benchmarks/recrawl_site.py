@@ -68,7 +68,7 @@ def choose_pages(cands: list[Page], n_site: int, n_new: int, url_of) -> tuple[li
     ipsum) that is not a near-duplicate of one chosen before, judged the way the crawl judges
     (default settings, in a memory index), so crawl 1 keeps them all.
     Returns (chosen, the candidates never chosen that are no copy of a chosen one)."""
-    from crawler_dedup.core.dedup import Deduplicator
+    from crawler_dedup import Deduplicator
     from crawler_dedup.core.extract import extract
 
     chosen, rest = [], []

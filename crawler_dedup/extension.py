@@ -1,8 +1,8 @@
 """The Scrapy extension that owns one crawl's Deduplicator, drop log and stats.
 
 The middlewares and the pipeline hand it pages (`DedupExtension.of(crawler)`); it decides them
-(batching.py: group commit, workers), records each verdict (stats, drop-log line, log line) and
-sends page_superseded. Settings are checked when the first component is built, so a wrong
+(batching.py: group commit, workers) and hands each verdict to its Recorder (recording.py: stats,
+drop-log line, log line, page_superseded). Settings are checked when the first component is built, so a wrong
 value stops the crawl at start; the index is opened on spider_opened. Whatever fails later, a
 page is kept and the failure counted: nothing is dropped without a drop-log line.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections import OrderedDict
 
 from scrapy import signals
@@ -21,16 +20,17 @@ from scrapy.utils.project import data_path
 from . import opening
 from .batching import GroupCommit, in_worker
 from .config import DedupConfig
-from .core.dedup import Deduplicator, Verdict, extract_and_fingerprint
+from .core.dedup import Verdict, extract_and_fingerprint
+from .deduplicator import Deduplicator
 from .core.fingerprint import body_digest
 from .core.extract import canonical_link
-from .core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Step
-from .droplog import DropLog, make_record, superseded_record
+from .core.verdict import Action, Failure, Skip, Stage, Step
 from .exceptions import ConfigError, DedupError, StoreDamaged
-from .signals import page_superseded
+from .recording import Recorder
+from .stats import COMMITS, FAST_SAME_BYTES, WORKERS_RESTARTED
 from .workers import WorkerPool
 
-logger = logging.getLogger("crawler_dedup")
+logger = logging.getLogger(__name__)
 
 _ATTR = "_crawler_dedup_extension"
 _RECENT = 100_000  # URLs decided at the response stage, remembered for the item stage
@@ -70,13 +70,11 @@ class DedupExtension:
         if not self.config.debug:  # trafilatura logs several DEBUG lines per page
             logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup: Deduplicator | None = None
-        self.droplog: DropLog | None = None
+        self.recorder = Recorder(crawler, self.config)
         self.pool: WorkerPool | None = None  # worker processes for extraction (DEDUP_WORKERS)
         self.commits = GroupCommit(self._decide_batch, lambda v: self.finish(v, Stage.RESPONSE), self.config.commit_batch,
                                    self.config.commit_delay, self._downloads)
         self._recent: OrderedDict[str, str] = OrderedDict()
-        self._logged: set[str] = set()
-        self._superseded_later: list = []  # page_superseded signals held until the spider closes
         self._logstats = None
         self._damaged: str | None = None  # why the index cannot be read: the crawl stops at start
         if self.config.enabled:
@@ -133,19 +131,19 @@ class DedupExtension:
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
         if self._damaged is not None:
-            self.stats.inc_value("dedup/errors/open")
+            self.recorder.failure(Failure.OPEN)
             from scrapy.utils.defer import deferred_from_coro
 
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="dedup_index_damaged"))
             return
         try:
             self.dedup = opening.acquire(self.config)
-            self.droplog = DropLog(str(self.config.droplog))  # (set by _configure)
+            self.recorder.open()
         except (DedupError, OSError) as exc:
             # Scrapy ignores errors raised here: say it loudly, then keep every page (fail open)
             logger.error("crawler-dedup could not open %s (%s): every page will be kept unchecked",
                          self.config.dir, exc)
-            self.stats.inc_value("dedup/errors/open")
+            self.recorder.failure(Failure.OPEN)
             return
         workers = self.config.worker_count()
         if workers:
@@ -172,47 +170,19 @@ class DedupExtension:
                            "pages are compared on their whole texts only")
 
     def log_stats(self) -> None:
-        """One periodic line from the stats: pages checked (and per minute since the last line),
-        dropped, the drop rate."""
-        get, all_stats = self.stats.get_value, self.stats.get_stats()
-        checked, dropped = get("dedup/checked", 0), get("dedup/dropped", 0)
-        skipped = sum(v for k, v in all_stats.items() if k.startswith("dedup/skipped/"))
-        errors = sum(v for k, v in all_stats.items() if k.startswith("dedup/errors/"))
-        rate = (checked - self._prev_checked) * 60.0 / self.config.logstats_interval
-        self._prev_checked = checked
-        logger.info(
-            "Dedup: checked %d pages (%d/min), dropped %d (%.1f%%), flagged %d, skipped %d, errors %d",
-            checked, rate, dropped, 100.0 * dropped / checked if checked else 0.0, get("dedup/flagged", 0),
-            skipped, errors,
-        )
+        self._prev_checked = self.recorder.periodic_line(self.config.logstats_interval, self._prev_checked)
 
     def spider_closed(self, spider, reason):
         if self._logstats is not None and self._logstats.running:
             self._logstats.stop()
         self.commits.flush()  # normally empty: the engine waits for responses in the middlewares
-        for args in self._superseded_later:  # every item of this run has gone through the pipelines now
-            self.crawler.signals.send_catch_log(page_superseded, **args)
-        self._superseded_later = []
-        get = self.stats.get_value
-        checked = get("dedup/checked", 0)
-        dropped = get("dedup/dropped", 0) + get("dedup/flagged", 0)
-        revisits = get("dedup/revisits", 0)
-        logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s; drop log: %s",
-            checked, get("dedup/kept", 0), dropped, "flagged" if self.config.dry_run else "dropped",
-            100.0 * dropped / checked if checked else 0.0,
-            f"; {revisits} revisits: {get('dedup/unchanged', 0)} unchanged, {get('dedup/updated', 0)} updated, "
-            f"{get('dedup/revisits/copy', 0)} now copies of another URL's page" if revisits else "",
-            self.config.droplog,
-        )
+        self.recorder.closing_line()
         if self.pool is not None:
             if self.pool.restarts:
-                self.stats.set_value("dedup/workers/restarted", self.pool.restarts)
+                self.stats.set_value(WORKERS_RESTARTED, self.pool.restarts)
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
-        if self.droplog is not None:
-            self.droplog.close()
-            self.droplog = None
+        self.recorder.close()
 
     def engine_stopped(self):
         """Close the index (and so end the run) only now: Scrapy runs the spider_closed handlers
@@ -256,7 +226,7 @@ class DedupExtension:
             digest = body_digest(body)
             known = self.dedup.known(digest)
             if known is not None:
-                self.stats.inc_value("dedup/fast/same_bytes")
+                self.recorder.inc(FAST_SAME_BYTES)
                 return await self._decided(url, never_drop, html=html, title=known.title, fingerprinted=known,
                                            body=digest)
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
@@ -306,108 +276,22 @@ class DedupExtension:
 
     def _count_commits(self, before: int) -> None:
         if self.dedup is not None and self.dedup.commits > before:
-            self.stats.inc_value("dedup/commits", self.dedup.commits - before)
-
-    def _count_failure(self, failure: Failure) -> None:
-        self.stats.inc_value(f"dedup/errors/{failure}")
+            self.recorder.inc(COMMITS, self.dedup.commits - before)
 
     # -- recording --------------------------------------------------------------------------
     def skip(self, url: str, why: Skip | str) -> None:
-        self.stats.inc_value(f"dedup/skipped/{why}")
-        if self.config.debug:
-            logger.debug("Dedup skipped %s: %s", url, why)
+        self.recorder.skip(url, why)
 
     def finish(self, verdict: Verdict, stage: Stage, item=None) -> Verdict:
         """Record the verdict (stats, drop log); the verdict as recorded: a drop whose drop-log
         line could not be written is a keep. Never raises: every path of a page (the pipeline's,
         the group commit's, a worker's) keeps it when recording fails."""
         try:
-            verdict = self.record(verdict, stage, item)
+            verdict = self.recorder.record(verdict, stage, item, self.dedup.run if self.dedup is not None else 0)
         except Exception as exc:  # never a drop without its drop-log line, never a failed request
-            self._error_once("internal", "Dedup could not record %s, keeping it: %s", verdict.url, exc)
-            self._count_failure(Failure.INTERNAL)
+            self.recorder.error_once("internal", "Dedup could not record %s, keeping it: %s", verdict.url, exc)
+            self.recorder.failure(Failure.INTERNAL)
             return verdict.kept_because(Failure.INTERNAL)
         if stage == Stage.RESPONSE and verdict.fingerprint is not None and verdict.action != Action.DROP:
             self.remember(verdict.url, "flagged" if verdict.action == Action.FLAG else "kept")
         return verdict
-
-    def _error_once(self, where: str, message: str, *args) -> None:
-        if where not in self._logged:
-            self._logged.add(where)
-            logger.error(message + " (further %s errors are only counted)", *args, where)
-
-    def record(self, verdict: Verdict, stage: Stage, item=None) -> Verdict:
-        inc = self.stats.inc_value
-        if verdict.error:
-            inc(f"dedup/errors/{verdict.error}")
-            return verdict
-        if verdict.skipped:
-            self.skip(verdict.url, verdict.skipped)
-            return verdict
-        inc("dedup/checked")
-        if verdict.revisit:
-            inc("dedup/revisits")
-            if verdict.revisit in (Revisit.UNCHANGED, Revisit.UPDATED):
-                inc(f"dedup/{verdict.revisit}")
-                if verdict.resent:
-                    inc("dedup/unchanged/resent")
-            elif verdict.action != Action.KEEP:
-                inc("dedup/revisits/copy")
-        if verdict.superseded:
-            self._superseded(verdict, stage)
-        if verdict.action == Action.KEEP:
-            inc("dedup/kept")
-            if verdict.guard:
-                inc(f"dedup/guarded/{verdict.guard}")
-            if self.config.debug:
-                logger.debug("Dedup kept %s (fingerprint %016x)", verdict.url, verdict.fingerprint or 0)
-            return verdict
-        keep_item = item if (item is not None and self.config.droplog_items) else None
-        try:
-            self._write(make_record(verdict, stage, getattr(self.crawler.spider, "name", None), keep_item))
-        except (OSError, TypeError, ValueError) as exc:
-            # no drop-log line, no drop: the page is kept
-            inc("dedup/errors/droplog")
-            inc("dedup/kept")
-            self._error_once("droplog", "Dedup could not write the drop log %s, keeping %s: %s",
-                             self.config.droplog, verdict.url, exc)
-            return verdict.kept_because(Failure.DROPLOG)
-        done = "flagged" if verdict.action == Action.FLAG else "dropped"
-        inc(f"dedup/{done}")
-        inc(f"dedup/{done}/{verdict.reason}")
-        if verdict.reason == Reason.UNCHANGED:  # routine on a recrawl: one line a page only when debugging
-            logger.debug("Dedup %s %s: unchanged since %s", done, verdict.url,
-                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(verdict.kept_at or 0)))
-            return verdict
-        logger.info("Dedup %s %s: %s duplicate of %s (distance %s, similarity %.2f)", done, verdict.url,
-                    verdict.reason, verdict.duplicate_of, verdict.distance, verdict.similarity or 0.0)
-        return verdict
-
-    def _write(self, record: dict) -> None:
-        if self.droplog is None:
-            raise OSError("the drop log is not open")
-        self.droplog.write(record)
-
-    def _superseded(self, verdict: Verdict, stage: Stage) -> None:
-        """The kept page this one replaced as its canonical URL: a drop-log line and a signal, so
-        storage can remove it (the index already has)."""
-        self.stats.inc_value("dedup/superseded")
-        record = superseded_record(verdict, stage, getattr(self.crawler.spider, "name", None), self.config.dry_run)
-        try:
-            self._write(record)
-        except (OSError, TypeError, ValueError) as exc:
-            self.stats.inc_value("dedup/errors/droplog")
-            self._error_once("droplog", "Dedup could not write the drop log %s (superseded %s): %s",
-                             self.config.droplog, record["url"], exc)
-        logger.info("Dedup: %s %s %s (its rel=canonical names it)", verdict.url,
-                    "would supersede" if self.config.dry_run else "supersedes", record["url"])
-        if self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
-            return
-        args = {"url": record["url"], "canonical_url": verdict.url, "record": record}
-        assert verdict.superseded is not None
-        if self.dedup is not None and verdict.superseded.get("run") == self.dedup.run:
-            # kept earlier in this crawl: its item may still be on its way to storage, so a
-            # deletion now could come first; told when the spider closes instead
-            self._superseded_later.append(args)
-        else:
-            self.crawler.signals.send_catch_log(page_superseded, **args)

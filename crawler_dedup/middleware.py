@@ -10,6 +10,11 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from .core.verdict import Action, Reason, Skip
 from .extension import DedupExtension
+from .stats import DROPPED_ITEMS_UNCHANGED
+
+
+class DuplicateResponse(IgnoreRequest):
+    """A downloaded page dropped as a near-duplicate of a kept page (its drop-log line is written)."""
 
 
 class DedupMiddleware:
@@ -54,7 +59,7 @@ class DedupMiddleware:
             request.meta["dedup_unchanged"] = response.url  # its items go no further (DedupSpiderMiddleware)
             return response
         if verdict.action == Action.DROP:
-            raise IgnoreRequest(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
+            raise DuplicateResponse(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
         return response
 
 
@@ -69,6 +74,6 @@ class DedupSpiderMiddleware(BaseSpiderMiddleware):
 
     def get_processed_item(self, item, response):
         if response is not None and response.meta.get("dedup_unchanged") == response.url:
-            self.crawler.stats.inc_value("dedup/dropped_items/unchanged")
+            self.crawler.stats.inc_value(DROPPED_ITEMS_UNCHANGED)
             return None
         return item

@@ -10,7 +10,7 @@ import threading
 import time
 
 from .config import DedupConfig, _bool
-from .core.dedup import Deduplicator
+from .deduplicator import Deduplicator
 from .exceptions import ConfigError
 
 logger = logging.getLogger("crawler_dedup")
@@ -78,11 +78,15 @@ def acquire(config: DedupConfig) -> Deduplicator:
     the same one-per-process index (the first one's settings win)."""
     key = _one_per_process(config)
     if key is None:
-        return Deduplicator(config).open()
+        dedup = Deduplicator(config)
+        dedup.open()
+        return dedup
     with _shared_lock:
         entry = _shared.get(key)
         if entry is None:
-            entry = _shared[key] = [Deduplicator(config).open(), 0]
+            dedup = Deduplicator(config)
+            dedup.open()
+            entry = _shared[key] = [dedup, 0]
         elif entry[0].config != config:
             logger.warning("crawler-dedup: crawlers of this process share %s; using the first one's settings", key[1])
         entry[1] += 1

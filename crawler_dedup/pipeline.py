@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from itemadapter import ItemAdapter
 
+from scrapy.exceptions import DropItem
+
 from .core.verdict import Action, Skip, Stage
-from .exceptions import DuplicateItem
 from .extension import DedupExtension
+
+
+class DuplicateItem(DropItem):
+    """An item pipeline drop: the item is a near-duplicate of a kept page."""
 
 
 class DedupPipeline:

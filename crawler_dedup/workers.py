@@ -21,15 +21,12 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from .worker import _LEN, write_message
+from .exceptions import WorkerDied
 
 logger = logging.getLogger("crawler_dedup")
 
 JOB_SECONDS = 120.0  # a page whose extraction takes longer kills its worker (which is started again)
 WARM = ("trafilatura", "crawler_dedup.core.fingerprint")  # imported before the first page
-
-
-class WorkerDied(RuntimeError):
-    """The worker died or timed out on this job; it was started again."""
 
 
 def usable_cores() -> int:

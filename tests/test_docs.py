@@ -108,3 +108,24 @@ def test_the_cli_reference_is_the_commands_help():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "cli_reference.py"), "--check"],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_decision_chain_and_the_stats_table_are_the_codes():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "code_tables.py"), "--check"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_stats_key_the_package_counts_is_declared():
+    """A key counted with a literal instead of a stats.py name would miss the table."""
+    import re
+
+    from crawler_dedup.stats import ALIASES, STATS, prefix
+
+    declared = [prefix(s.key) if "<" in s.key else s.key for s in STATS] + list(ALIASES.values())
+    literals = set()
+    for path in (ROOT / "crawler_dedup").rglob("*.py"):
+        if path.name != "stats.py":
+            literals |= set(re.findall(r"""["'](dedup/[a-z_/]+)""", path.read_text(encoding="utf-8")))
+    unknown = {k for k in literals if not any(k == d or (d.endswith("/") and k.startswith(d)) for d in declared)}
+    assert not unknown, f"declare these in crawler_dedup/stats.py: {sorted(unknown)}"

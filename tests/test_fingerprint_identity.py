@@ -19,7 +19,8 @@ from crawler_dedup.config import DedupConfig
 from crawler_dedup.core import features, guards
 from crawler_dedup.core import simhash as simhash_mod
 from crawler_dedup.core import tokens as tokens_mod
-from crawler_dedup.core.dedup import Deduplicator, Fingerprinted
+from crawler_dedup import Deduplicator
+from crawler_dedup.core.dedup import Fingerprinted
 from crawler_dedup.core.features import content_hash, shingles, token_hashes
 from crawler_dedup.core.guards import looks_like_notice
 from crawler_dedup.core.simhash import simhash

@@ -203,14 +203,14 @@ def test_a_page_that_cannot_be_recorded_is_kept_and_every_page_released(tmp_path
             _, pending = runtime.dedup.prepare(f"https://s/{i}", text=text)
             waiting.append((pending, defer.Deferred()))
         runtime.commits.pending = list(waiting)
-        real = runtime.record
+        real = runtime.recorder.record
 
-        def record(verdict, stage, item=None):
+        def record(verdict, stage, item=None, run=0):
             if verdict.url == "https://s/3":
                 raise KeyError("a broken stats collector")
-            return real(verdict, stage, item)
+            return real(verdict, stage, item, run)
 
-        runtime.record = record
+        runtime.recorder.record = record
         runtime.commits.flush()
         got = [d.result for _, d in waiting]  # every page released: none left hanging
         assert [v.action for v in got] == ["keep", "keep", "keep", "keep"]

@@ -301,7 +301,7 @@ def test_a_killed_scan_goes_on_and_ends_as_an_uninterrupted_one(tmp_path, pages)
 
 
 def test_a_decide_pass_stopped_mid_batch_goes_on_without_deciding_twice(tmp_path, pages, monkeypatch):
-    from crawler_dedup.core.dedup import Deduplicator
+    from crawler_dedup import Deduplicator
 
     path = write_jsonl(tmp_path / "items.jsonl", pages)
     scan([path], tmp_path / "whole", jobs=1)

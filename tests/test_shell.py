@@ -11,7 +11,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
-from crawler_dedup.exceptions import DuplicateItem
+from crawler_dedup.pipeline import DuplicateItem
 from crawler_dedup.extension import DedupExtension
 from crawler_dedup.middleware import DedupMiddleware
 from crawler_dedup.pipeline import DedupPipeline
@@ -96,8 +96,8 @@ def test_the_pipeline_drops_a_duplicate_item_and_skips_a_page_the_middleware_dec
 def test_a_drop_that_cannot_be_logged_is_kept(shell, tmp_path):
     crawler, ext, mw, _ = shell
     _fetch(mw, "https://a.example/story")
-    ext.droplog.close()
-    ext.droplog = None  # the drop log went away
+    ext.recorder.droplog.close()
+    ext.recorder.droplog = None  # the drop log went away
     response = _fetch(mw, "https://b.example/copy")  # no IgnoreRequest: kept, counted
     assert response.url == "https://b.example/copy"
     assert crawler.stats.get_value("dedup/errors/droplog") == 1 and crawler.stats.get_value("dedup/kept") == 2
@@ -119,10 +119,10 @@ def test_a_page_that_cannot_be_recorded_is_kept_by_the_pipeline(shell, monkeypat
     crawler, ext, _, pipeline = shell
     pipeline.process_item({"url": "https://a/1", "text": ARTICLE * 2})
 
-    def broken(verdict, stage, item=None):
+    def broken(verdict, stage, item=None, run=0):
         raise KeyError("a broken stats collector")
 
-    monkeypatch.setattr(ext, "record", broken)
+    monkeypatch.setattr(ext.recorder, "record", broken)
     item = {"url": "https://b/copy", "text": ARTICLE * 2}
     assert pipeline.process_item(item) is item  # a copy, but not recorded: kept, never a failed item
     assert crawler.stats.get_value("dedup/errors/internal") == 1

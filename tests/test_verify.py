@@ -121,7 +121,7 @@ def test_the_verifier_is_a_checked_setting():
 
 
 def test_batch_policy_keeps_the_longest_of_each_group(articles):
-    from crawler_dedup.core.policy import dedupe_batch
+    from crawler_dedup import dedupe_batch
 
     gold = [a[1] for a in articles]
     short = " ".join(gold[0].split(" ")[: int(len(gold[0].split(" ")) * 0.8)])  # a truncated copy first

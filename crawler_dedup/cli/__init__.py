@@ -11,8 +11,8 @@ import importlib
 import os
 import sys
 
-from ..exceptions import DedupError
-from .common import _PROJECT, CliError, parse_settings, take_legacy
+from ..exceptions import DedupError, ToolError
+from .common import _PROJECT, parse_settings, take_legacy
 
 # one module per command, in the order of `crawler-dedup --help`; each has add_parser(subparsers)
 # and run(args) -> int
@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(args, "set") and args.command != "doctor":  # (doctor reports them as a finding)
             parse_settings(args.set)
         return args.run(args)
-    except CliError as exc:
+    except ToolError as exc:  # CliError, ShowError, ScanError, ...: said to the user, with its exit code
         print(f"crawler-dedup {args.command}: {exc.message}", file=sys.stderr)
-        return exc.code
+        return exc.exit_code
     except DedupError as exc:  # a setting or an index the command found unusable: a message, no traceback
         print(f"crawler-dedup {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -7,15 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-
-
-class CliError(Exception):
-    """A command that cannot go on: `main` prints `crawler-dedup COMMAND: message` on stderr and
-    exits with `code` (2 for a usage or input error, 1 when what was asked for is not there)."""
-
-    def __init__(self, message: str, code: int = 2):
-        super().__init__(message)
-        self.message, self.code = message, code
+from ..exceptions import CliError
 
 
 # -- the one argument convention ---------------------------------------------------------

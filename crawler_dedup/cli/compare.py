@@ -20,7 +20,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..core.dedup import Deduplicator
+    from ..deduplicator import Deduplicator
     from ..core.fingerprint import Fingerprinted
     from ..core.tokens import tokenize
     from ..tools.pairs import score_pairs

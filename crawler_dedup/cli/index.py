@@ -355,6 +355,7 @@ def rebuild(args) -> int:
     import sys
 
     from ..core.integrity import rebuild as rebuild_index
+    from ..stores.lmdb import LmdbStore
 
     where = index_location(args)
     data = os.path.join(where, "data.mdb")
@@ -365,7 +366,7 @@ def rebuild(args) -> int:
     if not confirm(args, f"rebuild {data} from its kept pages (the old file is kept beside it; no crawl may be using it)"):
         print("nothing changed")
         return 1
-    got = rebuild_index(where, progress=Progress("rebuilding", unit="ids"))
+    got = rebuild_index(LmdbStore(where), progress=Progress("rebuilding", unit="ids"))
     lost = sum(hi - lo + 1 for lo, hi in got.lost_ranges)
     if not got.walked:
         how = "; its tables could not be walked, so they were all found on the file's pages"

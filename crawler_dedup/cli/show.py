@@ -73,6 +73,8 @@ def run(args) -> int:
     p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
     p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
     p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
+    if rec.get("rule"):
+        p("rule", f"{rec['rule']} (the rule of the decision chain that decided: docs/internals.md)")
     if exact or rec.get("reason") in ("unchanged", "superseded"):
         pass  # no threshold decides an exact match, nor a revisit's sameness
     elif isinstance(rec.get("thresholds"), dict):

@@ -9,10 +9,9 @@ from typing import Callable, Iterable
 from .churn import churn_digest, same_but_churn
 from .conceptual import cosine
 from .guards import titles_disagree
-from .index import DocRecord, Extra, canonical_url
+from .records import DocRecord, Extra, canonical_url
 from .sites import same_site
-from .sitelines import (EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, OwnScores,
-                        own_match)
+from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
 from .verdict import Guard, Reason, Thresholds
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
@@ -70,17 +69,15 @@ def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = 
 
 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
-               measure: str, url: str | None = None,
-               content: Callable[[DocRecord], OwnScores | None] | None = None,
-               headline: Callable[[DocRecord], float | None] | None = None,
-               collapsed: Callable[[DocRecord], bool] | None = None) -> tuple[Match | None, Guard | None]:
+               measure: str, url: str | None = None, site=None,
+               exclude: int | None = None) -> tuple[Match | None, Guard | None]:
     """The best candidate over the thresholds (highest score, then nearest, then oldest), by the
-    verifier's score or by containment; with `headline` (the same site and headline, and no other
-    page of the site under that title), one text inside the other in either direction, at any
-    length; with `content` (the two pages compared without their sites' boilerplate lines:
-    sitelines.py), by what is left of them; `collapsed`: the page's text is its site's
-    boilerplate, no evidence against that kept page. (match, the guard that rejected a candidate:
-    the title's first, then the boilerplate's)."""
+    verifier's score or by containment. With `site` (rules.SiteEvidence: what the index knows of
+    the page's site): the same site and headline, and no other page of the site under that title
+    (`exclude`: the URL's own earlier page), one text inside the other at any length; the two
+    pages compared without their sites' boilerplate lines (sitelines.py), by what is left of
+    them; a text that is its site's boilerplate is no evidence against a kept page. (match, the
+    guard that rejected a candidate: the title's first, then the boilerplate's)."""
     best, guards = None, set()
     compared = 0
     for doc in candidates:
@@ -89,14 +86,14 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             value, how = j, measure
         elif thresholds.containment and c >= thresholds.containment and j >= thresholds.min_resemblance:
             value, how = c, "containment"
-        elif (headline is not None and thresholds.containment
-              and (inside := headline(doc)) is not None and inside >= thresholds.containment):
+        elif (site is not None and thresholds.containment
+              and (inside := site.same_headline(doc, exclude)) is not None and inside >= thresholds.containment):
             value, how = inside, "headline"
         else:
-            if content is None or compared >= MAX_COMPARED or (j < EVIDENCE_RESEMBLANCE and c < EVIDENCE_CONTAINMENT):
+            if site is None or compared >= MAX_COMPARED or (j < EVIDENCE_RESEMBLANCE and c < EVIDENCE_CONTAINMENT):
                 continue
             compared += 1
-            own = content(doc)
+            own = site.compare(doc)
             found = own_match(own) if own is not None else None
             if found is None:
                 continue
@@ -104,7 +101,7 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
             guards.add(Guard.TITLE)
             continue
-        if how != "content" and collapsed is not None and j < GUARD_RESEMBLANCE and collapsed(doc):
+        if how != "content" and site is not None and j < GUARD_RESEMBLANCE and site.all_boilerplate(doc):
             guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
             continue
         dist = _distance(fp, doc)

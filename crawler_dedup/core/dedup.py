@@ -1,8 +1,8 @@
 """Steps 1-8 for one page: `Deduplicator.check(url, html|text) -> Verdict`. No Scrapy here.
 
-The Deduplicator owns the index and runs each decision in a write transaction: read what the
-index holds for the page (its URL's entry, the exact and near candidates), apply the pure rules
-of decide.py, and file the page when it is kept.
+The Deduplicator owns an index over the store it is given and runs each decision in a write
+transaction: read what the index holds for the page (lookups.py), run the chain of rules
+(rules.py), and apply the writes the deciding rule asks for (file a kept page).
 """
 
 from __future__ import annotations
@@ -15,17 +15,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..exceptions import DedupError, StoreError
-from ..stores import make_store
-from .boilerplate import collapsed, template_keys, text_lines
 from .churn import churn_digest, mask
-from .decide import (
-    Match,
-    exact_match,
-    near_match,
-    supersedes,
-    thresholds_for,
-    unchanged,
-)
 from .extract import canonical_link, page_title
 from .fingerprint import (
     Fingerprinted,
@@ -35,17 +25,19 @@ from .fingerprint import (
     fp_hex,
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
+from .boilerplate import template_keys
+from .lookups import TxnLookups
 from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
+from .rules import Decision, Judging, Page, decide
 from .sitelines import KeptLines, SitePage
 from .tables import choose_plan
-from .verdict import Action, Failure, Guard, Reason, Revisit, Skip, Stage, Step, Verdict
+from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 from .verify import make_verifier
 
 logger = logging.getLogger(__name__)
 
 EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
-MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
 __all__ = ["Deduplicator", "Pending", "Verdict", "extract_and_fingerprint", "extract_step", "fp_hex"]
 
@@ -90,7 +82,7 @@ class Deduplicator:
     def open(self, new_run: bool = True) -> "Deduplicator":
         """Open the index; `new_run` numbers this process's decisions as a new run."""
         if self.index is None:
-            store = self._store or make_store(self.config)
+            store = self._store if self._store is not None else self.make_store()
             plan = lambda: choose_plan(self.config.k, self.config.expected_pages)  # noqa: E731
             params = {"shingle": self.config.shingle, "features": self.config.features,
                       "weighting": self.config.weighting}
@@ -100,6 +92,12 @@ class Deduplicator:
             for plugin in self.plugins:
                 index.read(plugin.load)
         return self
+
+    def make_store(self):
+        """The store to open when none was given. The core builds none: `crawler_dedup.Deduplicator`
+        builds the one DEDUP_BACKEND names."""
+        raise DedupError("this Deduplicator was given no store: pass store=..., or use crawler_dedup.Deduplicator, "
+                         "which builds the store DEDUP_BACKEND names")
 
     def close(self) -> None:
         index = self.index
@@ -284,89 +282,40 @@ class Deduplicator:
             logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
-        """Lookup, verify and (when kept) insert, all inside one write transaction; a kept page
-        also files its lines and headline under its site (sitelines.py)."""
-        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
-                if self.config.site_boilerplate and self.config.store_text else None)
-        return self._decide_page(txn, verdict, fp, stage, now, site)
-
-    def _decide_page(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
-                     site: SitePage | None) -> Verdict:
-        """Lookup, verify and (when kept) insert. A page whose URL is in the index is a revisit
-        (DEDUP_REVISIT): never a copy of itself."""
+        """Read what the index holds for the page, run the chain of rules (rules.py) and apply
+        its decision's writes, all inside one write transaction."""
         index, cfg = self.index, self.config
         assert index is not None
-        cutoff = now - cfg.window if cfg.window else None
-        index.prefetch(txn, verdict.url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
-                       fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
-                       site.title_key if site is not None else None)
-        prior = index.by_url(txn, verdict.url) if verdict.url else None
-        if prior is not None and stage == Stage.ITEM and prior.stage == Stage.RESPONSE and prior.run == self.run:
-            # the middleware kept this very page earlier in this run; the item is that page
-            return verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=prior.doc_id)
-        replace_id: int | None = None
-        if prior is not None and cutoff is not None and prior.time < cutoff:
-            # out of the window: no longer in the index (removal may lag); replaced below
-            replace_id, prior = prior.doc_id, None
-        revisit = prior is not None and cfg.revisit != "drop"
-        if prior is not None and revisit:
-            verdict = verdict.but(kept_at=prior.time)
-            same = unchanged(fp, prior, self._score)
-            if same is not None:
-                verdict = _matched(verdict, same, Action.KEEP).but(revisit=Revisit.UNCHANGED)
-                if prior.run != self.run and index.run_killed(txn, prior.run):
-                    # filed by a crawl that was killed: it may never have reached storage, pass it on
-                    prior.run = self.run  # (once: if this run ends, the next crawl drops it)
-                    txn.doc_put(int(prior.doc_id or 0), prior.encode())
-                    return verdict.but(resent=True)
-                if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
-                    text = fp.text if cfg.store_text and same.measure != "exact" else None
-                    verdict = verdict.but(action=Action.FLAG if cfg.dry_run else Action.DROP, text=text)
-                return verdict  # the index holds this text already
-            replace_id = prior.doc_id
-        thresholds = thresholds_for(cfg, fp.tokens)
-        # (a revisit is never a copy of its own URL: older records of it, if any, are no match)
-        match, guard = self._match(txn, verdict, fp, cutoff, thresholds, exclude=replace_id,
-                                   own_url=verdict.url if revisit else None, site=site)
-        verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)
-        if match is not None and cfg.boilerplate and match.reason != Reason.CONCEPTUAL and self._boilerplate(txn, fp):
-            match, verdict = None, verdict.but(guard=Guard.BOILERPLATE)  # the match is on lines of no page
-        replace_ids: list[int] = []
-        if match is not None and cfg.canonical and supersedes(verdict.url, verdict.canonical, match.doc):
-            verdict = verdict.but(superseded=_superseded(match, cfg.store_text))
-            if cfg.dry_run:
-                return verdict  # flagged only: the kept copy stays, this page is not filed
-            replace_ids.append(int(match.doc.doc_id or 0))
-            match = None
-        if match is not None:
-            if verdict.never_drop:
-                return verdict.but(skipped=Skip.NEVER_DROP)
-            if revisit:
-                verdict = verdict.but(revisit=Revisit.COPY)
-                if cfg.revisit == "keep":
-                    match = None  # never drops a revisit: an update, though it copies another page
-        if (match is not None and prior is None and stage == Stage.ITEM and match.doc.stage == Stage.RESPONSE
-                and match.doc.run == self.run and verdict.url and match.doc.url == verdict.url):
-            # (DEDUP_REVISIT=drop: no URL lookup above)
-            return verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=match.doc.doc_id)
-        if match is not None:
-            flag_only = match.reason == Reason.CONCEPTUAL and cfg.conceptual == "flag"
-            verdict = _matched(verdict, match, Action.FLAG if cfg.dry_run or flag_only else Action.DROP)
-            verdict = verdict.but(text=fp.text if cfg.store_text else None)
-            if not flag_only or cfg.dry_run:
-                return verdict
-            # a flagged conceptual duplicate is still a page of its own: it is kept and indexed
-        if revisit:
-            verdict = verdict.but(revisit=Revisit.UPDATED)  # (and replaces the URL's entry)
-        if replace_id is not None:
-            replace_ids.append(replace_id)
-        for doc_id in replace_ids:  # an update, a superseded page or a stale entry: out, in this transaction
+        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
+                if cfg.site_boilerplate and cfg.store_text else None)
+        look = TxnLookups(index, txn, cfg, site)
+        look.prefetch(verdict.url, fp)
+        page = Page(verdict, fp, stage, now, look, self._judging(),
+                    prior=look.by_url(verdict.url) if verdict.url else None)
+        return self._apply(txn, page, decide(page), site)
+
+    def _judging(self) -> Judging:
+        return Judging(self.config, self.run, self._score, self.verifier.name, self.conceptual)
+
+    def _apply(self, txn: IndexTxn, page: Page, decision: Decision, site: SitePage | None) -> Verdict:
+        """The writes a decision asks for: pass an unchanged page on again, or file a page (its
+        replaced entries out first), then a few expired pages out."""
+        index, cfg, verdict, fp = self.index, self.config, decision.verdict, page.fp
+        assert index is not None
+        if decision.resend is not None:
+            prior = decision.resend
+            prior.run = self.run  # (once: if this run ends, the next crawl drops it)
+            txn.doc_put(int(prior.doc_id or 0), prior.encode())
+        if not decision.file:
+            return verdict
+        for doc_id in decision.remove:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
-        doc_id = index.add(txn, self._record(verdict, fp, stage, now), fp.digest, probes=cfg.sketch_probes,
+        doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None, body=fp.body)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
+        cutoff = page.cutoff
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
             index.expire(txn, cutoff, EXPIRE_BATCH)  # a few expired pages out per page in: the index stays flat
         for plugin in self.plugins:
@@ -388,70 +337,8 @@ class Deduplicator:
             record.extras[Extra.CANONICAL] = verdict.canonical.encode("utf-8", "surrogatepass")
         return record
 
-    def _boilerplate(self, txn: IndexTxn, fp: Fingerprinted) -> bool:
-        """The page's text is mostly lines that kept pages showed outside their own text."""
-        assert self.index is not None
-        lines = text_lines(fp.text)
-        if not lines:
-            return False
-        counts = self.index.boilerplate_counts(txn, [key for key, _ in lines])
-        return collapsed(lines, counts, fp.tokens)
-
     def _score(self, fp, doc: DocRecord) -> tuple[float, float]:
         return self.verifier.score(fp, doc, self.config)
-
-    def _match(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, cutoff: float | None, thresholds,
-               exclude: int | None = None, own_url: str | None = None,
-               site: SitePage | None = None) -> tuple[Match | None, Guard | None]:
-        """The kept page this one duplicates, and the guard that rejected one, if any.
-        `exclude`: a doc id never matched (the URL's own earlier page, on a revisit); `own_url`:
-        no page at this URL is matched either. Pages out of the window never match. `site`: the
-        page's lines, to compare candidates without their sites' boilerplate."""
-        index = self.index
-        assert index is not None
-        own = canonical_url(own_url) if own_url else None
-
-        def usable(doc: DocRecord) -> bool:
-            mine = doc.doc_id == exclude or (own is not None and canonical_url(doc.url) == own)
-            return not mine and (cutoff is None or doc.time >= cutoff)
-
-        exact = index.exact(txn, fp.digest)
-        match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
-        if match is not None:
-            return match, None
-        candidates = [doc for doc in self._candidates(txn, fp, site.titled(txn) if site else ()) if usable(doc)]
-        content = headline = collapsed = None
-        if site is not None:
-            content = lambda doc: site.compare(txn, doc, self.config.shingle)  # noqa: E731
-            headline = lambda doc: site.same_headline(txn, doc, self.config.shingle, exclude)  # noqa: E731
-            collapsed = lambda doc: site.all_boilerplate(txn, doc)  # noqa: E731
-        near, guard = near_match(fp, verdict.title, candidates, thresholds, self._score, self.verifier.name, verdict.url,
-                                 content, headline, collapsed)
-        if near is None:
-            near = self.conceptual.match(fp, candidates)
-        return near, Guard.TITLE if guarded else guard
-
-    def _candidates(self, txn: IndexTxn, fp: Fingerprinted, titled: list[int] | tuple = ()) -> list[DocRecord]:
-        """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing
-        one of the smallest shingle hashes (most shared first), then the page of the site under
-        the same headline (`titled`); at most MAX_VERIFIED."""
-        index = self.index
-        assert index is not None
-        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
-        ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
-        if self.config.sketch_probes:
-            ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
-        ids += titled
-        ids = list(dict.fromkeys(ids))  # first occurrence order
-        out: list[DocRecord] = []
-        for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone
-            batch = ids[start:start + MAX_VERIFIED]
-            for doc_id, raw in zip(batch, txn.doc_get_many(batch)):
-                if raw is not None:
-                    out.append(DocRecord.decode(raw, doc_id))
-                    if len(out) >= MAX_VERIFIED:
-                        return out
-        return out
 
     def failed(self, verdict: Verdict, where: Failure, exc: BaseException | object) -> Verdict:
         """The page kept after a failure, logged once per kind (a broken store cannot flood the log)."""
@@ -461,18 +348,3 @@ class Deduplicator:
                            where, verdict.url, where, exc, exc_info=not isinstance(exc, StoreError))
         return verdict.kept_because(where)
 
-
-def _matched(verdict: Verdict, match: Match, action: Action) -> Verdict:
-    doc = match.doc
-    return verdict.but(action=action, reason=match.reason, distance=match.distance,
-                       similarity=round(match.similarity, 4), measure=match.measure, duplicate_of=doc.url,
-                       duplicate_of_title=doc.title, duplicate_of_fingerprint=doc.fingerprint, doc_id=doc.doc_id)
-
-
-def _superseded(match: Match, store_text: bool) -> dict:
-    """What the drop log and the page_superseded signal say about a kept page replaced as its
-    canonical URL's copy."""
-    doc = match.doc
-    return {"url": doc.url, "title": doc.title, "fingerprint": doc.fingerprint, "time": doc.time,
-            "distance": match.distance, "similarity": round(match.similarity, 4), "measure": match.measure,
-            "text": doc.text if store_text else None, "run": doc.run}

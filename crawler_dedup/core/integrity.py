@@ -1,5 +1,7 @@
 """`crawler-dedup index verify` and `index rebuild`: is every entry of the index where the kept
 records say it should be, and filing the kept records again into a new index when it is not.
+What the index knows lives here; what the store's file is (LMDB's pages, its damage, swapping
+the file) lives in the store, behind the `Repairable` methods of stores/base.py.
 
 The kept records (table `docs`) are the index's truth: every other table is derived from them
 (index.add), except the learned template lines (`tpl`), which are learned again by later crawls.
@@ -8,11 +10,8 @@ The kept records (table `docs`) are the index's truth: every other table is deri
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..exceptions import DedupError, StoreError
 from ..stores.base import from_u64, u64
@@ -20,6 +19,7 @@ from .index import NearDupIndex
 from .index_txn import TABLES, IndexTxn, table_name
 from .records import DocRecord, Extra, canonical_url, url_key
 from .sitelines import lines_of
+from .tables import Plan
 
 LISTED = 20  # problems listed by name; the rest are counted
 
@@ -215,63 +215,15 @@ def _plausible(value: bytes, doc_id: int) -> DocRecord | None:
         return None
 
 
-def scan_pages(path: str) -> Iterator[tuple[bytes, bytes]]:
-    """Every (key, value) on the leaf pages of an LMDB file, read page by page without its
-    B-trees: what is left when a damaged branch page hides the leaves under it. Stale copies of
-    pages (LMDB writes new ones and frees the old) come too. Layout (LMDB 0.9): page header
-    pgno u64, pad u16, flags u16, lower u16, upper u16; a leaf node: data size (lo, hi u16),
-    flags u16, key size u16, key, then the data or, with F_BIGDATA, its overflow page number."""
-    import mmap
-    import struct
-
-    P_LEAF, P_LEAF2, P_SUBP, F_BIGDATA, F_SUBDATA, F_DUPDATA = 0x02, 0x20, 0x40, 0x01, 0x02, 0x04
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size < 8192:
-            return
-        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            from ..stores.lmdb import meta_pages
-
-            metas = meta_pages(bytes(data[:2 * 65536 + 4096]))
-            psize = metas[0][0] if metas else 4096  # (both meta pages lost: the usual size)
-            for pgno in range(2, size // psize):
-                off = pgno * psize
-                flags, lower, upper = struct.unpack_from("<HHH", data, off + 10)
-                if not flags & P_LEAF or flags & (P_LEAF2 | P_SUBP) or not 16 <= lower <= upper <= psize:
-                    continue
-                for i in range((lower - 16) // 2):
-                    ptr = struct.unpack_from("<H", data, off + 16 + 2 * i)[0]
-                    if not upper <= ptr < psize - 8:
-                        break
-                    node = off + ptr
-                    lo, hi, nflags, ksize = struct.unpack_from("<HHHH", data, node)
-                    dsize = lo | hi << 16
-                    key = bytes(data[node + 8: node + 8 + ksize])
-                    if nflags & (F_SUBDATA | F_DUPDATA):
-                        continue
-                    if nflags & F_BIGDATA:
-                        over = struct.unpack_from("<Q", data, node + 8 + ksize)[0] * psize + 16
-                        if over + dsize > size:
-                            continue
-                        value = bytes(data[over: over + dsize])
-                    else:
-                        value = bytes(data[node + 8 + ksize: node + 8 + ksize + dsize])
-                    yield key, value
-        finally:
-            data.close()
-
-
 COUNTERS = (b"next_id", b"runs")  # meta entries that only grow: the highest copy found is the latest
 
 
-def scavenge(path: str) -> tuple[dict[bytes, bytes], dict[int, DocRecord]]:
-    """The settings (meta) and kept records found on the leaf pages of a damaged file."""
-    from ..stores.base import from_u64
-
+def scavenge(rows: Iterable[tuple[bytes, bytes]]) -> tuple[dict[bytes, bytes], dict[int, DocRecord]]:
+    """The settings (meta) and kept records among rows found on a damaged file's pages (the
+    store's `salvage_source`): a record is an 8-byte key whose value decodes and encodes back."""
     meta: dict[bytes, bytes] = {}
     docs: dict[int, DocRecord] = {}
-    for key, value in scan_pages(path):
+    for key, value in rows:
         if key in (b"format", b"plan", b"params"):
             meta.setdefault(key, value)
         elif key in COUNTERS and len(value) == 8:
@@ -286,131 +238,77 @@ def scavenge(path: str) -> tuple[dict[bytes, bytes], dict[int, DocRecord]]:
     return meta, docs
 
 
-def rebuild(path: str, site_lines: bool = True, progress: Callable[[int, int], None] | None = None) -> Rebuilt:
-    """File the readable kept records of the LMDB index at `path` into a new index, then put it in
-    place and keep the old file beside it as data.mdb.damaged-TIME. No crawl may use the index."""
-    _refuse_if_open(path)
-    for name in os.listdir(path):  # what an interrupted rebuild or compact left (nobody has the index open)
-        if name.startswith((".rebuild-", ".compact-")):
-            shutil.rmtree(os.path.join(path, name), ignore_errors=True)
-    work = tempfile.mkdtemp(prefix=".rebuild-", dir=path)  # same file system; cleaned up
-    try:
-        return _rebuild(path, work, site_lines, progress)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def rebuild(store, site_lines: bool = True, progress: Callable[[int, int], None] | None = None) -> Rebuilt:
+    """File the readable kept records of `store` into a new index, then put it in place and keep
+    the old file beside it. `store` is unopened and Repairable (stores/base.py; the LMDB store):
+    it knows its file, this knows the index. No crawl may use the index."""
+    store.refuse_if_used("rebuild")
+    with store.workspace("rebuild") as work:
+        source, rows = store.salvage_source(work)
+        found_meta, found_docs = scavenge(rows)
+        try:
+            meta, readable = _settings(source, found_meta) if source is not None else (dict(found_meta), False)
+            if b"plan" not in meta:
+                where = os.path.join(store.location, "data.mdb")
+                raise StoreError(f"cannot rebuild {where}: no crawler-dedup settings record (its plan) can be read "
+                                 f"from it{' nor any kept page' if not found_docs else ''}; nothing to rebuild from: "
+                                 f"move {store.location} away and start a new DEDUP_DIR")
+            target = store.fresh(os.path.join(work, "new"))
+            try:
+                got = _refile(source if readable else None, target, meta, found_docs, site_lines, progress)
+            finally:
+                target.close()
+        finally:
+            if source is not None:
+                source.close()
+        got.damaged_copy = store.replace_with(target)
+    return got
 
 
-def _refuse_if_open(path: str) -> None:
-    """A crawl that has the index open would go on writing into the old file."""
-    import lmdb
-
-    from ..stores.lmdb import check_file, refuse_if_used
-
-    try:
-        check_file(path)
-        env = lmdb.open(path, readonly=True, max_dbs=16, create=False)
-    except (DedupError, lmdb.Error, OSError):
-        return  # not openable as it is: nobody can be using it either
-    try:
-        refuse_if_used(env, path, "rebuild")
-    finally:
-        env.close()
-
-
-def _settings(source, path: str, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:
-    """The meta table as it is, or as found on the file's pages; whether the B-trees can be read."""
+def _settings(source, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:
+    """The meta table as it is, or as found on the file's pages; whether the tables can be read."""
     try:
         source.ensure({"meta": TABLES["meta"], "docs": TABLES["docs"]})
-        meta = source.read(lambda raw: dict(_rows(raw, "meta")))
-        readable = True
+        return source.read(lambda raw: dict(_rows(raw, "meta"))), True
     except DedupError:
-        meta, readable = dict(found), False
-    return meta, readable
+        return dict(found), False
 
 
-def _rebuild(path: str, work: str, site_lines: bool, progress) -> Rebuilt:
-    from ..stores.lmdb import LmdbStore, check_file
-    from .tables import Plan
+def _refile(source, target, meta: dict[bytes, bytes], found_docs: dict[int, DocRecord], site_lines: bool,
+            progress) -> Rebuilt:
+    """Every meta entry as it was (format, plan, params, counters, open runs: a killed run's
+    pages are still passed on again), then the records read through the tables, then those found
+    on the file's pages where the tables could not reach."""
+    stop = from_u64(meta[b"next_id"]) if b"next_id" in meta else 2**62
+    plan = Plan.from_json(meta[b"plan"])
+    index = NearDupIndex.open(target, k=plan.k, make_plan=lambda: plan)
+    target.write(lambda raw: [raw.put("meta", k, v) for k, v in meta.items()])
+    highest = [0]
 
-    try:
-        check_file(path)
-        read_from = path
-    except StoreError:  # cut short, or a meta page lost: read a copy (padded to its length)
-        read_from = os.path.join(work, "source")
-        os.makedirs(read_from)
-        shutil.copyfile(os.path.join(path, "data.mdb"), os.path.join(read_from, "data.mdb"))
-        try:
-            check_file(read_from, pad=True)
-        except StoreError:
-            pass  # no meta page at all: what its leaf pages hold is all there is
-    found_meta, found_docs = scavenge(os.path.join(read_from, "data.mdb"))
-    source: LmdbStore | None = LmdbStore(read_from, readonly=True)
-    try:
-        source.open()  # type: ignore[union-attr]
-    except (StoreError, OSError):
-        source = None
-    try:
-        meta, readable = _settings(source, path, found_meta) if source is not None else (dict(found_meta), False)
-        if b"plan" not in meta:
-            raise StoreError(f"cannot rebuild {os.path.join(path, 'data.mdb')}: no crawler-dedup settings record "
-                             f"(its plan) can be read from it{' nor any kept page' if not found_docs else ''}; "
-                             f"nothing to rebuild from: move {path} away and start a new DEDUP_DIR")
-        stop = from_u64(meta[b"next_id"]) if b"next_id" in meta else 2**62
-        new = os.path.join(work, "new")
-        target = LmdbStore(new, map_size=max(64 * 2**20, os.path.getsize(os.path.join(path, "data.mdb"))))
-        plan = Plan.from_json(meta[b"plan"])
-        index = NearDupIndex.open(target, k=plan.k, make_plan=lambda: plan)
-        # every meta entry as it was (format, plan, params, counters, open runs: a killed run's
-        # pages are still passed on again), then the records
-        target.write(lambda raw: [raw.put("meta", k, v) for k, v in meta.items()])
-        highest = [0]
+    def file(batch: list[DocRecord]) -> None:
+        def write(raw):
+            txn = IndexTxn(raw, len(plan.tables))
+            for doc in batch:
+                digest = doc.extras.get(Extra.DIGEST)
+                exact = digest is not None and txn.exact_get(digest) is None
+                probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
+                text = doc.text if site_lines else None
+                lines = lines_of(text, doc.url) if text is not None else None
+                index.add(txn, doc, digest, probes=probes, exact=exact,
+                          site_keys=lines.filed if lines is not None and lines.keys else None,
+                          body=doc.extras.get(Extra.BODY), doc_id=doc.doc_id)
+                highest[0] = max(highest[0], doc.doc_id or 0)
+        target.write(write)
 
-        def file(batch: list[DocRecord]) -> None:
-            def write(raw):
-                txn = IndexTxn(raw, len(plan.tables))
-                for doc in batch:
-                    digest = doc.extras.get(Extra.DIGEST)
-                    exact = digest is not None and txn.exact_get(digest) is None
-                    probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
-                    text = doc.text if site_lines else None
-                    lines = lines_of(text, doc.url) if text is not None else None
-                    index.add(txn, doc, digest, probes=probes, exact=exact,
-                              site_keys=lines.filed if lines is not None and lines.keys else None,
-                              body=doc.extras.get(Extra.BODY), doc_id=doc.doc_id)
-                    highest[0] = max(highest[0], doc.doc_id or 0)
-            target.write(write)
-
-        try:
-            if readable:
-                got = salvage(source, stop, progress, into=file)
-            else:
-                got = Rebuilt(lost_ranges=[(1, stop)], walked=False)
-            # records on leaf pages the B-tree could not reach (only in what it lost: elsewhere a
-            # stale copy may be a page removed since)
-            lost = [doc for doc_id, doc in sorted(found_docs.items())
-                    if any(lo <= doc_id <= hi for lo, hi in got.lost_ranges)]
-            for i in range(0, len(lost), 1000):
-                file(lost[i:i + 1000])
-            got.pages += len(lost)
-            got.scavenged = len(lost)
-            if b"next_id" not in meta or from_u64(meta[b"next_id"]) <= highest[0]:
-                target.write(lambda raw: raw.put("meta", b"next_id", u64(highest[0] + 1)))
-        finally:
-            target.close()
-    finally:
-        if source is not None:
-            source.close()
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    data = os.path.join(path, "data.mdb")
-    got.damaged_copy = os.path.join(path, f"data.mdb.damaged-{stamp}")
-    try:  # the old file keeps a second name, then the new one takes its place in one step
-        os.link(data, got.damaged_copy)
-    except OSError:  # (no hard links here: two steps)
-        os.replace(data, got.damaged_copy)
-    os.replace(os.path.join(new, "data.mdb"), data)
-    lock = os.path.join(path, "lock.mdb")
-    if os.path.isdir(lock):
-        shutil.rmtree(lock)  # (a folder where LMDB's lock file goes: nothing LMDB made)
-    elif os.path.exists(lock):
-        os.remove(lock)  # its reader table described the old file
+    got = salvage(source, stop, progress, into=file) if source is not None else Rebuilt(lost_ranges=[(1, stop)],
+                                                                                        walked=False)
+    # records on leaf pages the tables could not reach (only in what they lost: elsewhere a
+    # stale copy may be a page removed since)
+    lost = [doc for doc_id, doc in sorted(found_docs.items()) if any(lo <= doc_id <= hi for lo, hi in got.lost_ranges)]
+    for i in range(0, len(lost), 1000):
+        file(lost[i:i + 1000])
+    got.pages += len(lost)
+    got.scavenged = len(lost)
+    if b"next_id" not in meta or from_u64(meta[b"next_id"]) <= highest[0]:
+        target.write(lambda raw: raw.put("meta", b"next_id", u64(highest[0] + 1)))
     return got

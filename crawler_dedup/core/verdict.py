@@ -143,6 +143,7 @@ class Verdict:
     kept_at: float | None = None  # a revisit: when the URL's page in the index was kept
     superseded: dict | None = None  # a kept page this one replaced as its canonical URL (url, title, ...)
     resent: bool = False  # unchanged, but filed by a crawl that never ended (killed): passed on again
+    rule: str | None = None  # the rule of the chain that decided (rules.RULES), when the index was consulted
 
     @property
     def is_duplicate(self) -> bool:

@@ -13,14 +13,9 @@ from urllib.parse import urlsplit
 from ..droplog import read_droplog
 from .server import PageServer
 from .site import VARIANTS, DemoPage, build_site
+from ..exceptions import DemoError
 
 MARKER = ".crawler-dedup-demo"
-
-
-class DemoError(Exception):
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass

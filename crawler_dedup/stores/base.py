@@ -29,7 +29,7 @@ Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Protocol, TypeVar
+from typing import Callable, ContextManager, Iterator, Mapping, Protocol, TypeVar
 
 import numpy as np
 
@@ -88,6 +88,26 @@ class Store(Protocol):
     def close(self) -> None: ...
     def read(self, fn: Callable[[Txn], T]) -> T: ...
     def write(self, fn: Callable[[Txn], T]) -> T: ...
+
+
+class Repairable(Protocol):
+    """What a store whose data lives in a file of its own offers `index rebuild`
+    (core/integrity.rebuild), beyond the contract: the store knows its file, the index its
+    tables. The LMDB store has these; the others are rebuilt by refiling (`index add`)."""
+
+    location: str
+
+    def refuse_if_used(self, what: str) -> None:
+        """StoreError when another process has the store open."""
+    def workspace(self, what: str) -> ContextManager[str]:
+        """A scratch folder beside the store's file (one file system), removed afterwards."""
+    def salvage_source(self, work: str) -> tuple["Store | None", Iterator[tuple[bytes, bytes]]]:
+        """A read-only store over what can be read (None: nothing opens), and every (key,
+        value) row found in the file without its indexes (what a damaged part hides)."""
+    def fresh(self, where: str) -> "Store":
+        """A new empty store of this kind at `where` (in the workspace)."""
+    def replace_with(self, new: "Store") -> str:
+        """Put `new` in this store's place in one step; where the old file went."""
 
 
 class TxnBase:

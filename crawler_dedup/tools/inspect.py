@@ -20,16 +20,13 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from ..droplog import REQUIRED_KEYS
+from ..exceptions import LogError
 
 SIM_BINS = 20  # similarity histogram: 0.05 wide
 MAX_DISTANCE = 64
 MALFORMED_EXAMPLES = 5
 
 Progress = Callable[..., None]  # progress(done, total, final=...): the CLI's bar, or None
-
-
-class LogError(Exception):
-    """A drop log that cannot be read at all (missing, a folder, unreadable): exit 2."""
 
 
 def parse_time(value: str) -> datetime:

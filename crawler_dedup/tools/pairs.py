@@ -65,7 +65,7 @@ def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, 
     """What crawler-dedup with `settings` does with b after keeping a, for each pair:
     (dropped?, or None when a side was skipped; the skip reason, or what decided)."""
     from ..config import DedupConfig
-    from ..core.dedup import Deduplicator
+    from ..deduplicator import Deduplicator
     from ..stores import MemoryStore
 
     config = DedupConfig.from_settings(settings)
@@ -111,7 +111,7 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
     import numpy as np
 
     from ..config import DedupConfig
-    from ..core.dedup import Deduplicator
+    from ..deduplicator import Deduplicator
     from ..core.features import shingles as make_shingles
     from ..core.index import DocRecord
     from ..core.verify import VERIFIERS

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..config import DedupConfig
-from ..core.dedup import Deduplicator
+from ..deduplicator import Deduplicator
 from ..core.verdict import Action, Revisit, Step, Verdict
 from . import sources
 from .scan import BATCH, Extractor, Progress, _quiet, decide

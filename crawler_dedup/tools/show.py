@@ -12,14 +12,9 @@ import textwrap
 from dataclasses import dataclass
 
 from ..core.index import DocRecord
+from ..exceptions import ShowError
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
-
-
-class ShowError(Exception):
-    def __init__(self, message: str, exit_code: int = 2):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 class ReadOnlyIndex:

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
+from ..exceptions import SourceError
 
 # what an Entry is; a page is decided, the others follow a page or are passed through
 PAGE = "page"  # an HTML response (or a JSON line with html or text): decided
@@ -22,10 +23,6 @@ DAMAGED = "damaged"  # the file could not be read from here on; `why` says what 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
 JSONL_SUFFIXES = (".jsonl", ".jl", ".ndjson", ".jsonl.gz", ".jl.gz", ".ndjson.gz")
-
-
-class SourceError(Exception):
-    """An input that cannot be read at all (a message for the user, naming the file)."""
 
 
 @dataclass

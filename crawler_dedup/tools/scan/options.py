@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...core.policy import DEFAULT_POLICY
+from ...exceptions import ScanError
 from ..sources import Fields
 
-
-class ScanError(Exception):
-    """What stops a scan before it starts (a message for the user)."""
+__all__ = ["Options", "Progress", "ScanError"]
 
 
 @dataclass

@@ -14,9 +14,9 @@ import pickle
 import zlib
 
 from ...config import DedupConfig
-from ...core.dedup import Deduplicator
 from ...core.policy import Page, rank
 from ...core.verdict import Action, Failure, Reason, Skip, Stage, Step, Verdict
+from ...deduplicator import Deduplicator
 from ...droplog import make_record, superseded_record
 from ..sources import PAGE
 from .options import Progress, ScanError

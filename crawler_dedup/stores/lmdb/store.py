@@ -1,4 +1,4 @@
-"""LMDB store: one environment, a named database per table; the only module that imports lmdb.
+"""LMDB store: one environment, a named database per table (lmdb imports only under stores/lmdb).
 
 What the tables hold is the index's business (index.py). A MULTI table is a dupsort+dupfixed
 database: a bucket's 8-byte values are read with one getmulti straight into numpy.
@@ -6,15 +6,19 @@ database: a bucket's 8-byte values are read with one getmulti straight into nump
 
 from __future__ import annotations
 
+import contextlib
 import os
-import struct
-from typing import Callable
+import shutil
+import tempfile
+import time
+from typing import Callable, Iterator
 
 import lmdb
 import numpy as np
 
-from ..exceptions import StoreDamaged, StoreError, StoreFull
-from .base import MULTI, SINGLE, T, TxnBase
+from ...exceptions import StoreDamaged, StoreError, StoreFull
+from ..base import MULTI, SINGLE, T, TxnBase
+from .file import _DAMAGED, check_file, copy_tables, damaged, leaf_rows, refuse_if_used
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -95,123 +99,6 @@ def _values(raw, key_size: int) -> np.ndarray:
     if not len(raw):
         return np.empty(0, np.uint64)
     return np.ndarray((len(raw) // step,), dtype=_BUCKET_DTYPE, buffer=raw, offset=key_size, strides=(step,))
-
-
-# what LMDB says of a file it cannot read as an index: damaged, truncated, or something else
-_DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.VersionMismatchError,
-            lmdb.BadDbiError, lmdb.IncompatibleError, lmdb.PanicError, lmdb.BadRslotError,
-            lmdb.BadTxnError)  # (a transaction a damaged page made fail)
-
-
-def damaged(location: str, exc: BaseException) -> StoreDamaged:
-    """The one message for a damaged index: which file, what LMDB said, and what to do."""
-    where = os.path.join(location, "data.mdb")
-    return StoreDamaged(f"the index file {where} is damaged or not an LMDB index ({str(exc).split(': ', 1)[-1]}); "
-                        f"`crawler-dedup index verify --dir {location}` checks it, `crawler-dedup index rebuild "
-                        f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
-
-
-_MAGIC = 0xBEEFC0DE
-
-
-_PAGE_SIZES = (4096, 512, 1024, 2048, 8192, 16384, 32768, 65536)
-
-
-def meta_pages(head: bytes) -> list[tuple[int, int, int]]:
-    """(page size, last page, txn id) of each readable meta page at the start of an LMDB file
-    (page header 16 bytes; magic, version, address, map size, two table records, last page,
-    txn id). The first may be damaged: the second is looked for at each possible page size."""
-    found = []
-    for offset in (0, *_PAGE_SIZES):
-        if len(head) < offset + 152:
-            continue
-        magic, _version = struct.unpack_from("<II", head, offset + 16)
-        psize = struct.unpack_from("<I", head, offset + 40)[0]
-        last, txnid = struct.unpack_from("<QQ", head, offset + 136)
-        if magic == _MAGIC and psize in _PAGE_SIZES and offset in (0, psize):
-            found.append((psize, last, txnid))
-    return found
-
-
-def check_file(location: str, pad: bool = False) -> None:
-    """Refuse a data.mdb that LMDB would crash on or misread rather than report: a file shorter
-    than the last page its newest meta page names (cut short by a full disk or a bad copy) makes
-    the mapped reads of the missing pages kill the process with SIGBUS; a file that is not
-    LMDB's; a folder where the file should be. `pad`: extend a cut file instead (its lost pages
-    then read as zeros: damaged, not SIGBUS), for `index rebuild` on a copy."""
-    path = os.path.join(location, "data.mdb")
-    for name in ("data.mdb", "lock.mdb"):
-        if os.path.isdir(os.path.join(location, name)):
-            raise damaged(location, Exception(f"{name} is a folder, not a file"))
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            head = fh.read(2 * 65536 + 4096)
-    except OSError:
-        return  # missing or unreadable: lmdb.open says which
-    if not size:
-        return
-    metas = meta_pages(head)
-    if not metas:
-        raise damaged(location, Exception("data.mdb is not an LMDB file, no meta page"))
-    if len(metas) < 2 and not pad:
-        raise damaged(location, Exception("data.mdb has one meta page of two"))
-    psize, last, _ = max(metas, key=lambda m: m[2])
-    if size < (last + 1) * psize:
-        if pad:
-            with open(path, "r+b") as fh:
-                fh.truncate((last + 1) * psize)
-            return
-        raise damaged(location, Exception(f"data.mdb is cut short, {size} bytes where its last page ends at "
-                                          f"{(last + 1) * psize}"))
-
-
-def other_users(env) -> list[int]:
-    """Processes other than this one with the environment open (from lock.mdb's reader table;
-    a crawl reads on every page, so it is in it)."""
-    env.reader_check()  # (drops the slots of processes that are gone)
-    pids = []
-    for line in env.readers().splitlines()[1:]:
-        fields = line.split()
-        if fields and fields[0].isdigit() and int(fields[0]) != os.getpid():
-            pids.append(int(fields[0]))
-    return sorted(set(pids))
-
-
-def refuse_if_used(env, location: str, what: str) -> None:
-    users = other_users(env)
-    if users:
-        raise StoreError(f"the index at {location} is open in process {', '.join(map(str, users))} (a crawl?): "
-                         f"stop it before `index {what}`")
-
-
-def copy_tables(src, dst, batch: int = 50_000) -> None:
-    """Every named table of `src` into `dst` with its flags, entry by entry, in key order."""
-    with src.begin() as rt:
-        names = [bytes(k) for k, _ in rt.cursor()]
-    for name in names:
-        sdb = src.open_db(name, create=False)  # (in a write transaction: one opened in a read one closes with it)
-        with src.begin() as rt:
-            flags = sdb.flags(rt)
-        ddb = dst.open_db(name, dupsort=flags["dupsort"], dupfixed=flags["dupfixed"],
-                          integerkey=flags["integerkey"], integerdup=flags["integerdup"],
-                          reverse_key=flags["reverse_key"])
-        with src.begin(db=sdb) as rt:
-            items = rt.cursor().iternext()
-            while True:
-                chunk = [(bytes(k), bytes(v)) for k, v in _take(items, batch)]
-                if not chunk:
-                    break
-                with dst.begin(write=True, db=ddb) as wt:
-                    wt.cursor().putmulti(chunk, dupdata=flags["dupsort"])
-
-
-def _take(iterator, n: int):
-    for _ in range(n):
-        try:
-            yield next(iterator)
-        except StopIteration:
-            return
 
 
 class LmdbStore:
@@ -347,9 +234,6 @@ class LmdbStore:
         (bytes before, bytes after). Every table is copied entry by entry into a new file: LMDB's
         own compacting copy (mdb_env_copy2 with MDB_CP_COMPACT) crashes the process on a
         dupsort key with a few hundred values, which `times` has when many pages share a second."""
-        import shutil
-        import tempfile
-
         data = os.path.join(self.location, "data.mdb")
         check_file(self.location)
         before = os.path.getsize(data)
@@ -377,3 +261,75 @@ class LmdbStore:
             src.close()
             shutil.rmtree(tmp, ignore_errors=True)
         return before, os.path.getsize(data)
+
+    # -- repair (stores/base.py `Repairable`: `index rebuild` through core/integrity.rebuild) ----
+    def refuse_if_used(self, what: str) -> None:
+        """StoreError when another process has the index open (it would go on writing into the
+        old file); nothing when the file cannot be opened as it is (nobody can be using it)."""
+        try:
+            check_file(self.location)
+            env = lmdb.open(self.location, readonly=True, max_dbs=_MAX_TABLES + 16, create=False)
+        except (StoreError, lmdb.Error, OSError):
+            return
+        try:
+            refuse_if_used(env, self.location, what)
+        finally:
+            env.close()
+
+    @contextlib.contextmanager
+    def workspace(self, what: str) -> Iterator[str]:
+        """A folder inside the index's (the same file system, so a new file moves in with one
+        rename), removed afterwards; what an interrupted rebuild or compact left goes first."""
+        for name in os.listdir(self.location):
+            if name.startswith((".rebuild-", ".compact-")):
+                shutil.rmtree(os.path.join(self.location, name), ignore_errors=True)
+        work = tempfile.mkdtemp(prefix=f".{what}-", dir=self.location)
+        try:
+            yield work
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def salvage_source(self, work: str) -> tuple["LmdbStore | None", Iterator[tuple[bytes, bytes]]]:
+        """What a rebuild reads from: the index read-only (a copy in `work`, padded to its length,
+        when the file is cut short or a meta page is lost), or None when LMDB cannot open even
+        that; and the (key, value) rows found on the file's leaf pages, B-trees or not."""
+        read_from = self.location
+        try:
+            check_file(self.location)
+        except StoreError:
+            read_from = os.path.join(work, "source")
+            os.makedirs(read_from)
+            shutil.copyfile(os.path.join(self.location, "data.mdb"), os.path.join(read_from, "data.mdb"))
+            try:
+                check_file(read_from, pad=True)
+            except StoreError:
+                pass  # no meta page at all: what its leaf pages hold is all there is
+        rows = leaf_rows(os.path.join(read_from, "data.mdb"))
+        source: LmdbStore | None = LmdbStore(read_from, readonly=True)
+        try:
+            source.open()  # type: ignore[union-attr]
+        except (StoreError, OSError):
+            source = None
+        return source, rows
+
+    def fresh(self, where: str) -> "LmdbStore":
+        """A new, empty store at `where` with room for what this one holds."""
+        size = os.path.getsize(os.path.join(self.location, "data.mdb"))
+        return LmdbStore(where, map_size=max(64 * 2**20, size))
+
+    def replace_with(self, new: "LmdbStore") -> str:
+        """Put `new`'s file in this index's place in one step, keeping the old one beside it as
+        data.mdb.damaged-TIME; that name. No process may have either open."""
+        data = os.path.join(self.location, "data.mdb")
+        kept = os.path.join(self.location, f"data.mdb.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:  # the old file keeps a second name, then the new one takes its place in one step
+            os.link(data, kept)
+        except OSError:  # (no hard links here: two steps)
+            os.replace(data, kept)
+        os.replace(os.path.join(new.location, "data.mdb"), data)
+        lock = os.path.join(self.location, "lock.mdb")
+        if os.path.isdir(lock):
+            shutil.rmtree(lock)  # (a folder where LMDB's lock file goes: nothing LMDB made)
+        elif os.path.exists(lock):
+            os.remove(lock)  # its reader table described the old file
+        return kept

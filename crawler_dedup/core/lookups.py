@@ -1,0 +1,86 @@
+"""Steps 5-6's reads for one page inside its write transaction: what the rules (rules.py) look at.
+
+`TxnLookups` is the index's side of the rules' `Lookups` protocol: the URL's entry, the exact
+entry, the candidates (simhash neighbours, sketch postings, the site's page under the same
+headline), the learned template lines and the site's lines. A test can hand the rules any
+object with these methods instead.
+"""
+
+from __future__ import annotations
+
+from .boilerplate import collapsed, text_lines
+from .index import NearDupIndex
+from .index_txn import IndexTxn
+from .records import DocRecord
+from .sitelines import SitePage
+
+MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
+
+
+class SiteInTxn:
+    """sitelines.SitePage bound to the page's transaction (rules.SiteEvidence)."""
+
+    def __init__(self, site: SitePage, txn: IndexTxn, shingle: int):
+        self.page, self.txn, self.shingle = site, txn, shingle
+
+    def compare(self, doc: DocRecord):
+        return self.page.compare(self.txn, doc, self.shingle)
+
+    def same_headline(self, doc: DocRecord, exclude: int | None) -> float | None:
+        return self.page.same_headline(self.txn, doc, self.shingle, exclude)
+
+    def all_boilerplate(self, doc: DocRecord) -> bool:
+        return self.page.all_boilerplate(self.txn, doc)
+
+
+class TxnLookups:
+    """What the rules read about one page, in its transaction."""
+
+    def __init__(self, index: NearDupIndex, txn: IndexTxn, config, site: SitePage | None):
+        self.index, self.txn, self.config, self._site = index, txn, config, site
+        self.site = SiteInTxn(site, txn, config.shingle) if site is not None else None
+
+    def prefetch(self, url: str | None, fp) -> None:
+        """Everything the page's decision reads first, in one go (a networked store's round trip)."""
+        cfg, site = self.config, self._site
+        self.index.prefetch(self.txn, url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
+                            fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
+                            site.title_key if site is not None else None)
+
+    def by_url(self, url: str) -> DocRecord | None:
+        return self.index.by_url(self.txn, url)
+
+    def run_killed(self, run: int) -> bool:
+        return self.index.run_killed(self.txn, run)
+
+    def exact(self, digest: bytes) -> DocRecord | None:
+        return self.index.exact(self.txn, digest)
+
+    def template_collapsed(self, fp) -> bool:
+        lines = text_lines(fp.text)
+        if not lines:
+            return False
+        counts = self.index.boilerplate_counts(self.txn, [key for key, _ in lines])
+        return collapsed(lines, counts, fp.tokens)
+
+    def candidates(self, fp) -> list[DocRecord]:
+        """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing
+        one of the smallest shingle hashes (most shared first), then the page of the site under
+        the same headline; at most MAX_VERIFIED."""
+        index, txn = self.index, self.txn
+        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
+        ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
+        if self.config.sketch_probes:
+            ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
+        if self._site is not None:
+            ids += self._site.titled(txn)
+        ids = list(dict.fromkeys(ids))  # first occurrence order
+        out: list[DocRecord] = []
+        for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone
+            batch = ids[start:start + MAX_VERIFIED]
+            for doc_id, raw in zip(batch, txn.doc_get_many(batch)):
+                if raw is not None:
+                    out.append(DocRecord.decode(raw, doc_id))
+                    if len(out) >= MAX_VERIFIED:
+                        return out
+        return out

@@ -1,0 +1,288 @@
+"""Step 7 as a chain of named rules, run in order (as Scrapy lists its downloader middlewares).
+
+Each rule answers one question about a page from what was read for it (`Lookups`) and either
+decides, returning a `Decision`, or passes the page on to the next rule, sometimes having noted
+what it found on the page (the URL's entry is stale, the kept page it matches). The last rule
+always decides. No rule writes: the Deduplicator applies a Decision (file the page, remove the
+entries it replaces, pass an unchanged page on again). `RULES` is the chain; docs/internals.md
+prints it (scripts/rules_table.py), and a verdict, its drop-log line and `show` name the rule
+that decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from .decide import Match, exact_match, near_match, supersedes, thresholds_for, unchanged
+from .records import DocRecord, canonical_url
+from .verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
+
+if TYPE_CHECKING:
+    from ..config import DedupConfig
+    from .fingerprint import Fingerprinted
+
+
+class SiteEvidence(Protocol):
+    """What the index knows of a page's site (sitelines.SitePage in the page's transaction)."""
+
+    def compare(self, doc: DocRecord):
+        """The page and `doc` compared without their sites' boilerplate lines (OwnScores)."""
+
+    def same_headline(self, doc: DocRecord, exclude: int | None) -> float | None:
+        """How much of the page `doc` holds, when it is the one kept page of the site under its headline."""
+
+    def all_boilerplate(self, doc: DocRecord) -> bool:
+        """The page's text is lines other kept pages of its site show."""
+
+
+class Lookups(Protocol):
+    """What the rules read about a page, inside its transaction (lookups.TxnLookups)."""
+
+    @property
+    def site(self) -> SiteEvidence | None:
+        """The page's site lines (DEDUP_SITE_BOILERPLATE), or None."""
+
+    def by_url(self, url: str) -> DocRecord | None: ...
+    def run_killed(self, run: int) -> bool: ...
+    def exact(self, digest: bytes) -> DocRecord | None: ...
+
+    def candidates(self, fp: Fingerprinted) -> list[DocRecord]:
+        """Kept pages to verify (simhash neighbours, sketch postings, the site's headline), nearest first."""
+
+    def template_collapsed(self, fp: Fingerprinted) -> bool:
+        """The page's text is mostly lines kept pages showed outside their own text (boilerplate.py)."""
+
+
+@dataclass
+class Judging:
+    """What the rules decide with, the same for every page of a process."""
+
+    config: DedupConfig
+    run: int  # this process's run number
+    score: Callable  # (fp, doc) -> (score, containment): the verifier's
+    measure: str  # the verifier's name
+    conceptual: Any  # the LSI plugin (plugins.py; its .match(fp, candidates))
+
+
+@dataclass
+class Page:
+    """One page on its way through the chain: what was read for it and what the rules noted."""
+
+    verdict: Verdict
+    fp: Fingerprinted
+    stage: Stage
+    now: float
+    look: Lookups
+    judging: Judging
+    prior: DocRecord | None = None  # the URL's kept page
+    stale: int | None = None  # the doc id of the URL's entry this page replaces
+    revisit: bool = False  # the URL is in the index (and DEDUP_REVISIT is not drop)
+    match: Match | None = None  # the kept page it duplicates, while one stands
+    remove: list[int] = field(default_factory=list)  # doc ids removed when the page is filed
+
+    @property
+    def config(self) -> DedupConfig:
+        return self.judging.config
+
+    @property
+    def cutoff(self) -> float | None:
+        window = self.config.window
+        return self.now - window if window else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A rule's decision: the verdict (naming the rule) and the writes it asks for."""
+
+    verdict: Verdict
+    file: bool = False  # file the page in the index (kept, or a conceptual duplicate only flagged)
+    remove: tuple[int, ...] = ()  # doc ids to take out first (an update, a superseded page, a stale entry)
+    resend: DocRecord | None = None  # an unchanged page filed by a killed run: now this run's
+
+
+Rule = Callable[[Page], "Decision | None"]
+
+
+# -- the rules, in chain order ---------------------------------------------------------------------
+
+def item_of_kept_response(p: Page) -> Decision | None:
+    """The item of a page the middleware kept as its response in this run: that page, decided already."""
+    prior = p.prior
+    if (prior is not None and p.stage == Stage.ITEM and prior.stage == Stage.RESPONSE
+            and prior.run == p.judging.run):
+        return Decision(p.verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=prior.doc_id))
+    return None
+
+
+def out_of_window(p: Page) -> Decision | None:
+    """The URL's entry is older than DEDUP_WINDOW: no longer in the index (removal may lag), replaced when kept."""
+    cutoff = p.cutoff
+    if p.prior is not None and cutoff is not None and p.prior.time < cutoff:
+        p.stale, p.prior = p.prior.doc_id, None
+    return None
+
+
+def revisit(p: Page) -> Decision | None:
+    """The URL is in the index: a revisit, never a copy of itself. The same text is unchanged
+    (dropped by DEDUP_UNCHANGED=drop, passed on again when a killed run filed it); other text is
+    an update, which replaces the URL's entry."""
+    prior, cfg = p.prior, p.config
+    p.revisit = prior is not None and cfg.revisit != "drop"
+    if prior is None or not p.revisit:
+        return None
+    p.verdict = p.verdict.but(kept_at=prior.time)
+    same = unchanged(p.fp, prior, p.judging.score)
+    if same is None:
+        p.stale = prior.doc_id
+        return None
+    verdict = matched(p.verdict, same, Action.KEEP).but(revisit=Revisit.UNCHANGED)
+    if prior.run != p.judging.run and p.look.run_killed(prior.run):
+        # filed by a crawl that was killed: it may never have reached storage, pass it on
+        return Decision(verdict.but(resent=True), resend=prior)
+    if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
+        text = p.fp.text if cfg.store_text and same.measure != "exact" else None
+        verdict = verdict.but(action=Action.FLAG if cfg.dry_run else Action.DROP, text=text)
+    return Decision(verdict)  # the index holds this text already
+
+
+def find_match(p: Page) -> Decision | None:
+    """The kept page this one duplicates: the same words, else the best candidate over the
+    thresholds (raised for short texts), else an LSI neighbour; candidates under the title
+    guard or made of the site's boilerplate lines are no match. Never the URL's own entries, nor
+    pages out of the window."""
+    verdict, fp, look = p.verdict, p.fp, p.look
+    thresholds = thresholds_for(p.config, fp.tokens)
+    own = canonical_url(verdict.url) if p.revisit and verdict.url else None
+    cutoff = p.cutoff
+
+    def usable(doc: DocRecord) -> bool:
+        mine = doc.doc_id == p.stale or (own is not None and canonical_url(doc.url) == own)
+        return not mine and (cutoff is None or doc.time >= cutoff)
+
+    exact = look.exact(fp.digest)
+    match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
+    guard: Guard | None = None
+    if match is None:
+        candidates = [doc for doc in look.candidates(fp) if usable(doc)]
+        match, guard = near_match(fp, verdict.title, candidates, thresholds, p.judging.score, p.judging.measure,
+                                  verdict.url, look.site, p.stale)
+        if match is None:
+            match = p.judging.conceptual.match(fp, candidates)
+        guard = Guard.TITLE if guarded else guard
+    p.match = match
+    p.verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)
+    return None
+
+
+def template_guard(p: Page) -> Decision | None:
+    """DEDUP_BOILERPLATE: a textual match on a text that is mostly lines kept pages showed
+    outside their own text (a sign-up block, a consent notice taken for the content) is no match."""
+    if (p.match is not None and p.config.boilerplate and p.match.reason != Reason.CONCEPTUAL
+            and p.look.template_collapsed(p.fp)):
+        p.match, p.verdict = None, p.verdict.but(guard=Guard.BOILERPLATE)
+    return None
+
+
+def canonical(p: Page) -> Decision | None:
+    """The kept copy names this page's URL as its rel=canonical: this page replaces it (a dry run only flags that)."""
+    match = p.match
+    if match is None or not p.config.canonical or not supersedes(p.verdict.url, p.verdict.canonical, match.doc):
+        return None
+    p.verdict = p.verdict.but(superseded=superseded(match, p.config.store_text))
+    if p.config.dry_run:
+        return Decision(p.verdict)  # flagged only: the kept copy stays, this page is not filed
+    p.remove.append(int(match.doc.doc_id or 0))
+    p.match = None
+    return None
+
+
+def never_drop(p: Page) -> Decision | None:
+    """A page that must be kept (a start page the crawl follows links from) is kept when it matches."""
+    if p.match is not None and p.verdict.never_drop:
+        return Decision(p.verdict.but(skipped=Skip.NEVER_DROP))
+    return None
+
+
+def revisit_copy(p: Page) -> Decision | None:
+    """A revisit whose new text copies another URL's page; DEDUP_REVISIT=keep keeps it as an update."""
+    if p.match is not None and p.revisit:
+        p.verdict = p.verdict.but(revisit=Revisit.COPY)
+        if p.config.revisit == "keep":
+            p.match = None
+    return None
+
+
+def item_of_matched_response(p: Page) -> Decision | None:
+    """DEDUP_REVISIT=drop (no URL lookup): the item of a page kept as its response in this run
+    matches that page, which it is."""
+    m = p.match
+    if (m is not None and p.prior is None and p.stage == Stage.ITEM and m.doc.stage == Stage.RESPONSE
+            and m.doc.run == p.judging.run and p.verdict.url and m.doc.url == p.verdict.url):
+        return Decision(p.verdict.but(skipped=Skip.CHECKED_AS_RESPONSE, doc_id=m.doc.doc_id))
+    return None
+
+
+def duplicate(p: Page) -> Decision | None:
+    """A match that stands: dropped (flagged by a dry run). A conceptual duplicate under
+    DEDUP_CONCEPTUAL=flag is flagged and still filed: a page of its own."""
+    if p.match is None:
+        return None
+    cfg = p.config
+    flag_only = p.match.reason == Reason.CONCEPTUAL and cfg.conceptual == "flag"
+    verdict = matched(p.verdict, p.match, Action.FLAG if cfg.dry_run or flag_only else Action.DROP)
+    verdict = verdict.but(text=p.fp.text if cfg.store_text else None)
+    if not flag_only or cfg.dry_run:
+        return Decision(verdict)
+    p.verdict = verdict
+    return kept(p)
+
+
+def keep(p: Page) -> Decision:
+    """No match stands: kept and filed (a revisit as an update, replacing the URL's entry)."""
+    return kept(p)
+
+
+RULES: tuple[Rule, ...] = (
+    item_of_kept_response, out_of_window, revisit, find_match, template_guard, canonical, never_drop,
+    revisit_copy, item_of_matched_response, duplicate, keep,
+)
+
+
+def decide(page: Page, rules: tuple[Rule, ...] = RULES) -> Decision:
+    """Run the chain: the first rule that decides, named in the verdict's `rule`."""
+    for rule in rules:
+        decision = rule(page)
+        if decision is not None:
+            return Decision(decision.verdict.but(rule=rule.__name__), decision.file, decision.remove,
+                            decision.resend)
+    raise AssertionError("the chain ends with a rule that always decides")
+
+
+def describe(rules: tuple[Rule, ...] = RULES) -> list[tuple[str, str]]:
+    """(name, what it decides) of each rule in order, from their docstrings (docs/internals.md)."""
+    return [(rule.__name__, " ".join((rule.__doc__ or "").split())) for rule in rules]
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def kept(p: Page) -> Decision:
+    verdict = p.verdict.but(revisit=Revisit.UPDATED) if p.revisit else p.verdict
+    remove = [*p.remove, *([p.stale] if p.stale is not None else [])]
+    return Decision(verdict, file=True, remove=tuple(remove))
+
+
+def matched(verdict: Verdict, match: Match, action: Action) -> Verdict:
+    doc = match.doc
+    return verdict.but(action=action, reason=match.reason, distance=match.distance,
+                       similarity=round(match.similarity, 4), measure=match.measure, duplicate_of=doc.url,
+                       duplicate_of_title=doc.title, duplicate_of_fingerprint=doc.fingerprint, doc_id=doc.doc_id)
+
+
+def superseded(match: Match, store_text: bool) -> dict:
+    """What the drop log and the page_superseded signal say about a kept page replaced as its
+    canonical URL's copy."""
+    doc = match.doc
+    return {"url": doc.url, "title": doc.title, "fingerprint": doc.fingerprint, "time": doc.time,
+            "distance": match.distance, "similarity": round(match.similarity, 4), "measure": match.measure,
+            "text": doc.text if store_text else None, "run": doc.run}

@@ -1,0 +1,104 @@
+"""The stats keys a crawl fills in Scrapy's stats, declared once with their meaning.
+
+The shell counts with these names only; docs/usage.md's stats table is made from `STATS`
+(scripts/stats_table.py), as the settings table is made from the registry. A key with
+`<part>` is a family (`dedup/skipped/<why>` -> `dedup/skipped/too_short`): `key()` fills it.
+`ALIASES` are the earlier names of the revisit keys, still counted for one release.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Stat(NamedTuple):
+    key: str
+    meaning: str
+
+
+CHECKED = "dedup/checked"
+KEPT = "dedup/kept"
+COMMITS = "dedup/commits"
+FAST_SAME_BYTES = "dedup/fast/same_bytes"
+WORKERS_RESTARTED = "dedup/workers/restarted"
+GUARDED = "dedup/guarded/<guard>"
+DROPPED = "dedup/dropped"
+DROPPED_BY = "dedup/dropped/<reason>"
+FLAGGED = "dedup/flagged"
+FLAGGED_BY = "dedup/flagged/<reason>"
+REVISITS = "dedup/revisits"
+REVISITS_UNCHANGED = "dedup/revisits/unchanged"
+REVISITS_UPDATED = "dedup/revisits/updated"
+REVISITS_COPY = "dedup/revisits/copy"
+REVISITS_RESENT = "dedup/revisits/resent"
+DROPPED_ITEMS_UNCHANGED = "dedup/dropped_items/unchanged"
+SUPERSEDED = "dedup/superseded"
+SKIPPED = "dedup/skipped/<why>"
+ERRORS = "dedup/errors/<where>"
+
+STATS: tuple[Stat, ...] = (
+    Stat(CHECKED, "pages looked up in the index (= kept + dropped + flagged)"),
+    Stat(KEPT, "checked and kept: added to the index"),
+    Stat(COMMITS, "write transactions that decided pages: `dedup/checked` / `dedup/commits` is the mean "
+                  "group-commit size"),
+    Stat(FAST_SAME_BYTES, "pages decided without extraction: their response had the very bytes of a kept page's (a "
+                          "tracking-parameter copy, an unchanged page on a recrawl), so that page's stored "
+                          "fingerprint and text stood in for extraction; decided by the same rules"),
+    Stat(WORKERS_RESTARTED, "worker processes killed and started again (one died, or spent over 120 s on a page); "
+                            "each such page is kept and counted in `dedup/errors/extract`"),
+    Stat(GUARDED, "kept although the index matched: `title` (an unrelated title on the same site, or a short text "
+                  "under an unrelated title on another: a promo block, not the page); `boilerplate` (its text is its "
+                  "site's boilerplate: lines two other pages of the site showed in their text "
+                  "(`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` on mostly lines kept pages show outside "
+                  "their main text, with under 100 words of its own)"),
+    Stat(DROPPED, "dropped (each with a drop-log line)"),
+    Stat(DROPPED_BY, "dropped, by reason (`exact`, `near`, `conceptual`, `unchanged`)"),
+    Stat(FLAGGED, "dry run (`DEDUP_DRY_RUN`), or a conceptual duplicate under `DEDUP_CONCEPTUAL=flag`: would have "
+                  "been dropped, kept with a drop-log line"),
+    Stat(FLAGGED_BY, "flagged, by reason"),
+    Stat(REVISITS, "pages whose URL was in the index"),
+    Stat(REVISITS_UNCHANGED, "revisits with the text kept for their URL (dropped or, with `DEDUP_UNCHANGED=keep`, "
+                             "kept); also counted as `dedup/unchanged` for this release"),
+    Stat(REVISITS_UPDATED, "revisits with changed text, kept as updates (their URL's entry replaced); also counted "
+                           "as `dedup/updated` for this release"),
+    Stat(REVISITS_COPY, "revisits whose new text copies another URL's page, dropped as its copy"),
+    Stat(REVISITS_RESENT, "unchanged pages passed on again because the crawl that filed them was killed (it may "
+                          "not have stored them); also counted as `dedup/unchanged/resent` for this release"),
+    Stat(DROPPED_ITEMS_UNCHANGED, "items the spider yielded from unchanged pages, dropped by the spider middleware"),
+    Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names (a `superseded` drop-log line each)"),
+    Stat(SKIPPED, "kept without a check: `not_html`, `status` (non-2xx), `empty`, `too_large`, `undecodable`, "
+                  "`no_text` (no main text), `too_short`, `notice` (the text is a consent, paywall or login notice), "
+                  "`bad_input` (an item field that is not text), `allowed`, `dont_dedup`, `never_drop` (a "
+                  "`dedup_never_drop` page that matched another URL's kept page), `checked_as_response` (the item "
+                  "of a page the middleware already checked)"),
+    Stat(ERRORS, "kept because a step failed (`extract`, `fingerprint`, `store`, `droplog`, `open`, `internal`); "
+                 "logged once per kind"),
+)
+
+# earlier names, still counted beside the new ones for one release
+ALIASES: dict[str, str] = {
+    REVISITS_UNCHANGED: "dedup/unchanged",
+    REVISITS_UPDATED: "dedup/updated",
+    REVISITS_RESENT: "dedup/unchanged/resent",
+}
+
+
+def key(template: str, part: object) -> str:
+    """A family's key: key(SKIPPED, "too_short") -> "dedup/skipped/too_short"."""
+    head, sep, _ = template.partition("<")
+    if not sep:
+        raise ValueError(f"{template} is not a family of keys")
+    return f"{head}{part}"
+
+
+def prefix(template: str) -> str:
+    """What every key of a family starts with ("dedup/skipped/")."""
+    return template.partition("<")[0]
+
+
+def counted(stats, name: str, by: int = 1) -> None:
+    """Increase a stat (and its earlier name, for this release) in Scrapy's stats collector."""
+    stats.inc_value(name, by)
+    alias = ALIASES.get(name)
+    if alias is not None:
+        stats.inc_value(alias, by)

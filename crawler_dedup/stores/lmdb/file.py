@@ -1,0 +1,173 @@
+"""The LMDB file itself: its meta pages, the checks that keep LMDB from crashing on a damaged
+file, who else has it open, copying its tables, and reading its leaf pages without the B-trees
+(what `index rebuild` salvages). LMDB's on-disk format is known here and nowhere else."""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterator
+
+import lmdb
+
+from ...exceptions import StoreDamaged, StoreError
+
+# what LMDB says of a file it cannot read as an index: damaged, truncated, or something else
+_DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.VersionMismatchError,
+            lmdb.BadDbiError, lmdb.IncompatibleError, lmdb.PanicError, lmdb.BadRslotError,
+            lmdb.BadTxnError)  # (a transaction a damaged page made fail)
+
+
+def damaged(location: str, exc: BaseException) -> StoreDamaged:
+    """The one message for a damaged index: which file, what LMDB said, and what to do."""
+    where = os.path.join(location, "data.mdb")
+    return StoreDamaged(f"the index file {where} is damaged or not an LMDB index ({str(exc).split(': ', 1)[-1]}); "
+                        f"`crawler-dedup index verify --dir {location}` checks it, `crawler-dedup index rebuild "
+                        f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
+
+
+_MAGIC = 0xBEEFC0DE
+
+
+_PAGE_SIZES = (4096, 512, 1024, 2048, 8192, 16384, 32768, 65536)
+
+
+def meta_pages(head: bytes) -> list[tuple[int, int, int]]:
+    """(page size, last page, txn id) of each readable meta page at the start of an LMDB file
+    (page header 16 bytes; magic, version, address, map size, two table records, last page,
+    txn id). The first may be damaged: the second is looked for at each possible page size."""
+    found = []
+    for offset in (0, *_PAGE_SIZES):
+        if len(head) < offset + 152:
+            continue
+        magic, _version = struct.unpack_from("<II", head, offset + 16)
+        psize = struct.unpack_from("<I", head, offset + 40)[0]
+        last, txnid = struct.unpack_from("<QQ", head, offset + 136)
+        if magic == _MAGIC and psize in _PAGE_SIZES and offset in (0, psize):
+            found.append((psize, last, txnid))
+    return found
+
+
+def check_file(location: str, pad: bool = False) -> None:
+    """Refuse a data.mdb that LMDB would crash on or misread rather than report: a file shorter
+    than the last page its newest meta page names (cut short by a full disk or a bad copy) makes
+    the mapped reads of the missing pages kill the process with SIGBUS; a file that is not
+    LMDB's; a folder where the file should be. `pad`: extend a cut file instead (its lost pages
+    then read as zeros: damaged, not SIGBUS), for `index rebuild` on a copy."""
+    path = os.path.join(location, "data.mdb")
+    for name in ("data.mdb", "lock.mdb"):
+        if os.path.isdir(os.path.join(location, name)):
+            raise damaged(location, Exception(f"{name} is a folder, not a file"))
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(2 * 65536 + 4096)
+    except OSError:
+        return  # missing or unreadable: lmdb.open says which
+    if not size:
+        return
+    metas = meta_pages(head)
+    if not metas:
+        raise damaged(location, Exception("data.mdb is not an LMDB file, no meta page"))
+    if len(metas) < 2 and not pad:
+        raise damaged(location, Exception("data.mdb has one meta page of two"))
+    psize, last, _ = max(metas, key=lambda m: m[2])
+    if size < (last + 1) * psize:
+        if pad:
+            with open(path, "r+b") as fh:
+                fh.truncate((last + 1) * psize)
+            return
+        raise damaged(location, Exception(f"data.mdb is cut short, {size} bytes where its last page ends at "
+                                          f"{(last + 1) * psize}"))
+
+
+def other_users(env) -> list[int]:
+    """Processes other than this one with the environment open (from lock.mdb's reader table;
+    a crawl reads on every page, so it is in it)."""
+    env.reader_check()  # (drops the slots of processes that are gone)
+    pids = []
+    for line in env.readers().splitlines()[1:]:
+        fields = line.split()
+        if fields and fields[0].isdigit() and int(fields[0]) != os.getpid():
+            pids.append(int(fields[0]))
+    return sorted(set(pids))
+
+
+def refuse_if_used(env, location: str, what: str) -> None:
+    users = other_users(env)
+    if users:
+        raise StoreError(f"the index at {location} is open in process {', '.join(map(str, users))} (a crawl?): "
+                         f"stop it before `index {what}`")
+
+
+def copy_tables(src, dst, batch: int = 50_000) -> None:
+    """Every named table of `src` into `dst` with its flags, entry by entry, in key order."""
+    with src.begin() as rt:
+        names = [bytes(k) for k, _ in rt.cursor()]
+    for name in names:
+        sdb = src.open_db(name, create=False)  # (in a write transaction: one opened in a read one closes with it)
+        with src.begin() as rt:
+            flags = sdb.flags(rt)
+        ddb = dst.open_db(name, dupsort=flags["dupsort"], dupfixed=flags["dupfixed"],
+                          integerkey=flags["integerkey"], integerdup=flags["integerdup"],
+                          reverse_key=flags["reverse_key"])
+        with src.begin(db=sdb) as rt:
+            items = rt.cursor().iternext()
+            while True:
+                chunk = [(bytes(k), bytes(v)) for k, v in _take(items, batch)]
+                if not chunk:
+                    break
+                with dst.begin(write=True, db=ddb) as wt:
+                    wt.cursor().putmulti(chunk, dupdata=flags["dupsort"])
+
+
+def _take(iterator, n: int):
+    for _ in range(n):
+        try:
+            yield next(iterator)
+        except StopIteration:
+            return
+
+
+def leaf_rows(path: str) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) on the leaf pages of an LMDB file, read page by page without its
+    B-trees: what is left when a damaged branch page hides the leaves under it. Stale copies of
+    pages (LMDB writes new ones and frees the old) come too. Layout (LMDB 0.9): page header
+    pgno u64, pad u16, flags u16, lower u16, upper u16; a leaf node: data size (lo, hi u16),
+    flags u16, key size u16, key, then the data or, with F_BIGDATA, its overflow page number."""
+    import mmap
+
+    P_LEAF, P_LEAF2, P_SUBP, F_BIGDATA, F_SUBDATA, F_DUPDATA = 0x02, 0x20, 0x40, 0x01, 0x02, 0x04
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < 8192:
+            return
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            metas = meta_pages(bytes(data[:2 * 65536 + 4096]))
+            psize = metas[0][0] if metas else 4096  # (both meta pages lost: the usual size)
+            for pgno in range(2, size // psize):
+                off = pgno * psize
+                flags, lower, upper = struct.unpack_from("<HHH", data, off + 10)
+                if not flags & P_LEAF or flags & (P_LEAF2 | P_SUBP) or not 16 <= lower <= upper <= psize:
+                    continue
+                for i in range((lower - 16) // 2):
+                    ptr = struct.unpack_from("<H", data, off + 16 + 2 * i)[0]
+                    if not upper <= ptr < psize - 8:
+                        break
+                    node = off + ptr
+                    lo, hi, nflags, ksize = struct.unpack_from("<HHHH", data, node)
+                    dsize = lo | hi << 16
+                    key = bytes(data[node + 8: node + 8 + ksize])
+                    if nflags & (F_SUBDATA | F_DUPDATA):
+                        continue
+                    if nflags & F_BIGDATA:
+                        over = struct.unpack_from("<Q", data, node + 8 + ksize)[0] * psize + 16
+                        if over + dsize > size:
+                            continue
+                        value = bytes(data[over: over + dsize])
+                    else:
+                        value = bytes(data[node + 8 + ksize: node + 8 + ksize + dsize])
+                    yield key, value
+        finally:
+            data.close()

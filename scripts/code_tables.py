@@ -1,0 +1,77 @@
+"""Print or check the two tables of docs/ made from declarations in the code: the decision chain
+in docs/internals.md (crawler_dedup/core/rules.py RULES) and the stats table in docs/usage.md
+(crawler_dedup/stats.py STATS).
+
+    python scripts/code_tables.py           # both tables, as Markdown
+    python scripts/code_tables.py --write   # put them into their pages between the markers
+    python scripts/code_tables.py --check   # exit 1 when a page's table is not the code's
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside this file
+sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
+
+from crawler_dedup.core.rules import describe  # noqa: E402
+from crawler_dedup.stats import ALIASES, STATS  # noqa: E402
+
+from generated import between  # noqa: E402
+
+
+def rules_table() -> str:
+    rows = ["| # | rule | what it decides |", "|---|---|---|"]
+    rows += [f"| {n} | `{name}` | {what} |" for n, (name, what) in enumerate(describe(), 1)]
+    return "\n".join(rows) + "\n"
+
+
+def stats_table() -> str:
+    rows = ["| stat | meaning |", "|---|---|"]
+    rows += [f"| `{s.key}` | {s.meaning} |" for s in STATS]
+    if ALIASES:
+        old = ", ".join(f"`{alias}` (now `{name}`)" for name, alias in ALIASES.items())
+        rows.append(f"| earlier names | {old}: still counted for this release |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {  # page -> (start marker, end marker, table)
+    "internals.md": ("<!-- rules-chain:start -->", "<!-- rules-chain:end -->", rules_table),
+    "usage.md": ("<!-- stats-table:start -->", "<!-- stats-table:end -->", stats_table),
+}
+
+
+def filled(name: str, page: str) -> str:
+    start, end, table = TABLES[name]
+    return between(page, start, end, table(), "docs/" + name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="rewrite the tables in their pages")
+    group.add_argument("--check", action="store_true", help="exit 1 when a page's table is out of date")
+    args = parser.parse_args(argv)
+    if not (args.write or args.check):
+        for name, (_, _, table) in TABLES.items():
+            sys.stdout.write(f"docs/{name}:\n{table()}\n")
+        return 0
+    status = 0
+    for name in TABLES:
+        path = ROOT / "docs" / name
+        text = path.read_text(encoding="utf-8")
+        new = filled(name, text)
+        if new != text and args.check:
+            print(f"docs/{name}'s table differs from the code: run python scripts/code_tables.py --write",
+                  file=sys.stderr)
+            status = 1
+        elif new != text:
+            path.write_text(new, encoding="utf-8")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""The layout is the data flow, and stays so: the core runs without Scrapy and without a concrete
+store, lmdb is imported only by the LMDB store, every module is small, and docs/internals.md
+names every module there is."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "crawler_dedup"
+MAX_LINES = 450
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def imports(path: Path) -> list[str]:
+    """Absolute names of the modules `path` imports (relative imports resolved), anywhere in it."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            out.append(base)
+            out += [f"{base}.{a.name}" for a in node.names]
+    return out
+
+
+def test_no_package_module_is_over_450_lines():
+    long = {str(p.relative_to(ROOT)): n for p in modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (one job each, under {MAX_LINES} lines): {long}"
+
+
+def test_lmdb_is_imported_only_under_stores_lmdb():
+    outside = [str(p.relative_to(ROOT)) for p in modules()
+               if "lmdb" in {name.split(".")[0] for name in imports(p)}
+               and p.parent != PACKAGE / "stores" / "lmdb"]
+    assert not outside
+
+
+def test_the_core_imports_no_concrete_store_and_no_tool():
+    bad = {}
+    for path in (PACKAGE / "core").glob("*.py"):
+        wrong = [n for n in imports(path) if n.startswith("crawler_dedup.")
+                 and not n.startswith(("crawler_dedup.core", "crawler_dedup.config", "crawler_dedup.exceptions",
+                                       "crawler_dedup.stores.base"))]
+        if wrong:
+            bad[path.name] = wrong
+    assert not bad, f"the core may import only itself, config, exceptions and the store contract: {bad}"
+
+
+def test_the_core_imports_without_scrapy():
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'scrapy' or name.startswith('scrapy.'):\n"
+        "            raise ImportError('scrapy is blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pkgutil, importlib, crawler_dedup.core as core\n"
+        "names = [m.name for m in pkgutil.iter_modules(core.__path__)]\n"
+        "for name in names:\n"
+        "    importlib.import_module('crawler_dedup.core.' + name)\n"
+        "import crawler_dedup.stores, crawler_dedup.exceptions, crawler_dedup.config\n"
+        "from crawler_dedup import Deduplicator, DedupError\n"
+        "assert 'scrapy' not in sys.modules\n"
+        "print(len(names))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert got.returncode == 0, got.stderr
+    assert int(got.stdout) >= 20
+
+
+def test_every_error_is_under_one_tree_and_exported():
+    import crawler_dedup
+    from crawler_dedup import exceptions
+
+    classes = [c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, BaseException)]
+    assert all(issubclass(c, crawler_dedup.DedupError) for c in classes)
+    assert {c.__name__ for c in classes} <= set(crawler_dedup.__all__)
+    for c in classes:  # the drawn tree in the module's docstring names each one
+        assert re.search(rf"\b{c.__name__}\b", exceptions.__doc__ or ""), c.__name__
+    # no public error class of our own elsewhere in the package outside that tree (a private one
+    # that never leaves its module, such as a worker's internal signal, may)
+    stray = []
+    for path in modules():
+        if path.name == "exceptions.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and any(
+                    isinstance(b, ast.Name) and b.id in ("Exception", "RuntimeError", "ValueError") for b in node.bases):
+                stray.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert not stray, stray
+
+
+def test_internals_names_every_module():
+    page = (ROOT / "docs" / "internals.md").read_text(encoding="utf-8")
+    missing = []
+    for path in modules():
+        rel = path.relative_to(PACKAGE)
+        if rel.name == "__init__.py" and len(rel.parts) > 1:
+            continue  # a package's face: its folder is named
+        name = rel.name if len(rel.parts) == 1 else "/".join(rel.parts[-2:])
+        if not (re.search(rf"(?<![\w/]){re.escape(rel.name)}\b", page) or name in page):
+            missing.append(str(rel))
+    assert not missing, f"docs/internals.md does not name: {missing}"
