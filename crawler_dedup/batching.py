@@ -14,7 +14,7 @@ from typing import Any, Callable
 from .core.dedup import Pending
 from .core.verdict import Failure, Verdict
 
-logger = logging.getLogger("crawler_dedup")
+logger = logging.getLogger(__name__)
 
 
 class GroupCommit:

@@ -13,7 +13,7 @@ from .config import DedupConfig, _bool
 from .deduplicator import Deduplicator
 from .exceptions import ConfigError
 
-logger = logging.getLogger("crawler_dedup")
+logger = logging.getLogger(__name__)
 
 _shared_lock = threading.Lock()
 _shared: dict[tuple, list] = {}  # (backend, realpath of DEDUP_DIR) -> [Deduplicator, users]

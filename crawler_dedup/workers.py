@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .worker import _LEN, write_message
 from .exceptions import WorkerDied
 
-logger = logging.getLogger("crawler_dedup")
+logger = logging.getLogger(__name__)
 
 JOB_SECONDS = 120.0  # a page whose extraction takes longer kills its worker (which is started again)
 WARM = ("trafilatura", "crawler_dedup.core.fingerprint")  # imported before the first page
