@@ -9,7 +9,8 @@ import tempfile
 import threading
 import time
 
-from .config import DedupConfig, _bool
+from .config import DedupConfig
+from .setting import _bool
 from .deduplicator import Deduplicator
 from .exceptions import ConfigError
 
