@@ -204,7 +204,14 @@ def test_malformed_allow_lists_are_config_errors(value):
     ("New Zealand - Wikipedia - Wire Service", "New Zealand - Wikipedia", False),
     ("Storm hits the coast (print version)", "Storm hits the coast | Daily", False),
     ("Storm hits coast", None, False),
-    ("A | The Daily Bugle New York Edition", "B | The Daily Bugle New York Edition", True),
+    ("Storm hits coast | The Daily Bugle New York Edition", "Vote counted tonight | The Daily Bugle New York Edition",
+     True),
+    # the headline shared under other site names and section prefixes (syndicated copies)
+    ("How to book flights abroad? | Wire", "relocation - How to book flights abroad? - Expatriates Stack Exchange", False),
+    ("Chess Sets (print)", "Chess Sets - The Regency Chess Co USA", False),  # a print version, its title whole
+    ("Economy [Printer-friendly version]", "Economy | Al Jazeera", False),
+    ("Chess Sets (print)", "Chess Clocks - The Regency Chess Co USA", True),
+    ("Storm (mobile) | Daily", "Vote counted tonight | Daily", True),  # a version mark is no headline
 ])
 def test_title_agreement(a, b, disagree):
     from crawler_dedup.core.guards import titles_disagree
