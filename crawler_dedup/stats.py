@@ -47,10 +47,11 @@ STATS: tuple[Stat, ...] = (
     Stat(WORKERS_RESTARTED, "worker processes killed and started again (one died, or spent over 120 s on a page); "
                             "each such page is kept and counted in `dedup/errors/extract`"),
     Stat(GUARDED, "kept although the index matched: `title` (an unrelated title on the same site, or a short text "
-                  "under an unrelated title on another: a promo block, not the page); `boilerplate` (its text is its "
-                  "site's boilerplate: lines two other pages of the site showed in their text "
-                  "(`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` on mostly lines kept pages show outside "
-                  "their main text, with under 100 words of its own)"),
+                  "under an unrelated title on another: a promo block, not the page); `chrome` (its main text, or the "
+                  "kept page's, is mostly its page's chrome, such as one consent dialog on two sites, and the titles "
+                  "name different headlines); `boilerplate` (its text is its site's boilerplate: lines two other "
+                  "pages of the site showed in their text (`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` "
+                  "on mostly lines kept pages show outside their main text, with under 100 words of its own)"),
     Stat(DROPPED, "dropped (each with a drop-log line)"),
     Stat(DROPPED_BY, "dropped, by reason (`exact`, `near`, `conceptual`, `unchanged`)"),
     Stat(FLAGGED, "dry run (`DEDUP_DRY_RUN`), or a conceptual duplicate under `DEDUP_CONCEPTUAL=flag`: would have "

@@ -75,9 +75,9 @@ def test_same_site_compares_registered_domains():
 def test_exact_match_and_its_title_guard():
     doc = _doc(7, fingerprint=5, title="Storm closes schools")
     match, guarded = exact_match(_fp(tokens=50, fingerprint=4), "Storm closes schools", doc)
-    assert (match.reason, match.similarity, match.distance, guarded) == (Reason.EXACT, 1.0, 1, False)
-    assert exact_match(_fp(tokens=50), "Local team wins the final", doc) == (None, True)
-    assert exact_match(_fp(tokens=50), "x", None) == (None, False)
+    assert (match.reason, match.similarity, match.distance, guarded) == (Reason.EXACT, 1.0, 1, None)
+    assert exact_match(_fp(tokens=50), "Local team wins the final", doc) == (None, Guard.TITLE)
+    assert exact_match(_fp(tokens=50), "x", None) == (None, None)
 
 
 def test_supersedes_only_the_copy_that_names_this_url():

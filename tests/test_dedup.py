@@ -212,11 +212,35 @@ def test_malformed_allow_lists_are_config_errors(value):
     ("Economy [Printer-friendly version]", "Economy | Al Jazeera", False),
     ("Chess Sets (print)", "Chess Clocks - The Regency Chess Co USA", True),
     ("Storm (mobile) | Daily", "Vote counted tonight | Daily", True),  # a version mark is no headline
+    # numbers: one product in two sizes, part 1 and part 2; a number on one side only is no sign
+    ("Insulated Tumbler 20 oz | Shop", "Insulated Tumbler 30 oz | Shop", True),
+    ("Storm hits coast, part 2", "Storm hits coast, part 1", True),
+    ("Rita batters Louisiana, Texas coasts - Sep 24, 2005", "Rita batters Louisiana, Texas coasts | News", False),
+    ("Top 10 hiking boots - updated 2024", "Top 10 hiking boots | Outdoor", False),
 ])
+
+
 def test_title_agreement(a, b, disagree):
     from crawler_dedup.core.guards import titles_disagree
 
     assert titles_disagree(a, b) is disagree
+
+
+@pytest.mark.parametrize("a,b,same", [
+    ("Storm hits the coast of Maine tonight | Daily", "Storm hits the coast of Maine tonight - Wire", True),
+    ("Trump Has \ufffdDuty\ufffd to Prepare for War With North Korea | Online",
+     "Trump Has \u2018Duty\u2019 to Prepare for War With North Korea, Says Minister", True),  # garbled, cut short
+    ("Economy (print)", "Economy | Today's latest from Al Jazeera", True),
+    ("Storm hits coast | Daily", "Vote counted tonight | Daily", False),  # only the site's name is shared
+    ("Tumbler 20 oz", "Tumbler 30 oz", False),
+    ("Storm hits coast", None, False),
+])
+def test_same_headline(a, b, same):
+    from crawler_dedup.core.guards import headline_keys, same_headline
+
+    assert same_headline(a, b) is same
+    if same and a.count("|") == b.count("|") == 1 and "(" not in a:  # filed under a key the other asks for
+        assert set(headline_keys(a)) & set(headline_keys(b))
 
 
 def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_other(dedup, articles):

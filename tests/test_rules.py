@@ -66,6 +66,9 @@ class Table:
     def template_collapsed(self, fp):
         return self.collapsed
 
+    def headed(self, title):
+        return list(self.docs)
+
 
 def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage.RESPONSE, run: int = 2,
          title: str | None = None, now: float = NOW, never_drop: bool = False, canonical: str | None = None,
@@ -82,7 +85,7 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
 
 def test_the_chain_is_listed_once_in_order_and_each_rule_says_what_it_decides():
     names = [name for name, _ in rules.describe()]
-    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "template_guard", "canonical",
+    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "contained", "template_guard", "canonical",
                      "never_drop", "revisit_copy", "item_of_matched_response", "duplicate", "keep"]
     assert all(len(what) > 30 for _, what in rules.describe())
 
@@ -231,3 +234,62 @@ def test_keep_files_the_page_and_removes_what_it_replaces():
     assert got.file and got.remove == (9, 3) and got.verdict.revisit == Revisit.UPDATED
     plain = rules.keep(page("https://a.example/2", text(2)))
     assert plain.file and plain.remove == () and plain.verdict.revisit is None
+
+
+def _viewed(doc: DocRecord, shown: str, chrome: float = 0.0) -> DocRecord:
+    """A kept page that showed `shown` beside its main text (its visible sample and chrome share)."""
+    from crawler_dedup.core.visible import main_shingles, sample
+
+    doc.extras[Extra.VISIBLE] = sample(main_shingles(shown)).astype(">u4").tobytes()
+    doc.extras[Extra.CHROME] = bytes([round(chrome * 100)])
+    return doc
+
+
+def _with_view(p: rules.Page, shown: str, chrome: float = 0.0) -> rules.Page:
+    from crawler_dedup.core.visible import PageView, main_shingles
+
+    p.fp.view = PageView(visible=main_shingles(shown), chrome=chrome)
+    return p
+
+
+def test_contained_finds_a_main_text_inside_the_other_pages_visible_text_either_way():
+    article, related, comments = "The storm hits the coast. " + text(1, 300), text(2, 200), text(3, 200)
+    # the kept source's extraction took its comments; this copy's main text is the article, which
+    # the source showed
+    source = _viewed(kept(1, comments, "https://a.example/story", title="Storm hits the coast | Daily"),
+                     article + " " + comments)
+    p = _with_view(page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire"),
+                   article)
+    assert rules.contained(p) is None and p.match is not None
+    assert (p.match.doc.doc_id, p.match.measure, p.match.similarity >= 0.8) == (1, "visible", True)
+    # the other way: this copy's extraction took its template's related list; it shows the kept article
+    source = _viewed(kept(2, article, "https://a.example/story", title="Storm hits the coast | Daily"), article)
+    p = _with_view(page("https://b.example/copy", related, Table([source]), title="Storm hits the coast - Wire"),
+                   related + " " + article)
+    rules.contained(p)
+    assert p.match is not None and p.match.doc.doc_id == 2
+    # but a page about its headline that shows a kept page's other text is a page: a full page
+    # beside its app shell, whose extraction took the site's related list
+    shell = _viewed(kept(3, related, "https://a.example/app/story", title="Storm hits the coast | Daily"), related)
+    full = _with_view(page("https://a.example/story", article, Table([shell]), title="Storm hits the coast | Daily"),
+                      article + " " + related)
+    rules.contained(full)
+    assert full.match is None
+
+
+def test_contained_needs_the_same_headline_text_that_is_not_chrome_and_the_setting():
+    article, comments = text(1, 300), text(3, 200)
+    source = _viewed(kept(1, comments, "https://a.example/story", title="Storm hits the coast | Daily"),
+                     article + " " + comments)
+    other = page("https://b.example/copy", article, Table([source]), title="Vote counted tonight | Wire")
+    assert rules.contained(_with_view(other, article)) is None and other.match is None  # another headline
+    chrome = page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire")
+    rules.contained(_with_view(chrome, article, chrome=0.9))
+    assert chrome.match is None  # this page's main text is its chrome: no evidence
+    off = page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire",
+               visible_containment=0)
+    rules.contained(_with_view(off, article))
+    assert off.match is None
+    short = page("https://b.example/copy", text(1, 30), Table([source]), title="Storm hits the coast - Wire")
+    rules.contained(_with_view(short, text(1, 30)))
+    assert short.match is None  # under 50 shingles: too little to tell

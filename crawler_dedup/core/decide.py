@@ -6,15 +6,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+import numpy as np
+
 from .churn import churn_digest, same_but_churn
 from .conceptual import cosine
-from .guards import titles_disagree
+from .guards import headline_coverage, same_headline, titles_disagree
 from .records import DocRecord, Extra, canonical_url
 from .sites import same_site
 from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
+from .tokens import tokenize
 from .verdict import Guard, Reason, Thresholds
+from .visible import PageView, containment, main_shingles, sampled_containment
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
+CHROME_SHARE = 0.5  # a main text this much in its page's chrome (visible.py) needs an agreeing title too
+MIN_CONTAINED = 50  # 5-word shingles a main text needs to be found inside another page's visible text
+FULLER = 0.9  # the kept main text this much inside the page's main text too: a fuller version of it
+ABOUT = 0.5  # a main text naming this share of its headline's words is about it
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
@@ -45,27 +53,49 @@ def thresholds_for(config, tokens: int) -> Thresholds:
                       conceptual=conceptual)
 
 
-def title_guarded(tokens: int, title: str | None, other_title: str | None, same_site: bool) -> bool:
+def title_guarded(tokens: int, title: str | None, other_title: str | None, same_site: bool,
+                  chrome: bool = False) -> bool:
     """The title guard against extraction collapse: two pages under unrelated titles are two
     pages, whatever text extraction gave them, when they are of one site (a sign-up block, a
     promo, "related stories" or a long "About us" taken for the content of both: on the
-    benchmark every false drop of a shell page is of this kind), or when the text is short.
-    A page of another site under another title with a longer text is a syndicated copy: such
-    a copy keeps the other site's title (benchmarks/realcopies.py)."""
+    benchmark every false drop of a shell page is of this kind), or when the text is short. A
+    page of another site under another title with a longer text is a syndicated copy: such a
+    copy keeps the other site's title (benchmarks/realcopies.py). When either main text is
+    mostly its page's chrome (one consent dialog on two sites' pages), the titles must name the
+    same headline, at any site and length."""
+    if chrome:
+        return not same_headline(title, other_title)
     return (same_site or tokens < GUARD_TOKENS) and titles_disagree(title, other_title)
+
+
+def chrome_text(fp, doc: DocRecord) -> bool:
+    """Either main text is mostly its page's chrome (visible.py; a kept page's share is in its record)."""
+    view = getattr(fp, "view", None)
+    mine = view.chrome if view is not None else 0.0
+    return mine >= CHROME_SHARE or doc.extras.get(Extra.CHROME, b"\x00")[0] >= CHROME_SHARE * 100
+
+
+def _guard(fp, title: str | None, doc: DocRecord, url: str | None) -> Guard | None:
+    """The guard that keeps this page beside `doc`: the title's (one site or a short text), the
+    chrome's (a main text that is chrome, any site), or none."""
+    site, chrome = same_site(url, doc.url), chrome_text(fp, doc)
+    if not title_guarded(fp.tokens, title, doc.title, site, chrome):
+        return None
+    return Guard.CHROME if chrome else Guard.TITLE
 
 
 def _distance(fp, doc: DocRecord) -> int:
     return (doc.fingerprint ^ fp.fingerprint).bit_count()
 
 
-def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = None) -> tuple[Match | None, bool]:
-    """The kept page with the same words, unless the title guard keeps this one; (match, guarded)."""
+def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = None) -> tuple[Match | None, Guard | None]:
+    """The kept page with the same words, unless a guard keeps this one; (match, the guard)."""
     if doc is None:
-        return None, False
-    if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
-        return None, True
-    return Match(doc, Reason.EXACT, _distance(fp, doc), 1.0, "exact"), False
+        return None, None
+    guard = _guard(fp, title, doc, url)
+    if guard is not None:
+        return None, guard
+    return Match(doc, Reason.EXACT, _distance(fp, doc), 1.0, "exact"), None
 
 
 def near_match(fp, title: str | None, candidates: Iterable[DocRecord], thresholds: Thresholds, score: Scorer,
@@ -98,8 +128,9 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             if found is None:
                 continue
             value, how = found
-        if title_guarded(fp.tokens, title, doc.title, same_site(url, doc.url)):
-            guards.add(Guard.TITLE)
+        titled = _guard(fp, title, doc, url)
+        if titled is not None:
+            guards.add(titled)
             continue
         if how != "content" and site is not None and j < GUARD_RESEMBLANCE and site.all_boilerplate(doc):
             guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
@@ -108,8 +139,56 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         rank = (-value, dist, doc.doc_id)
         if best is None or rank < best[0]:
             best = (rank, Match(doc, Reason.NEAR, dist, value, how))
-    guard = Guard.TITLE if Guard.TITLE in guards else (Guard.BOILERPLATE if guards else None)
+    guard = next((g for g in (Guard.TITLE, Guard.CHROME, Guard.BOILERPLATE) if g in guards), None)
     return (best[1] if best else None), guard
+
+
+@dataclass
+class Evidence:
+    """A page's main text as the visible-text rule compares it: its 5-word shingles, how much of
+    its headline it names, what it shows beside it (visible.PageView, None without markup)."""
+
+    shingles: np.ndarray
+    words: frozenset[str]
+    coverage: float | None  # of the title's headline words (visible.headline_coverage)
+    view: PageView | None
+
+    @classmethod
+    def of(cls, text: str, title: str | None, view: PageView | None) -> "Evidence":
+        tokens = tokenize(text or "")
+        words = frozenset(tokens)
+        return cls(main_shingles(tokens), words, headline_coverage(title, words), view)
+
+
+def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
+    """How much of one page's main text the other page shows, under the same headline (rules.contained):
+    the page's main text inside the kept page's visible text (estimated on the kept page's sample),
+    or the kept page's main text inside this page's visible text (exact). Each main text needs
+    MIN_CONTAINED shingles and must not be mostly its page's chrome. This page holding the kept
+    page's text counts only when it is a fuller version of it (the kept main text inside this one's
+    too: a print version beside a page extracted short) or when its own main text is not about its
+    headline while the kept one's is (its extraction took the wrong block, as a syndicated copy's
+    related list); a page about its headline holding a kept page's other text is a page (a full
+    page beside its app shell)."""
+    found: list[float] = []
+    view = page.view
+    sampled = doc.extras.get(Extra.VISIBLE)
+    if sampled is not None and page.shingles.size >= MIN_CONTAINED and (view is None or view.chrome < CHROME_SHARE):
+        inside = sampled_containment(page.shingles, np.frombuffer(sampled, dtype=">u4").astype(np.uint32))
+        if inside is not None:
+            found.append(inside)
+    kept_chrome = doc.extras.get(Extra.CHROME, b"\x00")[0] / 100
+    text = doc.text if view is not None and kept_chrome < CHROME_SHARE else None
+    if text is not None:
+        theirs = Evidence.of(text, doc.title, None)
+        if theirs.shingles.size >= MIN_CONTAINED:
+            shown = containment(theirs.shingles, view.visible)  # type: ignore[union-attr]
+            fuller = containment(theirs.shingles, page.shingles) >= shown * FULLER
+            misread = (page.coverage is not None and theirs.coverage is not None
+                       and page.coverage < ABOUT and theirs.coverage >= ABOUT)
+            if fuller or misread:
+                found.append(shown)
+    return max(found) if found else None
 
 
 def conceptual_match(fp, candidates: Iterable[DocRecord], threshold: float) -> Match | None:

@@ -34,6 +34,7 @@ from .sitelines import KeptLines, SitePage
 from .tables import choose_plan
 from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 from .verify import make_verifier
+from .visible import page_view
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +197,8 @@ class Deduplicator:
                 fp.body = body
             if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
                 fp.template = template_keys(html, fp.text)  # (a worker found them already)
+            if self.config.visible_containment and fp.view is None and isinstance(html, (str, bytes, bytearray)) and html:
+                fp.view = page_view(html, fp.text)
             excerpt = " ".join(fp.text[:600].split())  # a prefix of the whole text's join
             if len(excerpt) < 200:
                 excerpt = " ".join(fp.text.split())
@@ -243,7 +246,7 @@ class Deduplicator:
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
                     fp = page.fp
                 # (what came from the page's markup and bytes, which are not here)
-                fp.template, fp.body, fp.lines = page.fp.template, page.fp.body, page.fp.lines
+                fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now))
             return out
 
@@ -289,7 +292,7 @@ class Deduplicator:
         site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
                 if cfg.site_boilerplate and cfg.store_text else None)
         look = TxnLookups(index, txn, cfg, site)
-        look.prefetch(verdict.url, fp)
+        look.prefetch(verdict.url, fp, verdict.title)
         page = Page(verdict, fp, stage, now, look, self._judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
         return self._apply(txn, page, decide(page), site)
@@ -329,6 +332,9 @@ class Deduplicator:
                            extras=dict(fp.extras))  # a copy: a transaction run again starts from fp as prepared
         if cfg.store_text:
             record.set_text(fp.text)
+        if cfg.visible_containment and fp.view is not None:  # (filed under its title's parts: index.add)
+            record.extras[Extra.VISIBLE] = fp.view.sample().astype(">u4").tobytes()
+            record.extras[Extra.CHROME] = bytes([min(100, round(fp.view.chrome * 100))])
         if not cfg.store_text and mask(fp.text) != fp.text:  # (with the text stored, compared from it)
             digest = churn_digest(fp.text)
             if digest != fp.digest:

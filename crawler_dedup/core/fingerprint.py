@@ -13,6 +13,7 @@ import numpy as np
 
 from .boilerplate import template_keys
 from .sitelines import lines_of
+from .visible import page_view
 from .extract import extract
 from .features import content_hash, shingles
 from .guards import looks_like_notice
@@ -39,6 +40,7 @@ class Fingerprinted:
     template: np.ndarray | None = None  # keys of the lines shown outside the text (boilerplate.py)
     body: bytes | None = None  # the digest of the response's bytes (filed with a kept page)
     lines: Any = None  # its lines under its site (sitelines.Lines), when a worker found them
+    view: Any = None  # what the page shows beside its main text (visible.PageView), DEDUP_VISIBLE_CONTAINMENT
 
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
@@ -96,6 +98,8 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
             fp.template = template_keys(html, fp.text)
         if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:
             fp.lines = lines_of(fp.text, url)  # (the crawler's thread keeps only the lookup)
+        if isinstance(fp, Fingerprinted) and config.visible_containment:
+            fp.view = page_view(html, fp.text)
         return Step.FINGERPRINT, fp, title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title

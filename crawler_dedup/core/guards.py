@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import xxhash
+
 # words that dominate consent, paywall, login and "enable JavaScript" notices
 NOTICE_WORDS = frozenset("""
 cookie cookies consent consenting consents privacy partners personalised personalized preferences
@@ -26,6 +28,8 @@ _WORD = re.compile(r"\w+")
 _VERSION_WORDS = frozenset("print printer friendly printable version view edition mobile amp".split())
 _BRACKETED = re.compile(r"[(\[]([^()\[\]]*)[)\]]")
 HEADLINE_WORDS = 3  # a part of a title this long, shared by two titles, is their headline
+PREFIX_WORDS = 4  # a headline cut short ("Storm hits the coast of…") is found by its first words
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def notice_share(tokens: list[str]) -> float:
@@ -79,11 +83,51 @@ def _version_mark(words: frozenset[str]) -> bool:
     return bool(words) and words <= _VERSION_WORDS and bool(words & {"print", "printer", "printable", "mobile", "amp"})
 
 
+def _ordered_parts(title: str) -> list[list[str]]:
+    title = _BRACKETED.sub(lambda m: " " if _version_mark(_words(m.group(1))) else m.group(0), title)
+    parts = ([w.casefold() for w in _WORD.findall(part)] for part in _SEPARATORS.split(title))
+    return [p for p in parts if p and not _version_mark(frozenset(p))]
+
+
 def title_parts(title: str) -> list[frozenset[str]]:
     """A title's parts (split at " | ", " - ", ...) as word sets, without the marks of a print,
     mobile or AMP version ("Storm hits coast (print)" is the title of "Storm hits coast")."""
-    title = _BRACKETED.sub(lambda m: " " if _version_mark(_words(m.group(1))) else m.group(0), title)
-    return [w for w in map(_words, _SEPARATORS.split(title)) if w and not _version_mark(w)]
+    return [frozenset(p) for p in _ordered_parts(title)]
+
+
+def headline_keys(title: str | None) -> list[bytes]:
+    """The keys a kept page is filed under by its title (the index's `heads` table): each part's
+    words, and the first PREFIX_WORDS words of a longer part (a copy's title cut short)."""
+    if not title:
+        return []
+    keys = []
+    for words in _ordered_parts(title):
+        keys.append(xxhash.xxh64_digest(("h " + " ".join(words)).encode("utf-8", "surrogatepass")))
+        if len(words) > PREFIX_WORDS:
+            keys.append(xxhash.xxh64_digest(("p " + " ".join(words[:PREFIX_WORDS])).encode("utf-8", "surrogatepass")))
+    return list(dict.fromkeys(keys))
+
+
+def headline_coverage(title: str | None, words: frozenset[str] | set[str]) -> float | None:
+    """How many of the title's headline words (its longest part's, 4+ letters) a text's words
+    hold; None for a headline of fewer than two such words (too little to tell)."""
+    parts = _ordered_parts(title or "")
+    if not parts:
+        return None
+    wanted = {w for w in max(parts, key=len) if len(w) >= 4}
+    return len(wanted & words) / len(wanted) if len(wanted) >= 2 else None
+
+
+def same_headline(a: str | None, b: str | None) -> bool:
+    """Both titles known, not disagreeing, and sharing a part: the same words, or (a title cut
+    short, a character garbled) 4+ words of which 80% are the other's."""
+    if not a or not b or titles_disagree(a, b):
+        return False
+    for p in title_parts(a):
+        for q in title_parts(b):
+            if p == q or (min(len(p), len(q)) >= PREFIX_WORDS and len(p & q) >= 0.8 * min(len(p), len(q))):
+                return True
+    return False
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
@@ -93,8 +137,9 @@ def _jaccard(a: frozenset, b: frozenset) -> float:
 def titles_disagree(a: str | None, b: str | None, at_most: float = 0.2) -> bool:
     """Both titles known and naming different stories.
 
-    Titles are split at " | ", " - ", ... into parts, without the marks of a print or mobile
-    version. A shared part of 3+ words is the same headline under other site names or section
+    Titles that each carry a number the other lacks name different things (a product in two
+    sizes, part 1 and part 2; "Top 10 tips - 2024" is still "Top 10 tips"). Titles are split at " | ", " - ", ... into parts, without the
+    marks of a print or mobile version. A shared part of 3+ words is the same headline under other site names or section
     prefixes, unless both titles have headlines of their own beside it (then it is the site's
     name); a title that is one part of the other is that page; the same first part, longest in
     both, is the same headline ("Storm | Daily" vs "Storm - Other Paper"). Otherwise parts both
@@ -103,6 +148,9 @@ def titles_disagree(a: str | None, b: str | None, at_most: float = 0.2) -> bool:
     """
     if not a or not b:
         return False
+    numbers_a, numbers_b = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    if numbers_a - numbers_b and numbers_b - numbers_a:
+        return True  # one product in two sizes, part 1 and part 2, two years' editions
     parts_a, parts_b = title_parts(a), title_parts(b)
     if not parts_a or not parts_b:
         return False

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..exceptions import StoreFormat
 from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from .guards import headline_keys
 from .boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
+HEADS_LIMIT = 8  # a title part more kept pages are filed under is a site's name or a stock title, no headline
 
 
 def _open_run(run: int) -> str:
@@ -159,13 +161,13 @@ class NearDupIndex:
 
     def prefetch(self, txn, url: str | None, fp: int, digest: bytes | None, sketch: np.ndarray, probes: int,
                  template: np.ndarray | None = None, site: list[bytes] | None = None,
-                 titled: bytes | None = None) -> None:
+                 titled: bytes | None = None, heads: list[bytes] | None = None) -> None:
         """Read the URL entry, the exact entry, the buckets and the sketch postings of a page's
         lookup, its template and site lines' entries and its headline's (what filing it reads), in
         one go (a networked store's round trip; nothing on LMDB)."""
         key = url_key(url) if url and self.version >= 4 else None
         txn.prefetch(key, digest, self.plan.keys(fp), _keys8(sketch[:probes]) if probes else [],
-                     _keys8(template) if template is not None else [], site, titled)
+                     _keys8(template) if template is not None else [], site, titled, heads)
 
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
@@ -257,7 +259,15 @@ class NearDupIndex:
             headline = title_key(record.url, record.title)
             if headline is not None:
                 txn.title_add(headline, doc_id, TITLED)
+        if Extra.CHROME in record.extras:  # kept with its view (DEDUP_VISIBLE_CONTAINMENT): found by its title
+            txn.heads_add(headline_keys(record.title), doc_id, HEADS_LIMIT)
         return doc_id
+
+    def headed(self, txn, title: str | None) -> list[DocRecord]:
+        """The kept pages filed under a part of this title (guards.headline_keys), first found first."""
+        keys = headline_keys(title)
+        ids = txn.headed_docs(keys, HEADS_LIMIT) if keys else []
+        return [DocRecord.decode(raw, i) for i, raw in zip(ids, txn.doc_get_many(ids)) if raw is not None]
 
     def boilerplate_counts(self, txn, keys: list[int]) -> list[int]:
         """For each line key, how many kept pages showed it outside their text (up to TEMPLATE_PAGES)."""
@@ -294,6 +304,8 @@ class NearDupIndex:
         titled = title_key(doc.url, doc.title)
         if titled is not None:
             txn.title_remove(titled, doc_id)
+        if Extra.CHROME in doc.extras:
+            txn.heads_remove(headline_keys(doc.title), doc_id)
         return True
 
     def expire(self, txn, before: float, limit: int) -> int:

@@ -14,11 +14,12 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # the first of those pages: boilerplate.py); site (a line of extracted text under its site -> the
 # kept pages that show it (their URLs' keys), a few: sitelines.py); titles (a site and headline -> the kept pages under
 # it, two at most: sitelines.py); bodies (digest of a kept page's response bytes -> its doc id: the
-# same bytes again are decided without extraction); t000.. one per Manku permutation (permuted prefix ->
-# the fingerprints in that bucket)
+# same bytes again are decided without extraction); heads (a part of a kept page's title -> the kept
+# pages under it, a few: guards.headline_keys, rules.contained); t000.. one per Manku permutation
+# (permuted prefix -> the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
           "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI,
-          "site": MULTI, "titles": MULTI, "bodies": SINGLE}
+          "site": MULTI, "titles": MULTI, "bodies": SINGLE, "heads": MULTI}
 
 
 def table_name(t: int) -> str:
@@ -51,13 +52,14 @@ class IndexTxn:
 
     def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes],
                  template: list[bytes] | None = None, site: list[bytes] | None = None,
-                 titled: bytes | None = None) -> None:
+                 titled: bytes | None = None, heads: list[bytes] | None = None) -> None:
         """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
         single = ([("urls", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
         self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
                                    *(("tpl", k) for k in template or []), *(("site", k) for k in site or []),
-                                   *([("titles", titled)] if titled is not None else [])])
+                                   *([("titles", titled)] if titled is not None else []),
+                                   *(("heads", k) for k in heads or [])])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
@@ -116,6 +118,24 @@ class IndexTxn:
         value = u64(holder)
         for key in keys:
             self.raw.remove("site", key, value)
+
+    def headed_docs(self, keys: list[bytes], limit: int) -> list[int]:
+        """The kept pages filed under any of these title parts, first found first; a part with
+        `limit` pages is a site's name or a stock title, no headline, and is left out."""
+        counts = self.raw.value_counts("heads", keys)
+        usable = [k for k, n in zip(keys, counts) if 0 < n < limit]
+        found = [from_u64(v) for vals in (self.raw.values_many("heads", usable) if usable else []) for v in vals]
+        return list(dict.fromkeys(found))
+
+    def heads_add(self, keys: list[bytes], doc_id: int, limit: int) -> None:
+        """File a kept page under its title's parts; a part's list stops growing at `limit`."""
+        for key, filed in zip(keys, self.raw.value_counts("heads", keys)):
+            if filed < limit:
+                self.raw.add("heads", key, u64(doc_id))
+
+    def heads_remove(self, keys: list[bytes], doc_id: int) -> None:
+        for key in keys:
+            self.raw.remove("heads", key, u64(doc_id))
 
     def title_docs(self, key: bytes) -> list[int]:
         return [from_u64(v) for v in self.raw.values("titles", key)]

@@ -132,7 +132,7 @@ def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report
         if from_u64(value) not in fps:
             report.add(f"table {table}: an entry points at kept record {from_u64(value)}, which is not there")
 
-    for table in ("urls", "exact", "bodies", "times", "mins", "titles"):
+    for table in ("urls", "exact", "bodies", "times", "mins", "titles", "heads"):
         for _, value in _rows(raw, table):
             doc_of(value, table)
     for key, value in _rows(raw, "fps"):

@@ -9,6 +9,7 @@ object with these methods instead.
 from __future__ import annotations
 
 from .boilerplate import collapsed, text_lines
+from .guards import headline_keys
 from .index import NearDupIndex
 from .index_txn import IndexTxn
 from .records import DocRecord
@@ -40,12 +41,16 @@ class TxnLookups:
         self.index, self.txn, self.config, self._site = index, txn, config, site
         self.site = SiteInTxn(site, txn, config.shingle) if site is not None else None
 
-    def prefetch(self, url: str | None, fp) -> None:
+    def prefetch(self, url: str | None, fp, title: str | None = None) -> None:
         """Everything the page's decision reads first, in one go (a networked store's round trip)."""
         cfg, site = self.config, self._site
         self.index.prefetch(self.txn, url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
                             fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
-                            site.title_key if site is not None else None)
+                            site.title_key if site is not None else None,
+                            headline_keys(title) if cfg.visible_containment else None)
+
+    def headed(self, title: str | None) -> list[DocRecord]:
+        return self.index.headed(self.txn, title)
 
     def by_url(self, url: str) -> DocRecord | None:
         return self.index.by_url(self.txn, url)

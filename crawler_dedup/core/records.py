@@ -28,9 +28,12 @@ class Extra:
     CHURN = "cd"  # the digest with churn masked, when no text is stored and it differs
     CANONICAL = "cu"  # the page's rel=canonical, when it names another URL
     BODY = "bd"  # the digest of the response's bytes (the fast path: the same bytes again need no extraction)
+    VISIBLE = "vs"  # a sample of the 5-shingles of all the page's visible text (visible.py)
+    CHROME = "ch"  # how much of its main text is its chrome, in hundredths (one byte)
 
 
-RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY))
+RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY,
+                           Extra.VISIBLE, Extra.CHROME))
 
 
 @dataclass

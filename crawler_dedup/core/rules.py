@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .decide import Match, exact_match, near_match, supersedes, thresholds_for, unchanged
+from .decide import Evidence, Match, exact_match, near_match, supersedes, thresholds_for, unchanged, visible_containment
+from .guards import same_headline
 from .records import DocRecord, canonical_url
 from .verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
 
@@ -53,6 +54,9 @@ class Lookups(Protocol):
     def template_collapsed(self, fp: Fingerprinted) -> bool:
         """The page's text is mostly lines kept pages showed outside their own text (boilerplate.py)."""
 
+    def headed(self, title: str | None) -> list[DocRecord]:
+        """Kept pages filed under a part of this title (guards.headline_keys)."""
+
 
 @dataclass
 class Judging:
@@ -89,6 +93,14 @@ class Page:
     def cutoff(self) -> float | None:
         window = self.config.window
         return self.now - window if window else None
+
+    def usable(self, doc: DocRecord) -> bool:
+        """A kept page this one may duplicate: not the URL's own entry (a revisit is never a copy
+        of itself), not out of the window."""
+        url, cutoff = self.verdict.url, self.cutoff
+        if doc.doc_id == self.stale or (self.revisit and url and canonical_url(doc.url) == canonical_url(url)):
+            return False
+        return cutoff is None or doc.time >= cutoff
 
 
 @dataclass(frozen=True)
@@ -151,15 +163,8 @@ def find_match(p: Page) -> Decision | None:
     thresholds (raised for short texts), else an LSI neighbour; candidates under the title
     guard or made of the site's boilerplate lines are no match. Never the URL's own entries, nor
     pages out of the window."""
-    verdict, fp, look = p.verdict, p.fp, p.look
+    verdict, fp, look, usable = p.verdict, p.fp, p.look, p.usable
     thresholds = thresholds_for(p.config, fp.tokens)
-    own = canonical_url(verdict.url) if p.revisit and verdict.url else None
-    cutoff = p.cutoff
-
-    def usable(doc: DocRecord) -> bool:
-        mine = doc.doc_id == p.stale or (own is not None and canonical_url(doc.url) == own)
-        return not mine and (cutoff is None or doc.time >= cutoff)
-
     exact = look.exact(fp.digest)
     match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
     guard: Guard | None = None
@@ -169,9 +174,33 @@ def find_match(p: Page) -> Decision | None:
                                   verdict.url, look.site, p.stale)
         if match is None:
             match = p.judging.conceptual.match(fp, candidates)
-        guard = Guard.TITLE if guarded else guard
+        guard = guarded or guard
     p.match = match
     p.verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)
+    return None
+
+
+def contained(p: Page) -> Decision | None:
+    """No textual match: a kept page under the same headline whose visible text holds this page's
+    main text, or whose main text this page's visible text holds (DEDUP_VISIBLE_CONTAINMENT of
+    50+ 5-word shingles): a copy whose extraction took the wrong block on one side (a syndicated
+    copy read as its template's related list, a print version beside a page extracted short).
+    A main text that is mostly its page's chrome is no evidence, and a page whose own main text
+    is about its headline is not dropped for holding a kept page's other text (a full page beside
+    its app shell)."""
+    share = p.config.visible_containment
+    if p.match is not None or not share or not p.verdict.title:
+        return None
+    mine: Evidence | None = None
+    best: Match | None = None
+    for doc in p.look.headed(p.verdict.title):
+        if not p.usable(doc) or not same_headline(p.verdict.title, doc.title):
+            continue
+        mine = mine or Evidence.of(p.fp.text, p.verdict.title, p.fp.view)
+        value = visible_containment(mine, doc)
+        if value is not None and value >= share and (best is None or value > best.similarity):
+            best = Match(doc, Reason.NEAR, (doc.fingerprint ^ p.fp.fingerprint).bit_count(), value, "visible")
+    p.match = best
     return None
 
 
@@ -244,7 +273,7 @@ def keep(p: Page) -> Decision:
 
 
 RULES: tuple[Rule, ...] = (
-    item_of_kept_response, out_of_window, revisit, find_match, template_guard, canonical, never_drop,
+    item_of_kept_response, out_of_window, revisit, find_match, contained, template_guard, canonical, never_drop,
     revisit_copy, item_of_matched_response, duplicate, keep,
 )
 

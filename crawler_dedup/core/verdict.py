@@ -80,6 +80,7 @@ class Guard(StrEnum):
 
     TITLE = "title"
     BOILERPLATE = "boilerplate"  # the page's text is its site's boilerplate (lines other pages show)
+    CHROME = "chrome"  # a main text that is mostly its page's chrome, under another title
 
 
 class Step(StrEnum):

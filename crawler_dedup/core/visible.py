@@ -1,0 +1,170 @@
+"""The page as a reader sees it, beside its extracted main text: every word it shows, and how much
+of the main text is the site's chrome.
+
+Extraction sometimes takes the wrong block of a page: a related-articles list, a comment thread,
+the template around an article put in another site's page. Two copies of one article then share
+little main text although one page shows the other's article whole. A page's view keeps the
+word 5-shingles of all its visible text (rules.contained compares one page's main text with the
+other's visible text), and the share of its main text that sits in its chrome: navigation,
+header and footer, sidebars, consent and newsletter dialogs (a main text that is chrome is no
+evidence: decide.py, rules.contained). One lxml parse, about 2 ms a page, in the extraction
+workers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .features import shingles
+from .markup import without
+from .tokens import tokenize
+
+W = 5  # words a shingle: exact containment of 5-word shingles is what the benchmark's reference measures
+SAMPLE = 4  # a kept page files the visible shingles whose hash is 0 mod SAMPLE (a sample keeps containment)
+MAX_SAMPLE = 2048  # at most this many (the smallest): a huge page's sample is a bottom-k of it
+MAX_CHARS = 2_000_000  # markup read (a huge page: its first part)
+WEAK_SHARE = 0.6  # a weak chrome element holding this share of the page's words is a wrapper, not chrome
+
+_HIDDEN = re.compile(r"<(script|style|noscript|template|svg|select|head)\b|<!--")  # on lowercased markup
+# a block element's boundary is a word boundary even in minified markup ("end</p><p>Next")
+_BLOCK = re.compile(r"<(?=/?(?:p|div|li|ul|ol|h[1-6]|br|tr|td|th|table|section|article|aside|header|footer|nav|"
+                    r"blockquote|pre|dd|dt|figure|figcaption|main|hr|form|label|button)\b)", re.I)
+_NAME = re.compile(r"[^a-z0-9]+")
+# Chrome, told by markup alone. Strong: a consent or cookie dialog, any size (it can be most of a
+# thin page's words). Weak: navigation, header and footer, sidebars, sign-up boxes, unless the
+# element holds most of the page (a layout wrapper named "has-sidebar" holds the article too).
+_STRONG_NAMES = frozenset("cookie cookies consent gdpr ccpa onetrust didomi usercentrics cookiebot truste".split())
+_STRONG_ROLES = frozenset(("dialog", "alertdialog"))
+_WEAK_TAGS = frozenset(("nav", "header", "footer", "aside"))
+_WEAK_ROLES = frozenset("navigation banner contentinfo complementary menu menubar search".split())
+_WEAK_NAMES = frozenset("nav navbar navigation menu menubar submenu megamenu footer sidebar breadcrumb breadcrumbs "
+                        "newsletter subscribe signup modal popup promo".split())
+_WRAPPERS = frozenset("wrap wrapper layout container content contents main body page site inner outer row col column "
+                      "grid section has with is article post entry story text richtext segment enabled fixed open "
+                      "active".split())
+_NEVER = frozenset(("html", "body", "main", "article"))
+_ANY_NAME = re.compile("|".join(sorted(_STRONG_NAMES | _WEAK_NAMES)), re.I)  # a quick no for most elements
+
+
+@dataclass
+class PageView:
+    """A page's visible text (5-shingle hashes, sorted, distinct) and its main text's chrome share."""
+
+    visible: np.ndarray
+    chrome: float  # share of the main text's 5-shingles that are in the page's chrome
+
+    def sample(self) -> np.ndarray:
+        return sample(self.visible)
+
+
+def main_shingles(text: str | list[str]) -> np.ndarray:
+    """The distinct 5-shingle hashes of a text or its tokens (a main text, compared with visible texts)."""
+    tokens = tokenize(text or "") if isinstance(text, str) else text
+    return np.unique(shingles(tokens, W)) if len(tokens) >= W else np.empty(0, np.uint64)
+
+
+def sample(values: np.ndarray) -> np.ndarray:
+    """The hashes that are 0 mod SAMPLE, as big-endian uint32 (their high bits), at most MAX_SAMPLE."""
+    picked = values[values % np.uint64(SAMPLE) == 0]
+    high = np.unique((picked >> np.uint64(32)).astype(np.uint32))
+    return high[:MAX_SAMPLE]
+
+
+def sampled_containment(main: np.ndarray, visible_sample: np.ndarray, at_least: int = 8) -> float | None:
+    """How much of a main text (its 5-shingles) a page's visible sample holds, estimated on the
+    main text's own sample; None when that sample is too small to tell."""
+    mine = sample(main)
+    if visible_sample.size >= MAX_SAMPLE:  # a capped sample: only hashes under its cut are comparable
+        mine = mine[mine <= visible_sample[-1]]
+    if mine.size < at_least:
+        return None
+    return float(np.isin(mine, visible_sample, assume_unique=True).mean())
+
+
+def containment(main: np.ndarray, visible: np.ndarray) -> float:
+    """Exact share of `main`'s shingles in `visible` (both sorted and distinct)."""
+    if not main.size:
+        return 0.0
+    return float(np.isin(main, visible, assume_unique=True).mean())
+
+
+_KINDS: dict[tuple, str | None] = {}  # what each tag, class, id and role says (pages repeat them)
+
+
+def _kind(el) -> str | None:
+    """"strong", "weak" or None: what an element's markup says of it as chrome."""
+    get, tag = el.get, el.tag
+    cls, id_, role = get("class"), get("id"), get("role")
+    if cls is None and id_ is None and role is None:  # most elements: the tag alone says
+        return "strong" if tag == "dialog" else ("weak" if tag in _WEAK_TAGS else None)
+    key = (tag, cls, id_, role, get("aria-modal"))
+    kind = _KINDS.get(key, "?")
+    if kind == "?":
+        if len(_KINDS) > 100_000:
+            _KINDS.clear()
+        kind = _KINDS[key] = _read_kind(*key)
+    return kind
+
+
+def _read_kind(tag: str, cls: str | None, id_: str | None, role: str | None, modal: str | None) -> str | None:
+    if tag in _NEVER:
+        return None
+    role = role.lower() if role else ""
+    if tag == "dialog" or role in _STRONG_ROLES or (modal or "").lower() == "true":
+        return "strong"
+    named = f"{cls or ''} {id_ or ''}"
+    if not _ANY_NAME.search(named):
+        return "weak" if tag in _WEAK_TAGS or role in _WEAK_ROLES else None
+    names = [set(_NAME.split(n)) for n in named.lower().split() if n]
+    if any(n & _STRONG_NAMES for n in names):
+        return "strong"
+    if tag in _WEAK_TAGS or role in _WEAK_ROLES or any(n & _WEAK_NAMES and not n & _WRAPPERS for n in names):
+        return "weak"
+    return None
+
+
+def _text(el) -> str:
+    return "".join(el.itertext())
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    from lxml import etree
+
+    return etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, recover=True)
+
+
+def page_view(html: str | bytes, text: str, main: np.ndarray | None = None) -> PageView | None:
+    """The view of a page whose extracted main text is `text`; None when the markup cannot be read."""
+    from lxml import etree
+
+    markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html)
+    markup = _BLOCK.sub("\n<", without(markup[:MAX_CHARS], _HIDDEN, sep=" ", hide_unclosed=False))
+    try:
+        root = etree.fromstring(markup, _parser())
+    except (etree.ParserError, ValueError):
+        return None
+    if root is None:
+        return None
+    all_text = _text(root)
+    words = len(all_text.split()) or 1
+    chrome_text: list[str] = []
+    chosen: set = set()  # the outermost chrome elements so far (document order: ancestors come first)
+    for el in root.iter(etree.Element):
+        kind = _kind(el)
+        if kind is None or (chosen and any(a in chosen for a in el.iterancestors())):
+            continue
+        shown = _text(el)
+        if kind == "strong" or len(shown.split()) < WEAK_SHARE * words:
+            chosen.add(el)
+            chrome_text.append(shown)
+    visible = main_shingles(all_text)
+    main = main_shingles(text) if main is None else main
+    share = 0.0
+    if main.size and chrome_text:
+        share = containment(main, main_shingles(" ".join(chrome_text)))
+    return PageView(visible=visible, chrome=round(share, 3))
