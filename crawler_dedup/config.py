@@ -172,7 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
         "syndicated copy read as its template's related list, or a print version beside a page extracted "
         "short. A main text that is mostly the page's chrome (navigation, header, footer, consent dialog) "
         "is no evidence. Kept pages are filed under their title's parts and keep a sample of their visible "
-        "text (about 1 KB a page); 2 to 6 ms a page in the extraction workers; `0` turns it off")),
+        "text (about 2 KB a kept page in the index); about 7 ms a page in the extraction workers (about a "
+        "fifth of a CPU-bound crawl's pages a second); `0` turns it off (see Detection quality)")),
     Setting("DEDUP_WEIGHTING", CHOICE, "none", choices=("none", "tfidf"), doc=(
         "`tfidf`: weight shingles by TF-IDF in the simhash (seed 000); document frequencies are kept in "
         "the index")),

@@ -167,3 +167,11 @@ def test_a_kept_page_is_filed_under_its_titles_parts_and_leaves_them_with_it(tmp
         left = index.read(lambda txn: txn.raw.count("heads"))
     assert filed == 3 and found == ["https://daily.example/bridge"]  # two parts, and the headline's first words
     assert left == 0
+
+
+def test_show_explains_a_drop_found_inside_the_other_page():
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.tools.show import why
+
+    line = why({"reason": "near", "measure": "visible", "similarity": 0.93}, DedupConfig())
+    assert "same headline" in line and "0.93" in line and "DEDUP_VISIBLE_CONTAINMENT 0.8" in line

@@ -159,6 +159,11 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
                 f"(DEDUP_SITE_BOILERPLATE): the resemblance of the rests >= {sl.OWN_RESEMBLANCE}, or this page's rest "
                 f"inside the kept page's >= {sl.OWN_CONTAINMENT} with resemblance >= {sl.OWN_MIN_RESEMBLANCE}, each rest "
                 f"{sl.MIN_OWN} words or more")
+    if measure == "visible":
+        share = config.visible_containment
+        return (f"near: under the same headline, {sim_s} of one page's main text (5-word shingles) is in the other "
+                f"page's visible text >= DEDUP_VISIBLE_CONTAINMENT {share}: a copy whose extraction took another block "
+                "of its page (comments, a related list) on one side")
     if measure == "headline":
         return (f"near: the same site and headline as the kept page (no other kept page of the site under that "
                 f"title), and {sim_s} of this page's words, counted exactly, inside it >= DEDUP_CONTAINMENT {c}{note}: "
