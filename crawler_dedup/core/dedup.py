@@ -148,7 +148,7 @@ class Deduplicator:
             return None
         return Fingerprinted(text=text, title=doc.title, tokens=doc.tokens, fingerprint=doc.fingerprint,
                              sketch=doc.sketch, digest=doc.extras[Extra.DIGEST], shingles=doc.shingles,
-                             extras=extras, body=body)
+                             extras=extras, body=body, known=True)
 
     def allowed(self, url: str) -> bool:
         return any(p.search(url) for p in self.config.allow)
@@ -197,7 +197,9 @@ class Deduplicator:
                 fp.body = body
             if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
                 fp.template = template_keys(html, fp.text)  # (a worker found them already)
-            if self.config.visible_containment and fp.view is None and isinstance(html, (str, bytes, bytearray)) and html:
+            if (self.config.visible_containment and fp.view is None and not fp.known
+                    and isinstance(html, (str, bytes, bytearray)) and html):
+                # (the fast path skips it: the same bytes as a kept page match that page exactly)
                 fp.view = page_view(html, fp.text)
             excerpt = " ".join(fp.text[:600].split())  # a prefix of the whole text's join
             if len(excerpt) < 200:
