@@ -120,8 +120,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_MIN_TOKENS", INT, 15, lo=1, doc=(
         "texts with fewer words are kept unchecked (`dedup/skipped/too_short`)")),
     Setting("DEDUP_REDIS_PREFIX", TEXT, "dedup", doc=(
-        "`DEDUP_BACKEND=redis`: the index's keys are `{PREFIX}:...` (one cluster slot); one prefix an "
-        "index")),
+        "`DEDUP_BACKEND=redis`: the index's keys start with the prefix (`{PREFIX}:...` in one slot, or "
+        "`PREFIX:...` spread over a cluster: `DEDUP_REDIS_LAYOUT`); one prefix an index")),
+    Setting("DEDUP_REDIS_LAYOUT", CHOICE, "auto", choices=("auto", "slot", "spread"), doc=(
+        "how a Redis index lies: `auto` spreads it over every slot of a Redis Cluster (its nodes share "
+        "the memory and the load; a duplicate group is kept once by claims, see docs/distributed.md) and "
+        "keeps it in one slot on one server; `slot`: one slot on a cluster too (the layout of earlier "
+        "versions, each write one transaction); `spread`: a cluster only")),
     Setting("DEDUP_REDIS_URL", URL, "redis://localhost:6379/0", doc=(
         "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS "
         "(`?ssl_ca_certs=FILE` for a private CA), or a Redis Cluster node; see docs/distributed.md")),
@@ -244,6 +249,7 @@ class DedupConfig:
     max_bytes: int = _DEFAULTS["max_bytes"]
     min_resemblance: float = _DEFAULTS["min_resemblance"]
     min_tokens: int = _DEFAULTS["min_tokens"]
+    redis_layout: str = _DEFAULTS["redis_layout"]
     redis_prefix: str = _DEFAULTS["redis_prefix"]
     redis_url: str = _DEFAULTS["redis_url"]
     reset: bool = _DEFAULTS["reset"]

@@ -153,9 +153,9 @@ def redis_server(tmp_path_factory):
     proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def redis_cluster(tmp_path_factory):
-    """A real 3-node Redis Cluster on 127.0.0.1 (no replicas) for the session; yields a node's URL."""
+def start_cluster(work, *args: str) -> tuple[list, list[int], str]:
+    """A 3-node Redis Cluster on 127.0.0.1 (no replicas): its processes, ports and a node's URL;
+    `args` go to every redis-server (e.g. "--appendonly", "yes" for a node that restarts whole)."""
     import shutil
     import time
 
@@ -164,7 +164,6 @@ def redis_cluster(tmp_path_factory):
     cli_exe = shutil.which("redis-cli")
     if cli_exe is None:
         pytest.skip("redis-cli is not installed (apt-get install redis-server; .ci/run does)")
-    work = tmp_path_factory.mktemp("redis-cluster")
     ports: list[int] = []
     while len(ports) < 3:
         port = free_port(bus=True)
@@ -173,17 +172,43 @@ def redis_cluster(tmp_path_factory):
     procs = []
     try:
         for port in ports:
-            procs.append(start_redis(port, work, "--appendonly", "no", "--cluster-enabled", "yes",
-                                     "--cluster-config-file", f"nodes-{port}.conf"))
+            procs.append(cluster_node(port, work, *args))
         subprocess.run([cli_exe, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "0",
                         "--cluster-yes"], check=True, capture_output=True, timeout=30)
-        for _ in range(200):
+        wait_cluster_ok(ports)
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+        raise
+    return procs, ports, f"redis://127.0.0.1:{ports[0]}/0"
+
+
+def cluster_node(port: int, work, *args: str):
+    return start_redis(port, work, "--appendonly", "no", "--cluster-enabled", "yes",
+                       "--cluster-config-file", f"nodes-{port}.conf", *args)
+
+
+def wait_cluster_ok(ports: list[int], tries: int = 400) -> None:
+    import time
+
+    import redis
+
+    for _ in range(tries):
+        try:
             if all(redis.Redis(port=p).cluster("info").get("cluster_state") == "ok" for p in ports):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the Redis Cluster did not come up")
-        yield f"redis://127.0.0.1:{ports[0]}/0"
+                return
+        except redis.ConnectionError:
+            pass
+        time.sleep(0.05)
+    pytest.fail("the Redis Cluster did not come up")
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """A real 3-node Redis Cluster on 127.0.0.1 (no replicas) for the session; yields a node's URL."""
+    procs, _, url = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        yield url
     finally:
         for proc in procs:
             proc.terminate()

@@ -14,6 +14,7 @@ redis = pytest.importorskip("redis")
 
 class TestRedisStore(StoreContract):
     persistent = True  # the server keeps the data while it runs
+    layout = "auto"
 
     @pytest.fixture(autouse=True)
     def _server(self, redis_server):
@@ -23,7 +24,7 @@ class TestRedisStore(StoreContract):
         from crawler_dedup.stores.redis import RedisStore
 
         prefix = os.path.basename(location or self.fresh_location()) + os.path.basename(os.path.dirname(location or ""))
-        return RedisStore(self.url, prefix=prefix or "x", readonly=readonly)
+        return RedisStore(self.url, prefix=prefix or "x", readonly=readonly, layout=self.layout)
 
     def fresh_location(self):
         return os.path.join(super().fresh_location(), os.urandom(6).hex())
@@ -271,11 +272,20 @@ def test_show_report_and_index_commands_read_a_redis_index(redis_server, tmp_pat
 
 
 class TestRedisClusterStore(TestRedisStore):
-    """The same suite on a 3-node Redis Cluster (every key of an index in its prefix's slot)."""
+    """The same suite on a 3-node Redis Cluster, the one-slot layout (DEDUP_REDIS_LAYOUT=slot)."""
+
+    layout = "slot"
 
     @pytest.fixture(autouse=True)
     def _server(self, redis_cluster):
         self.url = redis_cluster
+
+
+class TestRedisClusterSpreadStore(TestRedisClusterStore):
+    """And the spread layout (the default on a cluster): keys over every slot, no transactions."""
+
+    layout = "spread"
+    serializable = False
 
 
 def test_a_cluster_index_is_shared_and_keeps_a_group_once(redis_cluster, articles):
@@ -538,8 +548,9 @@ def test_the_demo_decisions_on_redis_are_the_recorded_lmdb_ones(redis_server):
     assert set(got) == set(expected) and decisions.compare(expected, got) == []
 
 
-def _move_slot(cluster_url: str, key: bytes) -> None:
-    """Move the cluster slot of `key` to another node, its keys with it (as a resharding does)."""
+def _move_slot(cluster_url: str, key: bytes, midway=None) -> None:
+    """Move the cluster slot of `key` to another node, its keys with it (as a resharding does);
+    `midway()` runs when some of its keys have moved and others not (ASK redirections)."""
     from redis.cluster import RedisCluster
 
     import redis as redis_py
@@ -558,6 +569,12 @@ def _move_slot(cluster_url: str, key: bytes) -> None:
         keys = s.execute_command("CLUSTER GETKEYSINSLOT", slot, 100)
         if not keys:
             break
+        if midway is not None:  # half of them first (of one: none), then the caller's pages
+            if len(keys) > 1:
+                s.execute_command("MIGRATE", dst.host, dst.port, "", 0, 5000, "KEYS", *keys[: len(keys) // 2])
+            midway()
+            midway = None
+            continue
         s.execute_command("MIGRATE", dst.host, dst.port, "", 0, 5000, "KEYS", *keys)
     else:
         raise AssertionError("the slot's keys did not move")
@@ -566,18 +583,49 @@ def _move_slot(cluster_url: str, key: bytes) -> None:
     cluster.close()
 
 
-def test_a_cluster_slot_moved_mid_crawl_is_followed(redis_cluster, articles):
-    """The index's slot is resharded to another node between two pages: the next page is decided
-    on the new node (no store error), against the pages kept before the move."""
-    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="moving") as d:
+@pytest.mark.parametrize("layout", ["slot", "spread"])
+def test_a_cluster_slot_moved_mid_crawl_is_followed(redis_cluster, articles, layout):
+    """A slot of the index (the one-slot layout's, or the spread layout's meta and claims) is
+    resharded to another node between two pages: the next page is decided on the new node (no
+    store error), against the pages kept before the move."""
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="moving-" + layout,
+                      redis_layout=layout) as d:
         store = d.index.store
+        key = store.meta_key if layout == "spread" else store.k("index")
         assert d.check("https://a/1", text=articles[8][1]).action == "keep"
-        before = store.client.get_node_from_key(store.k("index")).name
-        _move_slot(redis_cluster, store.k("index"))
+        before = store.client.get_node_from_key(key).name
+        _move_slot(redis_cluster, key)
         v = d.check("https://b/1", text=articles[8][1])
         assert (v.action, v.duplicate_of, v.error) == ("drop", "https://a/1", None)
-        assert store.client.get_node_from_key(store.k("index")).name != before
+        store.moved()
+        assert store.client.get_node_from_key(key).name != before
         assert d.check("https://c/1", text=articles[9][1]).action == "keep"
+
+
+def test_the_spread_layout_follows_a_slot_half_moved(redis_cluster, articles):
+    """While a slot is moving (some of its keys on the new node, ASK redirections), pages are
+    decided as before: kept, dropped against the kept ones, no store error."""
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="half-moved") as d:
+        for n in range(6):
+            assert d.check(f"https://a/{n}", text=articles[n][1]).action == "keep"
+        store = d.index.store
+        record = store.prefix_b + b":d:" + (1).to_bytes(8, "big")
+        seen = []
+
+        def pages_meanwhile(at: str, new: int):
+            seen.extend(d.check(f"https://{at}/{n}", text=articles[n][1]) for n in range(6))
+            seen.append(d.check(f"https://{at}/new", text=articles[new][1]))
+
+        # the meta hash (counters, claims) moving: a new page takes its id and claim by ASK
+        _move_slot(redis_cluster, store.meta_key, midway=lambda: pages_meanwhile("b", 7))
+        # a kept page's record moving
+        _move_slot(redis_cluster, record, midway=lambda: pages_meanwhile("c", 9))
+        after = d.check("https://d/new", text=articles[7][1])
+    assert [(v.action, v.error, v.duplicate_of) for v in seen[:6]] == [("drop", None, f"https://a/{n}") for n in range(6)]
+    assert (seen[6].action, seen[6].error) == ("keep", None)
+    assert [(v.action, v.error) for v in seen[7:13]] == [("drop", None)] * 6
+    assert (seen[13].action, seen[13].error) == ("keep", None)
+    assert (after.action, after.duplicate_of) == ("drop", "https://b/new")
 
 
 def test_a_redis_password_never_shows_in_messages():

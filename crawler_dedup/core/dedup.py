@@ -26,6 +26,7 @@ from .fingerprint import (
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .boilerplate import template_keys
+from .claims import confirm
 from .lookups import TxnLookups
 from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
@@ -78,6 +79,7 @@ class Deduplicator:
         self.run = 0
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
+        self._filed: int | None = None  # the doc id the last decision filed
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, new_run: bool = True) -> "Deduplicator":
@@ -239,17 +241,23 @@ class Deduplicator:
         # batch were decided is fingerprinted again
         again = len(pages) > 1 and not self.pure
 
+        filed: list[tuple[int, int]] = []  # (page, doc id) of the pages filed, for claims
+
         def run(txn: IndexTxn) -> list[Verdict]:
             for plugin in self.plugins:
                 plugin.attempt()  # a transaction run again (map grown) starts afresh
             out = []
+            filed.clear()
             for page in pages:
                 fp = self.fingerprint(page.fp.text) if again else page.fp
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
                     fp = page.fp
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
+                self._filed = None
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now))
+                if self._filed is not None:
+                    filed.append((len(out) - 1, self._filed))
             return out
 
         for plugin in self.plugins:
@@ -270,10 +278,23 @@ class Deduplicator:
         for plugin in self.plugins:
             plugin.end(committed=True)
         self.commits += 1
+        if filed and not getattr(self.index.store, "serializable", True):
+            verdicts = self._claimed(pages, verdicts, filed)
         kept = sum(v.action != Action.DROP and v.doc_id is not None and not v.skipped for v in verdicts)
         if self.config.window and kept and getattr(self.index.store, "expire_apart", False):
             self._expire_apart(max(p.now for p in pages) - self.config.window, EXPIRE_BATCH * kept)
         return verdicts
+
+    def _claimed(self, pages: list[Pending], verdicts: list[Verdict], filed: list[tuple[int, int]]) -> list[Verdict]:
+        """A store without transactions across its keys (the spread Redis layout): each filed page
+        claims its order and looks again (claims.py); a store failure there keeps the page."""
+        out = list(verdicts)
+        for i, doc_id in filed:
+            try:
+                out[i] = confirm(self, pages[i], verdicts[i], doc_id)
+            except (DedupError, OSError) as exc:
+                out[i] = self.failed(verdicts[i], Failure.STORE, exc)
+        return out
 
     def _expire_apart(self, cutoff: float, limit: int) -> None:
         """A store whose writers run at once (Redis) removes expired pages in a transaction of its
@@ -315,7 +336,7 @@ class Deduplicator:
             return verdict
         for doc_id in decision.remove:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
-        doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
+        self._filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None, body=fp.body)
         if verdict.action == Action.KEEP:
@@ -334,9 +355,10 @@ class Deduplicator:
                            extras=dict(fp.extras))  # a copy: a transaction run again starts from fp as prepared
         if cfg.store_text:
             record.set_text(fp.text)
-        if cfg.visible_containment and fp.view is not None:  # (filed under its title's parts: index.add)
-            record.extras[Extra.VISIBLE] = fp.view.sample().astype(">u4").tobytes()
+        if cfg.visible_containment and fp.view is not None:
             record.extras[Extra.CHROME] = bytes([min(100, round(fp.view.chrome * 100))])
+            if cfg.store_text:  # (the rule compares with the kept text; filed under its title's parts: index.add)
+                record.extras[Extra.VISIBLE] = fp.view.sample().astype(">u4").tobytes()
         if not cfg.store_text and mask(fp.text) != fp.text:  # (with the text stored, compared from it)
             digest = churn_digest(fp.text)
             if digest != fp.digest:

@@ -50,6 +50,7 @@ class NearDupIndex:
 
     def __init__(self, store, plan: Plan):
         self.store, self.plan = store, plan
+        self.ordered = getattr(store, "ordered", True)  # the store lists keys in order: a time index
         self.version = FORMAT_VERSION  # the stored format (an older one when opened read-only)
 
     def read(self, fn: Callable[[IndexTxn], T]) -> T:
@@ -232,6 +233,7 @@ class NearDupIndex:
         bytes (Deduplicator.known)."""
         doc_id = txn.next_doc_id() if doc_id is None else doc_id
         record.doc_id = doc_id
+        record.coarse = getattr(self.store, "coarse_sketches", False)
         record.time = record.time or time.time()
         # what remove() needs to undo every entry below
         record.extras = {**record.extras, Extra.PROBES: bytes([min(probes, 255)])}
@@ -243,7 +245,8 @@ class NearDupIndex:
         txn.doc_put(doc_id, record.encode())
         if record.url:  # the URL's latest kept page (an item without a URL has no entry)
             txn.url_put(url_key(record.url), doc_id)
-        txn.time_add(int(record.time), doc_id)
+        if self.ordered:  # (a store that cannot list the times in order leaves expiry to its keys' TTL)
+            txn.time_add(int(record.time), doc_id)
         txn.fp_add(record.fingerprint, doc_id)
         if digest is not None:
             txn.exact_put(digest, doc_id)
@@ -259,7 +262,7 @@ class NearDupIndex:
             headline = title_key(record.url, record.title)
             if headline is not None:
                 txn.title_add(headline, doc_id, TITLED)
-        if Extra.CHROME in record.extras:  # kept with its view (DEDUP_VISIBLE_CONTAINMENT): found by its title
+        if Extra.VISIBLE in record.extras:  # kept with its view (DEDUP_VISIBLE_CONTAINMENT): found by its title
             txn.heads_add(headline_keys(record.title), doc_id, HEADS_LIMIT)
         return doc_id
 
@@ -282,7 +285,8 @@ class NearDupIndex:
         key = url_key(doc.url) if doc.url else None
         if key is not None and txn.url_get(key) == doc_id:
             txn.url_delete(key)
-        txn.time_remove(int(doc.time), doc_id)
+        if self.ordered:
+            txn.time_remove(int(doc.time), doc_id)
         txn.fp_remove(doc.fingerprint, doc_id)
         if not txn.fp_docs(doc.fingerprint):
             for table, key in enumerate(self.plan.keys(doc.fingerprint)):
@@ -304,12 +308,15 @@ class NearDupIndex:
         titled = title_key(doc.url, doc.title)
         if titled is not None:
             txn.title_remove(titled, doc_id)
-        if Extra.CHROME in doc.extras:
+        if Extra.VISIBLE in doc.extras:
             txn.heads_remove(headline_keys(doc.title), doc_id)
         return True
 
     def expire(self, txn, before: float, limit: int) -> int:
-        """Remove up to `limit` pages kept before time `before`, oldest first; how many were."""
+        """Remove up to `limit` pages kept before time `before`, oldest first; how many were (none
+        on a store without the time index: its keys expire on their own)."""
+        if not self.ordered:
+            return 0
         old = txn.time_oldest(int(before), limit)
         for _, doc_id in old:
             if not self.remove(txn, doc_id):

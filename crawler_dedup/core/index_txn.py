@@ -119,6 +119,16 @@ class IndexTxn:
         for key in keys:
             self.raw.remove("site", key, value)
 
+    def claim(self, doc_id: int) -> int:
+        """The order of a filed page, from one counter (a store without transactions: claims.py)."""
+        return self.raw.claim(doc_id)
+
+    def claims(self, doc_ids: list[int]) -> list[int | None]:
+        return self.raw.claims(doc_ids)
+
+    def unclaim(self, doc_id: int) -> None:
+        self.raw.unclaim(doc_id)
+
     def headed_docs(self, keys: list[bytes], limit: int) -> list[int]:
         """The kept pages filed under any of these title parts, first found first; a part with
         `limit` pages is a site's name or a stock title, no headline, and is left out."""

@@ -105,7 +105,7 @@ def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Repor
             other = txn.doc_get(at)
             if other is None or canonical_url(DocRecord.decode(other, at).url) != canonical_url(doc.url):
                 report.add(f"{name}: its URL's entry leads to kept record {at}, a page of another URL")
-    if u64(did) not in raw.values("times", u64(int(doc.time))):
+    if index.ordered and u64(did) not in raw.values("times", u64(int(doc.time))):
         report.add(f"{name}: no time entry (DEDUP_WINDOW would never expire it)")
     if did not in txn.fp_docs(doc.fingerprint):
         report.add(f"{name}: its fingerprint does not lead to it")

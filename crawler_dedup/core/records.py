@@ -16,6 +16,7 @@ from w3lib.url import canonicalize_url
 _HEAD = struct.Struct(">QdIIIHHBI")
 _EXTRA = struct.Struct(">BI")  # name bytes, data bytes
 _STAGES = ("response", "item")
+_COARSE = 0x80  # in the stage byte: the sketch is stored as its hashes' high 24 bits
 
 
 class Extra:
@@ -49,6 +50,7 @@ class DocRecord:
     doc_id: int | None = None
     stage: str = "response"
     extras: dict[str, bytes] = field(default_factory=dict)  # what a verifier keeps per page
+    coarse: bool = False  # the sketch keeps each hash's high 24 bits (a store that counts bytes: Redis spread)
 
     TEXT = Extra.TEXT
 
@@ -72,8 +74,12 @@ class DocRecord:
         stage = _STAGES.index(self.stage) if self.stage in _STAGES else 0
         url = self.url.encode("utf-8", "surrogatepass")
         head = _HEAD.pack(self.fingerprint, self.time, self.tokens, self.shingles, self.run, self.sketch.size,
-                          len(title), stage, len(url))
-        parts = [head, self.sketch.astype(">u8").tobytes(), title, url]
+                          len(title), stage | (_COARSE if self.coarse else 0), len(url))
+        if self.coarse:  # each hash's high 24 bits: 3 bytes, not 8
+            sketch = (self.sketch >> np.uint64(40)).astype(">u4").view(np.uint8).reshape(-1, 4)[:, 1:].tobytes()
+        else:
+            sketch = self.sketch.astype(">u8").tobytes()
+        parts = [head, sketch, title, url]
         for name, data in sorted(self.extras.items()):
             parts += [_EXTRA.pack(len(name), len(data)), name.encode(), bytes(data)]
         return b"".join(parts)
@@ -82,8 +88,15 @@ class DocRecord:
     def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
         fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
         pos = _HEAD.size
-        sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
-        pos += 8 * n
+        coarse = bool(stage & _COARSE)
+        stage &= ~_COARSE
+        if coarse:
+            three = np.frombuffer(data, dtype=np.uint8, count=3 * n, offset=pos).reshape(-1, 3).astype(np.uint64)
+            sketch = (three[:, 0] << np.uint64(56)) | (three[:, 1] << np.uint64(48)) | (three[:, 2] << np.uint64(40))
+            pos += 3 * n
+        else:
+            sketch = np.frombuffer(data, dtype=">u8", count=n, offset=pos).astype(np.uint64)
+            pos += 8 * n
         title = data[pos : pos + tl].decode("utf-8", "replace") or None
         pos += tl
         url = data[pos : pos + ul].decode("utf-8", "surrogatepass")
@@ -97,7 +110,7 @@ class DocRecord:
             pos += nl + dl
         return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
                    title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
-                   extras=extras)
+                   extras=extras, coarse=coarse)
 
 
 @functools.lru_cache(maxsize=4096)  # a page's URL is looked up, then filed: canonicalized once (~25 us)

@@ -25,6 +25,14 @@ Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its
 - read(fn) sees one consistent state; a Txn write method called in it raises StoreError.
 - A store opened `readonly` (after-crawl tools on an index a crawl may be using) never writes
   and never creates: write() raises StoreError.
+
+A store that cannot give transactions across its keys (a Redis Cluster's spread layout) says so
+with `serializable = False`: its write(fn) applies fn's changes key by key when fn returns (each
+key's change atomic, none of them if fn raised, counters at once), and it offers `claim(doc_id)
+-> order` (from one counter, atomic with its record), `claims(doc_ids)` and `unclaim(doc_id)`,
+with which the Deduplicator keeps a duplicate group once (core/claims.py). `ordered = False`
+says its tables cannot be scanned in key order cheaply: the index keeps no time table and leaves
+DEDUP_WINDOW to the keys' expiry.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ class _Boom(Exception):
 
 class StoreContract:
     persistent = False  # True: close() then a new store on the same location sees the data
+    serializable = True  # False: a store without transactions across keys (stores/base.py), checked as such
 
     def new_store(self, location: str | None = None, readonly: bool = False):
         raise NotImplementedError("a backend's test class returns a new store at `location`")
@@ -66,11 +67,15 @@ class StoreContract:
 
     def skip_unless_persistent(self) -> None:
         if not self.persistent:
-            try:
-                import pytest
-            except ImportError:  # run without pytest: nothing to check here
-                return
-            pytest.skip("the store does not persist (persistent = False)")
+            self.skip("the store does not persist (persistent = False)")
+
+    @staticmethod
+    def skip(why: str) -> None:
+        try:
+            import pytest
+        except ImportError:  # run without pytest: nothing to check here
+            return
+        pytest.skip(why)
 
     @staticmethod
     def raises(exc_type, fn) -> BaseException:
@@ -180,8 +185,9 @@ class StoreContract:
             raise _Boom()
 
         self.raises(_Boom, lambda: s.write(fail))
+        # (a store without transactions applies a counter at once: it is never rolled back)
         assert s.read(lambda t: (t.get("one", b"new"), t.get("one", b"keep"), t.values("many", b"b"),
-                                 t.get("one", b"n"))) == (None, b"1", [u64(1)], u64(1))
+                                 t.get("one", b"n"))) == (None, b"1", [u64(1)], u64(1 if self.serializable else 2))
 
     def test_a_write_sees_its_own_changes(self):
         s = self.opened()
@@ -196,6 +202,8 @@ class StoreContract:
         assert s.write(fn) == (b"1", [u64(4)], 1, 2, [(b"a", b"1"), (b"c", u64(2))])
 
     def test_writes_are_exclusive_between_threads(self):
+        if not self.serializable:
+            return self.skip("the store's writes are not transactions (serializable = False): the index uses claims")
         s = self.opened()
 
         def bump(t):  # read, think, write: two interleaved writers would lose increments
@@ -213,6 +221,16 @@ class StoreContract:
         for th in threads:
             th.join()
         assert s.read(lambda t: from_u64(t.get("one", b"n"))) == 200
+
+    def test_claims_order_the_pages_filed_and_can_be_taken_back(self):
+        if self.serializable:
+            return self.skip("claims are for a store without transactions (serializable = False)")
+        s = self.opened()
+        first, second = s.write(lambda t: t.claim(10)), s.write(lambda t: t.claim(3))
+        assert first < second  # the order they were taken in, whatever the doc ids
+        assert s.read(lambda t: t.claims([10, 3, 99])) == [first, second, None]
+        s.write(lambda t: t.unclaim(10))
+        assert s.read(lambda t: t.claims([10, 3])) == [None, second]
 
     def test_a_read_refuses_to_write(self):
         s = self.opened()

@@ -1,6 +1,9 @@
 """Redis store: one index shared by crawler processes on many machines (DEDUP_BACKEND=redis).
 
-Layout, all keys under one hash tag `{PREFIX}` (one cluster slot, so one MULTI/EXEC or script
+Two layouts (DEDUP_REDIS_LAYOUT; store.py picks): on a Redis Cluster the index is spread over
+every slot (spread.py, its design there), elsewhere it lies in one slot, as described here.
+
+The one-slot layout, all keys under one hash tag `{PREFIX}` (one cluster slot, so one MULTI/EXEC or script
 may touch any of them):
 - `{P}:s:<table>:<key>`: a string, the value (SINGLE tables);
 - `{P}:m:<table>:<key>`: a sorted set of the key's values, all at score 0 (MULTI tables:
@@ -31,7 +34,10 @@ A cluster that moved the slot (MOVED, ASK, ...) is followed: the transaction run
 
 The modules: conn.py (one connection for a transaction, and the commit script EXEC runs),
 txn.py (a transaction: the watched reads, the buffered writes, the commit) and store.py
-(RedisStore: opening, read/write with the runs again on a conflict or a moved slot).
+(RedisStore: opening, the layout, read/write with the runs again on a conflict or a moved slot);
+for the spread layout spread.py (its transaction), spread_keys.py (its key names and scripts),
+nodes.py (commands batched a round trip a node, redirections followed) and growth.py (the shard
+count, doubled as the index grows).
 """
 
 from __future__ import annotations

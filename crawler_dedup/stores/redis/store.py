@@ -17,30 +17,57 @@ MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the 
 
 
 class RedisStore:
-    """Many processes, on many machines, share it; open it in the process that uses it."""
+    """Many processes, on many machines, share it; open it in the process that uses it.
+
+    Two layouts: on one server, and on a cluster with DEDUP_REDIS_LAYOUT=slot, the whole index
+    sits in one slot and each write is a transaction (txn.py); on a cluster by default it is
+    spread over every slot (spread.py), without transactions across them."""
 
     one_per_process = False
     expire_apart = True  # DEDUP_WINDOW: expired pages leave in their own transactions (core/dedup.py)
 
     def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False, ttl_ms: int = 0,
-                 ttl_except: tuple[str, ...] = ("meta",)):
+                 ttl_except: tuple[str, ...] = ("meta",), layout: str = "auto", expected_pages: int = 1_000_000):
         self.url, self.prefix, self.readonly = url, prefix, readonly
         self.ttl_ms, self.ttl_except = int(ttl_ms), ttl_except
+        self.layout, self.expected_pages = layout, expected_pages
         self.location = f"{_safe_url(url)} prefix {prefix}"
         self.kinds: dict[str, str] = {}
         self.client: Any = None
-        self.cluster = False  # a Redis Cluster: every key of the index is in the slot of {prefix}
+        self.cluster = False  # a Redis Cluster
+        self.spread = False  # the spread layout (set when opened)
         self.trips = self.commands = self.conflicts = 0  # round trips, commands, transactions run again
         self._expiring: bool | None = None
+        self.nodes: Any = None  # spread: the commands' router (nodes.py)
+        self.prefix_b = prefix.encode()
+        self.meta_key = b"{" + self.prefix_b + b"}:m"  # the meta table, counters and claims (spread.py)
+        self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         import redis
 
         self.redis = redis
+
+    # what the index asks of a store (core/index.py, core/dedup.py); the spread layout differs
+    @property
+    def serializable(self) -> bool:
+        """write(fn) is one transaction (stores/base.py); the spread layout keeps groups once by claims."""
+        return not self.spread
+
+    @property
+    def ordered(self) -> bool:
+        """Tables can be scanned in key order cheaply (the time index, DEDUP_WINDOW's removals)."""
+        return not self.spread
+
+    @property
+    def coarse_sketches(self) -> bool:
+        """Records keep their sketch's high 24 bits (3 bytes a hash, not 8: the spread layout's budget)."""
+        return self.spread
 
     @classmethod
     def from_config(cls, config, readonly: bool = False) -> "RedisStore":
         # DEDUP_WINDOW: keys outlive their last write by twice the window (pages leave the index
         # at one window, removed by the crawl; the TTL empties an index no crawl writes to)
-        return cls(config.redis_url, config.redis_prefix, readonly=readonly, ttl_ms=2000 * int(config.window or 0))
+        return cls(config.redis_url, config.redis_prefix, readonly=readonly, ttl_ms=2000 * int(config.window or 0),
+                   layout=config.redis_layout, expected_pages=config.expected_pages)
 
     def k(self, *parts: str | bytes) -> bytes:
         """A key under the prefix's hash tag (one cluster slot)."""
@@ -60,7 +87,8 @@ class RedisStore:
                 self.client.close()
                 self.client = RedisCluster.from_url(self.url, **timeouts)
                 self.cluster = True
-            if self.readonly and not self.client.exists(self.k("index")):
+            self._choose_layout()
+            if self.readonly and not self.client.exists(self.meta_key if self.spread else self.k("index")):
                 raise StoreError(f"no index in Redis {self.location}")
         except self.redis.RedisError as exc:
             self.close()
@@ -68,6 +96,37 @@ class RedisStore:
         except StoreError:
             self.close()
             raise
+
+    def _choose_layout(self) -> None:
+        """The spread layout on a cluster (DEDUP_REDIS_LAYOUT=auto or spread), the one-slot layout
+        on one server; an index under the prefix in the other layout is refused with what to do."""
+        want_spread = self.layout == "spread" or (self.layout == "auto" and self.cluster)
+        if want_spread and not self.cluster:
+            raise StoreError(f"DEDUP_REDIS_LAYOUT=spread needs a Redis Cluster; {self.location} is one server "
+                             "(its index is in one slot: use DEDUP_REDIS_LAYOUT=auto)")
+        slot_index = bool(self.client.exists(self.k("index")))
+        spread_index = bool(self.client.exists(self.meta_key))
+        if want_spread and slot_index and not spread_index:
+            raise StoreError(f"the index {self.location} has the one-slot layout of earlier versions (all of it on "
+                             "one node): go on with it with DEDUP_REDIS_LAYOUT=slot, or spread it over the cluster "
+                             "under a new DEDUP_REDIS_PREFIX with `crawler-dedup index add` from your crawled pages "
+                             "(docs/distributed.md, Moving an index)")
+        if not want_spread and spread_index and not slot_index:
+            raise StoreError(f"the index {self.location} has the spread layout: open it with DEDUP_REDIS_LAYOUT=auto "
+                             "(or spread) on the cluster")
+        self.spread = want_spread
+        if self.spread:
+            from .growth import FIRST_SHARDS, ShardMap
+            from .growth import SCRIPTS as GROWTH
+            from .nodes import Nodes
+            from .spread_keys import SCRIPTS
+
+            self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH})
+            if not self.readonly:
+                node = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
+                node.hsetnx(self.meta_key, b"layout", b"spread")
+                node.hsetnx(self.meta_key, b"shards", FIRST_SHARDS)
+            self.map = ShardMap(self)
 
     def expiring(self) -> bool:
         """Whether the index's keys expire (DEDUP_WINDOW here, or in a crawl that wrote it)."""
@@ -94,6 +153,12 @@ class RedisStore:
             if kind not in (SINGLE, MULTI):
                 raise StoreError(f"table {name!r}: unknown kind {kind!r}")
             self.kinds.setdefault(name, kind)
+        if self.spread:  # (the spread layout tells tables apart by a 2-byte code in their fields)
+            from .spread_keys import table_code
+
+            codes = {table_code(t) for t in self.kinds if t not in ("docs", "meta")}
+            if len(codes) < len([t for t in self.kinds if t not in ("docs", "meta")]):
+                raise StoreError(f"two tables of the Redis index {self.location} share a field code")
 
     def close(self) -> None:
         if self.client is not None:
@@ -109,8 +174,15 @@ class RedisStore:
         self._client()
         return self._moving(lambda: self._read_once(fn))
 
+    def _txn(self, writing: bool):
+        if self.spread:
+            from .spread import SpreadTxn
+
+            return SpreadTxn(self, writing)
+        return _RedisTxn(self, writing)
+
     def _read_once(self, fn: Callable[..., T]) -> T:
-        txn = _RedisTxn(self, writing=False)
+        txn = self._txn(writing=False)
         try:
             return fn(txn)
         finally:
@@ -124,7 +196,7 @@ class RedisStore:
 
     def _write_once(self, fn: Callable[..., T]) -> T:
         for attempt in range(MAX_ATTEMPTS):
-            txn = _RedisTxn(self, writing=True)
+            txn = self._txn(writing=True)
             try:
                 out = fn(txn)
                 if txn.commit():

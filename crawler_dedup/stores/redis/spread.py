@@ -1,0 +1,390 @@
+"""The spread layout of a Redis index: the keys hash to every slot of a cluster, so its nodes share
+the index and its load (the one-slot layout of txn.py puts it all on one node).
+
+- A kept page's record: its own string, `P:d:<doc id>`.
+- Every other table: fields of the shards, `P:h<generation>:<count>:<shard>` hashes (spread_keys.py
+  names the keys and holds the scripts), one family for all tables (a field is the
+  table's 2-byte code and the entry's key; its value a SINGLE table's value, or a MULTI table's
+  values packed as sorted 8-byte strings), the shard from the field's hash. A shard holds the
+  entries of every table, so even a small index has enough of them a hash for Redis to pack it
+  (a listpack, a few bytes an entry over its own); the shards double as the index grows, so
+  they stay that small (growth.py).
+- The meta table, the counters and the claims: `{P}:m`, one hash.
+
+There are no transactions across slots: a write is applied when the transaction ends, key by key
+(each key's change is atomic: a packed list is changed by a script). So `serializable` is False
+and the Deduplicator keeps a duplicate group once by claims instead (core/claims.py):
+a filed page takes an order from one counter (`claim`, atomic with its record in `{P}:m`),
+then reads its lookups again; of two near-duplicates filed at once the later one always sees
+the earlier, and withdraws. Reads are batched a round trip a node (nodes.py). No table is kept
+in key order (`ordered` is False): a scan lists a table with SCAN (the after-crawl tools only),
+and DEDUP_WINDOW is left to the keys' expiry.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xxhash
+
+from ...exceptions import StoreError
+from ..base import MULTI, SINGLE, TxnBase, from_u64, u64
+from .spread_keys import (FAMILIES, GENERATIONS, STORE_FIELDS, claim_field, escape, family, generation_ms,
+                          generation_ttl, shard_name, table_code)
+
+if TYPE_CHECKING:
+    from .store import RedisStore
+
+CLAIMS_KEPT = 10_000  # claims remembered: a page racing another is settled long before this many more
+
+
+class SpreadTxn(TxnBase):
+    """A transaction of the spread layout: reads batched per node, writes applied at commit."""
+
+    def __init__(self, store: "RedisStore", writing: bool):
+        self.s, self.writing = store, writing
+        self.single: dict[tuple[str, bytes], bytes | None] = {}
+        self.added: dict[tuple[str, bytes], set[bytes]] = {}
+        self.removed: dict[tuple[str, bytes], set[bytes]] = {}
+        self.cleared: set[tuple[str, bytes]] = set()
+        self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
+        self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
+
+    # -- keys -------------------------------------------------------------------------------
+    def _where(self, table: str, key: bytes) -> tuple[bytes, bytes | None]:
+        """(Redis key, hash field or None for a string) where a write goes."""
+        return self._places(table, key)[0]
+
+    def _places(self, table: str, key: bytes) -> list[tuple[bytes, bytes | None]]:
+        """Where an entry may be, newest first: with DEDUP_WINDOW an entry lies in the shard of the
+        generation it was written in (a generation is half a window; its keys expire whole), and
+        a read looks in the last GENERATIONS."""
+        s = self.s
+        if table == "docs":
+            return [(s.prefix_b + b":d:" + key, None)]
+        if table == "meta":
+            return [(s.meta_key, key)]
+        field = table_code(table) + key
+        h = xxhash.xxh64_intdigest(field)
+        fam = family(table)
+        return [(shard_name(s.prefix_b, fam + gen, count, h % count), field)
+                for count in self._levels() for gen in self._generations(table)]
+
+    def _levels(self) -> list[int]:
+        if not hasattr(self, "_shard_levels"):  # (one map a transaction: its reads and writes agree)
+            self._shard_levels = self.s.map.levels()
+        return self._shard_levels
+
+    def _generations(self, table: str) -> list[bytes]:
+        s = self.s
+        if not s.ttl_ms or table in s.ttl_except:  # ("*": every table but meta)
+            return [b""]
+        if not hasattr(self, "_gens"):
+            now = int(time.time() * 1000) // generation_ms(s.ttl_ms)
+            self._gens = [str(now - i).encode() for i in range(GENERATIONS)]
+        return self._gens
+
+    def _kind(self, table: str, kind: str | None = None) -> str:
+        found = self.s.kinds.get(table)
+        if found is None:
+            raise StoreError(f"no table {table!r} in the Redis index {self.s.location} (not ensured)")
+        if kind is not None and found != kind:
+            raise StoreError(f"table {table!r} is {found}, not {kind}")
+        return found
+
+    def _change(self) -> None:
+        if not self.writing:
+            raise StoreError("a read transaction cannot write")
+
+    # -- reads ------------------------------------------------------------------------------
+    def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
+        """Read the entries not read yet, a round trip a node."""
+        todo = [p for p in dict.fromkeys(pairs) if p not in self.got]
+        if not todo:
+            return
+        batch, spans = [], []
+        for table, key in todo:
+            places = self._places(table, key)
+            spans.append(len(places))
+            batch += [(name, ("GET", name) if field is None else ("HGET", name, field)) for name, field in places]
+        replies = iter(self.s.nodes.run(batch))
+        for pair, span in zip(todo, spans):
+            raws = [None if r is None else bytes(r) for r in (next(replies) for _ in range(span))]
+            if self.s.kinds[pair[0]] == MULTI:  # every generation's values
+                self.got[pair] = sorted({raw[i:i + 8] for raw in raws if raw for i in range(0, len(raw), 8)})
+            else:  # the newest generation's value
+                self.got[pair] = next((raw for raw in raws if raw is not None), None)
+
+    def prefetch(self, single, multi):
+        self._fetch([(t, bytes(k)) for t, k in single] + [(t, bytes(k)) for t, k in multi])
+
+    def get(self, table, key):
+        return self.get_many(table, [key])[0]
+
+    def get_many(self, table, keys):
+        self._kind(table, SINGLE)
+        keys = [bytes(k) for k in keys]
+        self._fetch([(table, k) for k in keys if (table, k) not in self.single])
+        return [self.single[(table, k)] if (table, k) in self.single else self.got[(table, k)] for k in keys]
+
+    def _merged(self, table: str, key: bytes) -> list[bytes]:
+        stored = set() if (table, key) in self.cleared else set(self.got.get((table, key)) or [])
+        return sorted((stored - self.removed.get((table, key), set())) | self.added.get((table, key), set()))
+
+    def values(self, table, key):
+        return self.values_many(table, [key])[0]
+
+    def values_many(self, table, keys):
+        self._kind(table, MULTI)
+        keys = [bytes(k) for k in keys]
+        self._fetch([(table, k) for k in keys if (table, k) not in self.cleared])
+        return [self._merged(table, k) for k in keys]
+
+    def value_count(self, table, key):
+        return len(self.values(table, key))
+
+    def value_counts(self, table, keys):
+        return [len(v) for v in self.values_many(table, keys)]
+
+    def union_u64(self, tables, keys):
+        for t in tables:
+            self._kind(t, MULTI)
+        pairs = [(t, bytes(k)) for t, k in zip(tables, keys)]
+        self._fetch([p for p in pairs if p not in self.cleared])
+        raw = b"".join(b"".join(self._merged(t, k)) for t, k in pairs)
+        return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+
+    # -- writes (buffered) ------------------------------------------------------------------
+    def put(self, table, key, value):
+        self._kind(table, SINGLE)
+        self._change()
+        self.single[(table, bytes(key))] = bytes(value)
+
+    def delete(self, table, key):
+        kind = self._kind(table)
+        self._change()
+        key = bytes(key)
+        if kind == SINGLE:
+            self.single[(table, key)] = None
+        else:
+            self.cleared.add((table, key))
+            self.added.pop((table, key), None)
+            self.removed.pop((table, key), None)
+
+    def add(self, table, key, value):
+        self._kind(table, MULTI)
+        self._change()
+        key, value = bytes(key), bytes(value)
+        self.removed.get((table, key), set()).discard(value)
+        self.added.setdefault((table, key), set()).add(value)
+
+    def remove(self, table, key, value):
+        self._kind(table, MULTI)
+        self._change()
+        key, value = bytes(key), bytes(value)
+        self.added.get((table, key), set()).discard(value)
+        self.removed.setdefault((table, key), set()).add(value)
+
+    def incr(self, table, key, by=1, start=0):
+        """A counter, changed at once (outside the buffer, never rolled back): atomic on its key."""
+        self._kind(table, SINGLE)
+        self._change()
+        key = bytes(key)
+        if (table, key) in self.single:  # (put in this transaction: applied first, then counted)
+            self.commit_one(table, key)
+        name, field = self._where(table, key)
+        value = int(self.s.nodes.run([(name, self.s.nodes.script("incr", [name], [field or b"", by, start]))])[0])
+        self.got[(table, key)] = u64(value)
+        return value
+
+    def sequence(self, table, key, by=1, start=0):
+        return self.incr(table, key, by, start)
+
+    # -- claims (core/dedup.py: the order of pages filed at once) -----------------------------
+    def claim(self, doc_id: int) -> int:
+        s = self.s
+        args = [claim_field(doc_id), claim_field(doc_id - CLAIMS_KEPT)]
+        return int(s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0])
+
+    def claims(self, doc_ids: list[int]) -> list[int | None]:
+        if not doc_ids:
+            return []
+        s = self.s
+        got = s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, *[claim_field(d) for d in doc_ids]))])[0]
+        return [None if v is None else int(v) for v in got]
+
+    def unclaim(self, doc_id: int) -> None:
+        self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, claim_field(doc_id)))])
+
+    # -- scans (the after-crawl tools: every entry of a table, listed once) -------------------
+    def _listing(self, table: str) -> list[tuple[bytes, bytes]]:
+        if table in self.listed:
+            return self.listed[table]
+        s = self.s
+        if table == "meta":
+            stored = s.client.hgetall(s.meta_key) if not s.cluster else \
+                s.client.get_redis_connection(s.nodes.node_of(s.meta_key)).hgetall(s.meta_key)
+            rows = sorted((bytes(k), bytes(v)) for k, v in stored.items()
+                          if bytes(k) not in STORE_FIELDS and not bytes(k).startswith(b"\x00c"))
+        else:
+            base = s.prefix_b + (b":d:" if table == "docs" else b":h")
+            code = table_code(table)
+            names = self._keys(escape(base) + b"*")
+            rows = []
+            for i in range(0, len(names), 500):
+                chunk = names[i:i + 500]
+                cmd = (lambda n: ("GET", n)) if table == "docs" else (lambda n: ("HGETALL", n))
+                for name, reply in zip(chunk, s.nodes.run([(n, cmd(n)) for n in chunk])):
+                    if reply is None:
+                        continue
+                    if table == "docs":
+                        rows.append((name[len(base):], bytes(reply)))
+                    else:
+                        pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+                        rows += [(bytes(f)[2:], bytes(v)) for f, v in pairs if bytes(f)[:2] == code]
+            if table != "docs" and s.kinds.get(table) == SINGLE:  # (one key in two generations: the newest)
+                rows = list({k: v for k, v in sorted(rows, key=lambda r: r[0])}.items())
+            rows.sort()
+        if self.s.kinds.get(table) == MULTI:
+            rows = [(k, v[i:i + 8]) for k, v in rows for i in range(0, len(v), 8)]
+        self.listed[table] = rows
+        return rows
+
+    def _keys(self, pattern: bytes) -> list[bytes]:
+        s, out = self.s, []
+        for node in (s.nodes.primaries() if s.cluster else [None]):
+            client = s.client.get_redis_connection(node) if node is not None else s.client
+            out += [bytes(k) for k in client.scan_iter(match=pattern, count=1000)]
+        return sorted(set(out))
+
+    def _rows(self, table: str) -> list[tuple[bytes, bytes]]:
+        """The stored rows of a table with this transaction's changes."""
+        kind, rows = self._kind(table), self._listing(table)
+        touched = ({k for (t, k) in self.single if t == table} if kind == SINGLE
+                   else {k for (t, k) in (*self.added, *self.removed, *self.cleared) if t == table})
+        if not touched:
+            return rows
+        kept = [(k, v) for k, v in rows if k not in touched]
+        if kind == SINGLE:
+            mine = [(k, v) for (t, k), v in self.single.items() if t == table and v is not None]
+        else:
+            for k in touched:
+                self.got.setdefault((table, k), [v for key, v in rows if key == k])
+            mine = [(k, v) for k in touched for v in self._merged(table, k)]
+        return sorted(kept + mine)
+
+    def scan(self, table, start, limit):
+        if limit <= 0:
+            return []
+        import bisect
+
+        rows = self._rows(table)
+        at = bisect.bisect_left(rows, (bytes(start), b""))
+        return rows[at:at + limit]
+
+    def count(self, table):
+        rows = self._rows(table)
+        return len(rows) if self._kind(table) == MULTI else len({k for k, _ in rows})
+
+    def commit_one(self, table: str, key: bytes) -> None:
+        """Apply one buffered SINGLE change now (before a counter on the same key)."""
+        value = self.single.pop((table, key))
+        self.s.nodes.run(self._single_change(table, key, value))
+        self.got[(table, key)] = value
+
+    def _single_change(self, table: str, key: bytes, value: bytes | None) -> list[tuple[bytes, tuple]]:
+        """The commands that put (or with None delete, in every generation) a SINGLE entry."""
+        s, ttl = self.s, self.s.ttl_ms
+        expire = ttl and table not in s.ttl_except
+        places = self._places(table, key)
+        name, field = places[0]
+        if field is None:
+            return [(name, ("DEL", name) if value is None else (("SET", name, value, "PX", ttl) if expire
+                                                               else ("SET", name, value)))]
+        if value is None:
+            return [(n, ("HDEL", n, f)) for n, f in places]
+        out: list[tuple[bytes, tuple]] = [(name, ("HSET", name, field, value))]
+        if expire:
+            out.append((name, ("PEXPIRE", name, generation_ttl(ttl))))
+        return out
+
+    # -- commit -----------------------------------------------------------------------------
+    def commit(self) -> bool:
+        """Apply the buffer, key by key (each change atomic on its key); always True."""
+        s, ttl = self.s, self.s.ttl_ms
+        batch: list[tuple[bytes, tuple]] = []
+        for (table, key), value in self.single.items():
+            batch += self._single_change(table, key, value)
+        for table, key in self.cleared:
+            batch += [(n, ("HDEL", n, f)) for n, f in self._places(table, key)]
+        fresh: list[tuple[bytes, Any, list[bytes], int]] = []  # new keys: created whole, if still new
+        scripted: list[tuple[bytes, Any, list[bytes], list[bytes], int]] = []
+        for pair in {*self.added, *self.removed}:
+            table, key = pair
+            adds, removes = sorted(self.added.get(pair, ())), sorted(self.removed.get(pair, ()))
+            if not adds and not removes:
+                continue
+            places = self._places(table, key)
+            (name, field), older = places[0], places[1:]
+            pexpire = generation_ttl(ttl) if ttl and table not in s.ttl_except else 0
+            if adds and not removes and self.got.get(pair) == [] and pair not in self.cleared:
+                fresh.append((name, field, adds, pexpire))  # read as absent: most new entries
+            else:
+                scripted.append((name, field, adds, removes, pexpire))
+                scripted += [(n, f, [], removes, 0) for n, f in older if removes]  # (out of every generation)
+        # a key read as absent is created with HSETNX (a script costs Redis more memory and time);
+        # one another crawler created meanwhile is merged by the script, as every other change is
+        created = s.nodes.run(batch + [(n, ("HSETNX", n, f, b"".join(v))) for n, f, v, _ in fresh])[len(batch):]
+        follow: list[tuple[bytes, tuple]] = []
+        for (name, field, adds, pexpire), made in zip(fresh, created):
+            if not made:
+                scripted.append((name, field, adds, [], pexpire))
+            elif pexpire:
+                follow.append((name, ("PEXPIRE", name, pexpire)))
+        follow += [(n, s.nodes.script("packed", [n], [f, p, len(a), *a, *r])) for n, f, a, r, p in scripted]
+        new = sum(map(bool, created)) + sum(1 for pair in self.single if self.single[pair] is not None)
+        if new:  # (counted, so the shards double with the index: growth.py)
+            follow.append((s.meta_key, s.map.grow_command(new)))
+        if follow:
+            replies = s.nodes.run(follow)
+            if new:
+                s.map.after_commit(replies[-1])
+        moving = s.map.moving()
+        if moving is not None:
+            self._move(moving)
+        return True
+
+    def _move(self, old: int) -> None:
+        """Move an old shard's entries into the new level (growth.py): a packed list merged with
+        what was written there since, a value kept if one was written there since."""
+        s, count, prev = self.s, self.s.map.shards, self.s.map.growing
+        pexpire = generation_ttl(s.ttl_ms) if s.ttl_ms else 0
+        kinds = {table_code(t): k for t, k in s.kinds.items() if t not in ("docs", "meta")}
+        for gen in (fam + g for fam in FAMILIES for g in self._generations("*")):
+            name = shard_name(s.prefix_b, gen, prev, old)
+            stored = s.nodes.run([(name, ("HGETALL", name))])[0]
+            pairs = stored.items() if isinstance(stored, dict) else zip(stored[::2], stored[1::2])
+            batch: list[tuple[bytes, tuple]] = []
+            for f, v in pairs:
+                f, v = bytes(f), bytes(v)
+                target = shard_name(s.prefix_b, gen, count, xxhash.xxh64_intdigest(f) % count)
+                if kinds.get(f[:2]) == MULTI:
+                    values = [v[i:i + 8] for i in range(0, len(v), 8)]
+                    batch.append((target, s.nodes.script("packed", [target], [f, pexpire, len(values), *values])))
+                else:
+                    batch.append((target, ("HSETNX", target, f, v)))
+                    if pexpire:
+                        batch.append((target, ("PEXPIRE", target, pexpire)))
+            if batch:
+                s.nodes.run(batch)
+            s.nodes.run([(name, ("DEL", name))])
+        if old == prev - 1:
+            s.map.finish()
+
+    def close(self) -> None:
+        pass
+
+
+__all__ = ["SpreadTxn"]

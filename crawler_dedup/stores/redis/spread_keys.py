@@ -1,0 +1,108 @@
+"""The spread layout's key names and the scripts it runs on one key (spread.py, growth.py).
+
+Every key starts with the prefix `P`: `P:d:<doc id>` a record, `P:h<family><generation>:<count>:<shard>`
+the shards (a field: a table's 2-byte code and the entry's key), `{P}:m` the meta hash (the meta
+table, the counters, the claims as `\x00c<doc id>` fields).
+"""
+
+from __future__ import annotations
+
+import xxhash
+
+SCRIPTS = {
+    # KEYS[1] a shard; ARGV: field, TTL ms, number of values to add, the values to add, the values to remove
+    "packed": """
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+local set = {}
+for i = 1, #cur, 8 do set[string.sub(cur, i, i + 7)] = true end
+local n = tonumber(ARGV[3])
+for i = 4, 3 + n do set[ARGV[i]] = true end
+for i = 4 + n, #ARGV do set[ARGV[i]] = nil end
+local vals = {}
+for v in pairs(set) do vals[#vals + 1] = v end
+table.sort(vals)
+if #vals == 0 then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], table.concat(vals)) end
+if tonumber(ARGV[2]) > 0 and #vals > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return #vals
+""",
+    # KEYS[1] a hash (ARGV[1] its field) or a string (ARGV[1] ''); ARGV[2] by, ARGV[3] start. A
+    # counter as the contract keeps it, 8 bytes big-endian (exact to 2^53)
+    "incr": """
+local cur
+if ARGV[1] == '' then cur = redis.call('GET', KEYS[1]) else cur = redis.call('HGET', KEYS[1], ARGV[1]) end
+local v = tonumber(ARGV[3])
+if cur and #cur == 8 then
+  v = 0
+  for i = 1, 8 do v = v * 256 + string.byte(cur, i) end
+end
+v = v + tonumber(ARGV[2])
+local out, x = '', v
+for i = 1, 8 do
+  out = string.char(x % 256) .. out
+  x = math.floor(x / 256)
+end
+if ARGV[1] == '' then redis.call('SET', KEYS[1], out) else redis.call('HSET', KEYS[1], ARGV[1], out) end
+return v
+""",
+    # KEYS[1] the meta hash; ARGV: the doc id's claim field, an old claim's field. The order, atomic
+    # with its record; one key, so it runs while its slot moves (a script of several keys waits)
+    "claim": """
+local o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+redis.call('HSET', KEYS[1], ARGV[1], o)
+redis.call('HDEL', KEYS[1], ARGV[2])
+return o
+""",
+}
+
+
+GENERATIONS = 3  # with DEDUP_WINDOW, generations a read looks in: a window and a half
+
+
+def generation_ms(ttl_ms: int) -> int:
+    """A generation: a quarter of the keys' TTL (twice the window), so half a window."""
+    return max(1, ttl_ms // 4)
+
+
+def generation_ttl(ttl_ms: int) -> int:
+    """A generation's keys live from its start until its last entry is a window and a half old
+    (the TTL renewed on each write: the generation's end plus the keys' TTL minus a generation)."""
+    return ttl_ms - generation_ms(ttl_ms)
+
+
+# the meta hash's fields that are the store's, not the index's (the claims' are b"\x00c..."): left out of a scan
+STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"grown_at", b"moved", b"entries"))
+
+
+# Redis packs a hash only while every value is 64 bytes or less: a table whose lists grow longer
+# than 8 doc ids (mins: up to POSTING_LIMIT) has shards of its own, so the others stay packed
+LONG_TABLES = frozenset(("mins",))
+FAMILIES = (b"", b"m")
+
+
+def family(table: str) -> bytes:
+    return b"m" if table in LONG_TABLES else b""
+
+
+def shard_name(prefix: bytes, gen: bytes, count: int, shard: int) -> bytes:
+    """A shard's key: its family and generation (`gen`: FAMILIES' mark, then DEDUP_WINDOW's), its
+    level (the shard count), its number."""
+    return prefix + b":h" + gen + b":" + str(count).encode() + b":" + shard.to_bytes(4, "big")
+
+
+def claim_field(doc_id: int) -> bytes:
+    """A claim's field in the meta hash (the index's own meta keys are words, never this)."""
+    return b"\x00c" + str(doc_id).encode()
+
+
+def table_code(table: str) -> bytes:
+    """A table's 2 bytes at the start of its fields (ensure() checks that no two tables share one)."""
+    return xxhash.xxh32_intdigest(table.encode()).to_bytes(4, "big")[:2]
+
+
+def escape(pattern: bytes) -> bytes:
+    """A key prefix as a SCAN MATCH pattern (its glob characters taken literally)."""
+    out = b""
+    for c in pattern:
+        ch = bytes([c])
+        out += b"\\" + ch if ch in b"*?[]\\" else ch
+    return out

@@ -1,0 +1,162 @@
+"""The spread layout on a real 3-node Redis Cluster (stores/redis/spread.py): the index over every
+node, few bytes a page, a group kept once by racing processes (claims), a node restarting, and
+an index of the one-slot layout refused with how to move it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.exceptions import StoreError
+
+from .conftest import cluster_node, start_cluster, wait_cluster_ok
+
+
+def _nodes(url: str):
+    from redis.cluster import RedisCluster
+
+    cluster = RedisCluster.from_url(url)
+    return cluster, [cluster.get_redis_connection(n) for n in cluster.get_primaries()]
+
+
+def _keys(nodes, prefix: str) -> list[list[bytes]]:
+    from crawler_dedup.stores.redis.spread_keys import escape as _escape
+
+    out = []
+    for node in nodes:
+        pattern = _escape(prefix.encode()) + b"[:]*"
+        tagged = b"{" + _escape(prefix.encode()) + b"}*"
+        out.append([bytes(k) for k in node.scan_iter(match=pattern)] + [bytes(k) for k in node.scan_iter(match=tagged)])
+    return out
+
+
+def test_the_index_is_spread_over_every_node_at_few_bytes_a_page(redis_cluster):
+    """1,500 pages (the benchmark's stream of real texts, a third of them copies, each with a title
+    and a crawl-like URL; DEDUP_STORE_TEXT=False): every node holds a part of the index, none
+    more than half its keys, and a kept page adds under 1,500 bytes of keys (measured between the
+    300th and the 1,500th page, past the fixed cost of the empty shards)."""
+    import sys
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from redis_backend import texts
+
+    stream = texts(1500)
+    cluster, nodes = _nodes(redis_cluster)
+
+    def used() -> int:
+        return sum(node.memory_usage(k, samples=0) or 0 for node, ks in zip(nodes, _keys(nodes, "spread-bytes"))
+                   for k in ks)
+
+    kept, marks = 0, []
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="spread-bytes", store_text=False) as d:
+        assert d.index.store.spread and not d.index.store.serializable
+        for n, (url, text) in enumerate(stream):
+            title = " ".join(text.split()[:9]).title() + " | The Example Daily"
+            kept += d.check(f"https://news.example.com/2026/11/section/{url.rsplit('/', 1)[1]}-story-slug.html",
+                            text=text, title=title).action == "keep"
+            if n + 1 in (300, 1500):
+                marks.append((kept, used()))
+    keys = _keys(nodes, "spread-bytes")
+    assert all(keys) and max(map(len, keys)) <= sum(map(len, keys)) / 2, [len(k) for k in keys]
+    (kept0, used0), (kept1, used1) = marks
+    assert kept1 - kept0 > 500 and (used1 - used0) / (kept1 - kept0) < 1500, marks
+    cluster.close()
+
+
+def _racer(url: str, prefix: str, n: int, texts: list[str], start, out) -> None:
+    kept = []
+    with Deduplicator(backend="redis", redis_url=url, redis_prefix=prefix) as d:
+        for g, body in enumerate(texts):
+            words = body.split()
+            words[(n * 7 + g) % len(words)] = f"edit{n}"  # a near copy, not a byte copy
+            start.wait(timeout=60)
+            v = d.check(f"https://site{n}.example/{g}", text=" ".join(words))
+            if v.action == "keep":
+                kept.append(g)
+            elif v.error:
+                kept.append(-1)
+    out.put(kept)
+
+
+def test_four_processes_racing_on_every_group_keep_it_once(redis_cluster, articles):
+    """4 processes (as on 4 machines) check a copy of the same article at the same moment, group
+    after group, on the spread layout: no transaction spans the cluster's slots, and the claims
+    still keep each group once (without the second look most groups are kept twice or more)."""
+    texts = [body for _, body in articles[:12]]
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(redis_cluster, "race-procs", n, texts, start, out)) for n in range(4)]
+    for p in procs:
+        p.start()
+    kept = [g for _ in procs for g in out.get(timeout=180)]
+    for p in procs:
+        p.join(timeout=30)
+    assert -1 not in kept
+    assert sorted(kept) == list(range(len(texts))), kept
+
+
+def test_a_node_restarted_mid_crawl_costs_no_page(tmp_path, articles):
+    """A node of the cluster stops (its data on disk) and comes back: the pages decided while it is
+    down are kept and counted as store errors (never dropped unseen, never a failed crawl), and
+    afterwards copies of the pages kept before are dropped again."""
+    procs, ports, url = start_cluster(tmp_path, "--appendonly", "yes")
+    try:
+        settings = dict(backend="redis", redis_url=url, redis_prefix="restart")
+        with Deduplicator(**settings) as d:
+            for n in range(4):
+                assert d.check(f"https://a/{n}", text=articles[n][1]).action == "keep"
+            procs[1].send_signal(signal.SIGTERM)  # a clean stop: its append-only file is complete
+            procs[1].wait(timeout=20)
+            down = d.check("https://b/0", text=articles[0][1])
+            assert (down.action, down.error) == ("keep", "store")
+            procs[1] = cluster_node(ports[1], tmp_path, "--appendonly", "yes")
+            wait_cluster_ok(ports)
+            time.sleep(0.5)
+            after = [d.check(f"https://c/{n}", text=articles[n][1]) for n in range(4)]
+        assert [(v.action, v.duplicate_of) for v in after] == [("drop", f"https://a/{n}") for n in range(4)]
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
+def test_an_index_of_the_one_slot_layout_is_refused_with_how_to_move_it(redis_cluster, articles):
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="old-layout", redis_layout="slot") as d:
+        assert d.check("https://a/1", text=articles[0][1]).action == "keep"
+    with pytest.raises(StoreError, match="one-slot layout.*DEDUP_REDIS_LAYOUT=slot.*index add"):
+        Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="old-layout").open()
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="old-layout", redis_layout="slot") as d:
+        assert d.check("https://b/1", text=articles[0][1]).action == "drop"  # read as before
+
+
+def test_spread_is_refused_on_one_server(redis_server):
+    with pytest.raises(StoreError, match="needs a Redis Cluster"):
+        Deduplicator(backend="redis", redis_url=redis_server, redis_prefix="x", redis_layout="spread").open()
+
+
+def test_with_a_window_the_spread_index_empties_itself(redis_cluster, articles):
+    """DEDUP_WINDOW=1: a page stops matching after a second, and every key the pages wrote (their
+    records, and the generation of shards they were filed in) expires by itself: only the meta
+    hash (plan, counters) is left."""
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="window-spread", window=1)
+    with Deduplicator(**settings) as d:
+        now = time.time()
+        assert d.check("https://a/1", text=articles[0][1], now=now).action == "keep"
+        assert d.check("https://b/1", text=articles[0][1], now=now).action == "drop"
+        assert d.check("https://c/1", text=articles[0][1], now=now + 1.5).action == "keep"  # out of the window
+    cluster, nodes = _nodes(redis_cluster)
+    assert len([k for ks in _keys(nodes, "window-spread") for k in ks]) > 3
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        left = [k for ks in _keys(nodes, "window-spread") for k in ks]
+        if left == [b"{window-spread}:m"]:
+            break
+        time.sleep(0.25)
+    assert left == [b"{window-spread}:m"], left
+    cluster.close()
