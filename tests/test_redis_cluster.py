@@ -160,3 +160,47 @@ def test_with_a_window_the_spread_index_empties_itself(redis_cluster, articles):
         time.sleep(0.25)
     assert left == [b"{window-spread}:m"], left
     cluster.close()
+
+
+def test_the_shards_double_as_the_index_grows_and_every_entry_moves(redis_cluster, monkeypatch):
+    """Shards doubling from the first page (growth.py with 1 entry a shard and no grace): the
+    stream's decisions are those of an index that never grew, every kept page is found again
+    after (its URL unchanged, its copy dropped), and a finished growth leaves no old shard."""
+    import sys
+
+    from crawler_dedup.stores.redis import growth
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from redis_backend import texts
+
+    stream = texts(240)
+
+    def decide(prefix: str) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
+        with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix=prefix, store_text=False) as d:
+            verdicts = [d.check(url, text=text) for url, text in stream]
+            kept = [(url, text) for (url, text), v in zip(stream, verdicts) if v.action == "keep"]
+        return [(v.action, v.duplicate_of) for v in verdicts], kept
+
+    plain, _ = decide("grow-not")
+    monkeypatch.setattr(growth, "ENTRIES_PER_SHARD", 1)
+    monkeypatch.setattr(growth, "GRACE_S", 0.0)
+    monkeypatch.setattr(growth, "REFRESH_S", 0.0)
+    grown, kept = decide("grow")
+    assert grown == plain
+    cluster, nodes = _nodes(redis_cluster)
+    meta = cluster.hgetall("{grow}:m")
+    assert int(meta[b"shards"]) >= 512, meta
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="grow", store_text=False) as d:
+        again = [d.check(url, text=text) for url, text in kept]
+        assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(again, kept))
+        copies = [d.check(url + "?copy", text=text) for url, text in kept]
+        assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(copies, kept))
+        for _ in range(2000):  # commits move the old shards, one each
+            if b"growing" not in cluster.hgetall("{grow}:m"):
+                break
+            d.check(f"https://filler.example/{_}", text=f"filler page {_} " * 40)
+    levels = {k.split(b":")[2] for ks in _keys(nodes, "grow") for k in ks if k.startswith(b"grow:h")}
+    assert levels == {cluster.hget("{grow}:m", "shards")}, levels
+    cluster.close()

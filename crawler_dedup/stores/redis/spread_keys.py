@@ -76,11 +76,15 @@ STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"grown_a
 # Redis packs a hash only while every value is 64 bytes or less: a table whose lists grow longer
 # than 8 doc ids (mins: up to POSTING_LIMIT) has shards of its own, so the others stay packed
 LONG_TABLES = frozenset(("mins",))
-FAMILIES = (b"", b"m")
+FAMILIES = (b"", b"m", b"b")
 
 
 def family(table: str) -> bytes:
-    return b"m" if table in LONG_TABLES else b""
+    """The shards a table's entries go to: the postings' (long lists), the simhash buckets' (their
+    lists grow with the index past 8 fingerprints: 10^7 pages fill 2^16 buckets 150 deep), the rest."""
+    if table in LONG_TABLES:
+        return b"m"
+    return b"b" if table[:1] == "t" and table[1:].isdigit() else b""
 
 
 def shard_name(prefix: bytes, gen: bytes, count: int, shard: int) -> bytes:
