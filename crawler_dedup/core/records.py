@@ -12,6 +12,8 @@ import numpy as np
 import xxhash
 from w3lib.url import canonicalize_url
 
+from ..exceptions import StoreDamaged
+
 # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
 _HEAD = struct.Struct(">QdIIIHHBI")
 _EXTRA = struct.Struct(">BI")  # name bytes, data bytes
@@ -86,8 +88,21 @@ class DocRecord:
 
     @classmethod
     def decode(cls, data: bytes, doc_id: int | None = None) -> "DocRecord":
+        """A stored record; StoreDamaged for bytes that are not one (bit rot, a zeroed page): a
+        DedupError, so a crawl keeps and counts the page instead of losing its request."""
+        try:
+            return cls._decode(bytes(data), doc_id)
+        except (struct.error, ValueError, IndexError, TypeError) as exc:  # (UnicodeDecodeError is a ValueError)
+            which = f"kept record {doc_id}" if doc_id is not None else "a kept record"
+            raise StoreDamaged(f"{which} cannot be read ({type(exc).__name__}): the index is damaged; "
+                               "run `crawler-dedup index verify`, then `crawler-dedup index rebuild`") from exc
+
+    @classmethod
+    def _decode(cls, data: bytes, doc_id: int | None) -> "DocRecord":
         fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
         pos = _HEAD.size
+        if not ul or _HEAD.size + (3 if stage & _COARSE else 8) * n + tl + ul > len(data):
+            raise ValueError("lengths past the record's end, or no URL (a zeroed record)")
         coarse = bool(stage & _COARSE)
         stage &= ~_COARSE
         if coarse:
@@ -108,6 +123,8 @@ class DocRecord:
             name = data[pos : pos + nl].decode()
             extras[name] = data[pos + nl : pos + nl + dl]
             pos += nl + dl
+        if pos != len(data):
+            raise ValueError("an extra past the record's end")
         return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
                    title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
                    extras=extras, coarse=coarse)
