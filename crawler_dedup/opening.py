@@ -47,7 +47,9 @@ def spider_reset(spider) -> bool:
 def reset_index(path: str) -> str | None:
     """Move the index directory at `path` aside as `<path>.reset-<UTC time>` (never deleted);
     the moved path, or None when there was no index there."""
-    if not os.path.isfile(os.path.join(path, "data.mdb")):
+    from .stores.lmdb.file import lost_signs
+
+    if not os.path.isfile(os.path.join(path, "data.mdb")) and not lost_signs(path):
         return None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target, n = f"{path.rstrip(os.sep)}.reset-{stamp}", 1

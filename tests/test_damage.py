@@ -64,3 +64,41 @@ def test_a_crawl_over_a_rotted_record_loses_no_request(tmp_path, articles, serve
     assert stats.get("dedup/errors/store", 0) >= 1, stats
     warnings = [line for line in proc.stderr.splitlines() if "index verify" in line]
     assert len(warnings) == 1 and "WARNING" in warnings[0], warnings
+
+
+@pytest.mark.parametrize("loss", ["empty", "missing", "missing with its lock file"])
+def test_an_index_folder_whose_data_file_is_lost_stops_the_crawl_at_start(tmp_path, articles, serve, loss):
+    """A DEDUP_DIR that held an index (its lock file, a drop log with lines) but whose data.mdb is
+    empty or gone: one line and a clean stop, not a new empty index keeping every page again;
+    DEDUP_RESET=True moves the folder aside and starts a new one."""
+    root = make_site(tmp_path / "site", {"a.html": articles[0][0], "b.html": articles[0][0]})
+    base = serve(root).base_url
+    idx, urls = tmp_path / "idx", write_urls(tmp_path / "urls.txt", [f"{base}/a.html", f"{base}/b.html"])
+    first = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={idx}", "-O", str(tmp_path / "one.jsonl"))
+    assert first.returncode == 0 and (idx / "droplog.jsonl").read_text(), first.stderr[-2000:]
+    if loss == "empty":
+        (idx / "data.mdb").write_bytes(b"")
+    else:
+        (idx / "data.mdb").unlink()
+        if loss == "missing with its lock file":
+            (idx / "lock.mdb").unlink()
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={idx}", "-O", str(tmp_path / "two.jsonl"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "DEDUP_RESET" in errors[0] and ("empty" if loss == "empty" else "missing") in errors[0]
+    assert "'finish_reason': 'dedup_index_damaged'" in proc.stderr
+    assert not (tmp_path / "two.jsonl").exists() or not (tmp_path / "two.jsonl").read_text()
+    again = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={idx}", "-s", "DEDUP_RESET=True",
+                         "-O", str(tmp_path / "three.jsonl"))
+    assert again.returncode == 0 and "ERROR" not in again.stderr, again.stderr[-3000:]
+    assert (tmp_path / "three.jsonl").read_text().count("\n") == 1  # a new index: one page of the two
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("idx.reset-")]
+
+
+def test_a_new_index_folder_is_not_taken_for_a_lost_one(tmp_path, articles):
+    with Deduplicator(dir=str(tmp_path / "new")) as d:
+        assert d.check("https://a.test/1", text=articles[0][1]).action == "keep"
+    (tmp_path / "empty-log").mkdir()
+    (tmp_path / "empty-log" / "droplog.jsonl").write_text("")  # what a crawl's first open leaves
+    with Deduplicator(dir=str(tmp_path / "empty-log")) as d:
+        assert d.check("https://a.test/1", text=articles[0][1]).action == "keep"

@@ -26,6 +26,40 @@ def damaged(location: str, exc: BaseException) -> StoreDamaged:
                         f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
 
 
+def lost_signs(location: str) -> list[str]:
+    """What shows that `location` held an index: its lock file, a drop log with lines, a damaged
+    file moved aside by `index rebuild` (a crawl's first open makes only an empty drop log)."""
+    try:
+        names = os.listdir(location)
+    except OSError:
+        return []
+    signs = [n for n in names if n == "lock.mdb" or n.startswith("data.mdb.damaged-")]
+    try:
+        if os.path.getsize(os.path.join(location, "droplog.jsonl")):
+            signs.append("droplog.jsonl")
+    except OSError:
+        pass
+    return sorted(signs)
+
+
+def check_not_lost(location: str) -> None:
+    """Refuse to start a new index where one was lost: data.mdb missing or empty beside its lock
+    file or drop log would otherwise be a new, empty index that keeps every page again."""
+    data = os.path.join(location, "data.mdb")
+    try:
+        size: int | None = os.path.getsize(data)
+    except OSError:
+        size = None
+    if size:
+        return
+    signs = lost_signs(location)
+    if signs:
+        state = "empty" if size == 0 else "missing"
+        raise StoreDamaged(f"{location} held an index ({', '.join(signs)}) but its data.mdb is {state}: a new "
+                           "index there would keep every page again. To start a new index there set "
+                           "DEDUP_RESET=True (the folder is moved aside), or give another DEDUP_DIR")
+
+
 _MAGIC = 0xBEEFC0DE
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...exceptions import StoreDamaged, StoreError, StoreFull
 from ..base import MULTI, SINGLE, T, TxnBase
-from .file import _DAMAGED, check_file, copy_tables, damaged, leaf_rows, refuse_if_used
+from .file import _DAMAGED, check_file, check_not_lost, copy_tables, damaged, leaf_rows, refuse_if_used
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -131,6 +131,7 @@ class LmdbStore:
                     self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
                 return
+            check_not_lost(self.location)
             os.makedirs(self.location, exist_ok=True)
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 16, sync=self.sync,
