@@ -102,3 +102,37 @@ def test_a_new_index_folder_is_not_taken_for_a_lost_one(tmp_path, articles):
     (tmp_path / "empty-log" / "droplog.jsonl").write_text("")  # what a crawl's first open leaves
     with Deduplicator(dir=str(tmp_path / "empty-log")) as d:
         assert d.check("https://a.test/1", text=articles[0][1]).action == "keep"
+
+
+def _rotted_index(path, articles) -> None:
+    with Deduplicator(dir=str(path)) as d:
+        for n, (_, text) in enumerate(articles[:6]):
+            d.check(f"https://site.test/{n}", text=text, now=1000.0 + n)
+    assert _rot(path / "data.mdb", b"https://site.test/3") >= 1
+
+
+@pytest.mark.parametrize("command", [["index", "expire", "--window", "60", "--yes"], ["index", "compact", "--yes"],
+                                     ["index", "remove", "https://site.test/1", "--yes"], ["index", "add", "ITEMS"]])
+def test_commands_that_write_refuse_a_damaged_index_and_change_nothing(tmp_path, articles, command):
+    import json
+    import subprocess
+    import sys
+
+    idx = tmp_path / "idx"
+    _rotted_index(idx, articles)
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"url": "https://new.test/1", "text": articles[7][1]}) + "\n")
+    before = (idx / "data.mdb").read_bytes()
+    args = [str(items) if a == "ITEMS" else a for a in command]
+    got = subprocess.run([sys.executable, "-m", "crawler_dedup", *args, "--dir", str(idx)],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2, (got.stdout, got.stderr)
+    assert "Traceback" not in got.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
+    assert "damaged" in got.stderr and "index verify" in got.stderr and "index rebuild" in got.stderr
+    assert (idx / "data.mdb").read_bytes() == before
+    repaired = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "rebuild", "--yes", "--dir", str(idx)],
+                              capture_output=True, text=True, timeout=120)
+    assert repaired.returncode == 0, repaired.stderr
+    again = subprocess.run([sys.executable, "-m", "crawler_dedup", *args, "--dir", str(idx)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, (again.stdout, again.stderr)

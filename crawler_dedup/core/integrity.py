@@ -73,7 +73,7 @@ def verify(index: NearDupIndex, progress: Callable[[int, int], None] | None = No
             try:
                 doc = DocRecord.decode(value, doc_id)
             except Exception as exc:  # noqa: BLE001 - any undecodable record is the finding
-                report.add(f"kept record {doc_id} cannot be read ({type(exc).__name__})")
+                report.add(f"kept record {doc_id} cannot be read ({type(exc.__cause__ or exc).__name__})")
                 continue
             report.pages += 1
             fps[doc_id] = doc.fingerprint

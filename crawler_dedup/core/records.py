@@ -101,8 +101,10 @@ class DocRecord:
     def _decode(cls, data: bytes, doc_id: int | None) -> "DocRecord":
         fp, t, tokens, shingles, run, n, tl, stage, ul = _HEAD.unpack_from(data)
         pos = _HEAD.size
-        if not ul or _HEAD.size + (3 if stage & _COARSE else 8) * n + tl + ul > len(data):
-            raise ValueError("lengths past the record's end, or no URL (a zeroed record)")
+        if _HEAD.size + (3 if stage & _COARSE else 8) * n + tl + ul > len(data):
+            raise ValueError("lengths past the record's end")
+        if not any(data):
+            raise ValueError("a zeroed record")
         coarse = bool(stage & _COARSE)
         stage &= ~_COARSE
         if coarse:
