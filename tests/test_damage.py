@@ -136,3 +136,34 @@ def test_commands_that_write_refuse_a_damaged_index_and_change_nothing(tmp_path,
     again = subprocess.run([sys.executable, "-m", "crawler_dedup", *args, "--dir", str(idx)],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, (again.stdout, again.stderr)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_rebuild_of_an_older_format_migrates_it_or_refuses_it(tmp_path, articles, version):
+    """Format 3 (migratable): rebuilt into an index this version opens and verifies whole. Format 2:
+    refused with what to do, the file unchanged (it never reports success on an index nothing opens)."""
+    import subprocess
+    import sys
+
+    idx = tmp_path / "idx"
+    with Deduplicator(dir=str(idx)) as d:
+        for n, (_, text) in enumerate(articles[:5]):
+            d.check(f"https://site.test/{n}", text=text)
+        d.index.write(lambda t: t.meta_put("format", str(version).encode()))
+    before = (idx / "data.mdb").read_bytes()
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "crawler_dedup", "index", *args, "--dir", str(idx)],
+                              capture_output=True, text=True, timeout=120)
+
+    got = cli("rebuild", "--yes")
+    if version == 2:
+        assert got.returncode == 2 and "format version is 2" in got.stderr and "index add" in got.stderr, got.stderr
+        assert (idx / "data.mdb").read_bytes() == before
+        assert sorted(p.name for p in idx.iterdir()) == ["data.mdb", "lock.mdb"]
+        return
+    assert got.returncode == 0, got.stderr
+    assert cli("verify").returncode == 0
+    assert "format 4, 5 pages kept" in cli("stats").stdout
+    with Deduplicator(dir=str(idx)) as d:
+        assert d.check("https://copy.test/0", text=articles[0][1]).action == "drop"

@@ -13,10 +13,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from ..exceptions import DedupError, StoreError
-from ..stores.base import from_u64, u64
+from ..exceptions import DedupError, StoreError, StoreFormat
+from ..stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
 from .index import NearDupIndex
 from .index_txn import TABLES, IndexTxn, table_name
+from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, url_key
 from .sitelines import lines_of
 from .tables import Plan
@@ -248,6 +249,7 @@ def rebuild(store, site_lines: bool = True, progress: Callable[[int, int], None]
         found_meta, found_docs = scavenge(rows)
         try:
             meta, readable = _settings(source, found_meta) if source is not None else (dict(found_meta), False)
+            _refuse_format(store, meta)
             if b"plan" not in meta:
                 where = os.path.join(store.location, "data.mdb")
                 raise StoreError(f"cannot rebuild {where}: no crawler-dedup settings record (its plan) can be read "
@@ -263,6 +265,21 @@ def rebuild(store, site_lines: bool = True, progress: Callable[[int, int], None]
                 source.close()
         got.damaged_copy = store.replace_with(target)
     return got
+
+
+def _refuse_format(store, meta: dict[bytes, bytes]) -> None:
+    """A format this version can neither read nor migrate cannot be rebuilt into one it opens:
+    refused before anything is written (it would report success on an index nothing opens)."""
+    try:
+        version = int(meta.get(b"format") or FORMAT_VERSION)
+    except ValueError:
+        return  # (a damaged format entry: the records decide what can be filed)
+    if version != FORMAT_VERSION and version not in MIGRATABLE:
+        raise StoreFormat(
+            f"cannot rebuild {store.location}: its format version is {version}, and this crawler-dedup reads "
+            f"version {FORMAT_VERSION} and migrates {', '.join(map(str, MIGRATABLE))}; nothing was changed. File the "
+            f"crawl's pages into a new index instead (`crawler-dedup index add ITEMS.jsonl|WARC --dir NEW_DIR`, "
+            f"see `crawler-dedup scan`), or crawl with a new DEDUP_DIR")
 
 
 def _settings(source, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:
@@ -311,4 +328,7 @@ def _refile(source, target, meta: dict[bytes, bytes], found_docs: dict[int, DocR
     got.scavenged = len(lost)
     if b"next_id" not in meta or from_u64(meta[b"next_id"]) <= highest[0]:
         target.write(lambda raw: raw.put("meta", b"next_id", u64(highest[0] + 1)))
+    version = int(meta.get(b"format") or FORMAT_VERSION)
+    if version in MIGRATABLE:  # (the old format's meta was copied as it was: bring it up now)
+        migrate(index, version)
     return got
