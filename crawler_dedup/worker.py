@@ -48,7 +48,33 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
+WATCH_SECONDS = 0.1  # how often a worker looks whether the crawl that started it is still there
+
+
+def _die_with(parent: int) -> None:
+    """Exit as soon as the process that started this one is gone, even killed with SIGKILL (its
+    pipe then closes only when this one next reads, and a page's job may take seconds). A thread
+    that polls the parent: portable, and unlike PR_SET_PDEATHSIG not tied to the starting thread."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="crawler-dedup-parent-watch", daemon=True).start()
+
+
 def main() -> int:
+    try:
+        return _serve()
+    except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        return 0  # the crawl is gone or stopping: nothing to answer, nothing to report
+
+
+def _serve() -> int:
+    _die_with(os.getppid())
     # the answers go to the original standard output; anything else printed goes to stderr, so a
     # library that prints cannot break the stream
     out = os.dup(1)

@@ -167,3 +167,45 @@ def test_rebuild_of_an_older_format_migrates_it_or_refuses_it(tmp_path, articles
     assert "format 4, 5 pages kept" in cli("stats").stdout
     with Deduplicator(dir=str(idx)) as d:
         assert d.check("https://copy.test/0", text=articles[0][1]).action == "drop"
+
+
+def test_workers_die_with_a_killed_crawl_and_say_nothing(tmp_path):
+    """The crawl process SIGKILLed while a worker runs a job: the worker is gone within a second
+    (not when its job ends and its answer meets a closed pipe), and no traceback is printed."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "crawl.py"
+    script.write_text(
+        "import time\n"
+        "from crawler_dedup.workers import WorkerPool\n"
+        "pool = WorkerPool(2)\n"
+        "pool.submit(time.sleep, 5.0)\n"
+        "print(' '.join(str(w.proc.pid) for w in pool.workers), flush=True)\n"
+        "time.sleep(60)\n")
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True)
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        time.sleep(1.0)  # the job is running
+        proc.kill()
+        proc.wait()
+        deadline = time.time() + 3
+        alive = pids
+        while alive and time.time() < deadline:
+            time.sleep(0.05)
+            alive = [p for p in pids if _running(p)]
+        waited = time.time() - (deadline - 3)
+    assert not alive, f"workers {alive} outlived the crawl"
+    assert waited < 1.5
+    time.sleep(5)  # past the job's end: a worker still there would now meet the closed pipe
+    assert "Traceback" not in log.read_text() and "BrokenPipe" not in log.read_text(), log.read_text()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
