@@ -76,7 +76,18 @@ def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run:
     return record
 
 
-_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+# JSON leaves these raw: C1 controls (U+009B is a one-character CSI on some terminals; U+0085 ends
+# a line for str.splitlines and some JSON-lines readers), the line and paragraph separators, and
+# the bidi overrides and isolates (a URL that reads as another). Escaped, they parse back the same.
+_UNSAFE = {c: f"\\u{c:04x}" for c in (*range(0x80, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                      *range(0x2066, 0x206A))}
+_LINE_BREAKS = _UNSAFE
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """JSON as the drop log writes it (UTF-8 text, crawled values' unsafe characters escaped): for
+    every line or document a command prints or writes with crawled URLs, titles or texts in it."""
+    return json.dumps(value, ensure_ascii=False, **kwargs).translate(_UNSAFE)
 
 
 class DropLog:

@@ -182,3 +182,23 @@ def test_a_url_dropped_by_two_crawls_is_restored_once_from_its_latest_drop(tmp_p
     assert [i["url"] for i in items] == [other["url"], rec["url"]]  # once each, in the order of the lines written
     assert items[1]["text"].endswith("(as the second crawl saw it)")
     assert "restored 2 of 3 selected drops" in proc.stdout and "1 selected drops were of a URL dropped again later" in proc.stdout
+
+
+def test_c1_controls_and_bidi_characters_are_escaped_in_every_json_printed(tmp_path, demo_out):
+    """U+009B (a one-character CSI on some terminals), U+0085 and the bidi overrides in a crawled
+    URL and title come out of restore (stdout) and show --json as JSON escapes, and parse back to
+    the very same value."""
+    rec = next(r for r in _lines(demo_out / "droplog.jsonl") if isinstance(r.get("text"), str))
+    url = rec["url"] + "/\x9b2J\x85\u202egnp.exe\u2066"
+    hostile = dict(rec, url=url, title="Title \x9b31m\u202e")
+    log = tmp_path / "d.jsonl"
+    log.write_text(json.dumps(hostile, ensure_ascii=False) + "\n", encoding="utf-8")
+    unsafe = {"\x9b", "\x85", "\u202e", "\u2066"}
+    restored = cli("restore", log, "--all")
+    assert restored.returncode == 0, restored.stderr
+    assert not unsafe & set(restored.stdout) and "\\u009b" in restored.stdout and "\\u202e" in restored.stdout
+    assert json.loads(restored.stdout.splitlines()[0])["url"] == url
+    shown = cli("show", url, "--log", log, "--json")
+    assert not unsafe & set(shown.stdout), shown.stdout
+    drop = json.loads(shown.stdout)["drop"]
+    assert (drop["url"], drop["title"]) == (url, hostile["title"])

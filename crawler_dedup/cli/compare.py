@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..droplog import dumps
 from .common import CliError, add_json, add_settings, make_config, parse_settings
 
 
@@ -31,7 +32,6 @@ def run(args) -> int:
         a, b = (load_source(x, config.max_bytes, config.extract_mode) for x in (args.a, args.b))
     except ShowError as exc:
         raise CliError(str(exc), exc.exit_code) from None
-    import json
 
     dedup = Deduplicator(config).open()
     fps: dict = {}
@@ -107,7 +107,7 @@ def run(args) -> int:
         _verdict(print, va, vb, verdict)
     finally:
         if args.json:
-            real_print(json.dumps(data, indent=1, ensure_ascii=False))
+            real_print(dumps(data, indent=1))
     return 0
 
 

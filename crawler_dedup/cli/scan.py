@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
+from ..droplog import dumps
 from .common import CliError, add_backend, backend_settings, make_config
 
 
@@ -99,7 +99,7 @@ def run(args) -> int:
     except ScanError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        print(json.dumps(summary, indent=1, ensure_ascii=False))
+        print(dumps(summary, indent=1))
     else:
         print_summary(summary)
     return 0

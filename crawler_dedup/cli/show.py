@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from ..droplog import dumps
 from .common import (
     CliError,
     add_index,
@@ -101,7 +102,6 @@ def run(args) -> int:
 
 
 def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None:
-    import json
 
     from ..core.tokens import tokenize
     from ..tools.show import unified, why
@@ -113,7 +113,7 @@ def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None
            "note": note,
            "diff": None if dropped_text is None or kept_text is None else
            unified(kept_text, dropped_text, str(rec.get("duplicate_of")), str(rec["url"]), width)}
-    print(json.dumps(out, indent=1, ensure_ascii=False))
+    print(dumps(out, indent=1))
 
 
 def _find(args, log: str):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from ..droplog import dumps
 from .inspect import Filters, Malformed, Progress, stream
 
 
@@ -75,7 +75,7 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
             if len(result.nothing_examples) < 5:
                 result.nothing_examples.append(rec["url"])
             continue
-        out.write(json.dumps(item, ensure_ascii=False, default=str) + "\n")
+        out.write(dumps(item, default=str) + "\n")
         result.written += 1
         if len(result.urls) < 1_000_000:
             result.urls.append(rec["url"])

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 
+from ...droplog import dumps
 from ..common import CliError, backend_settings, confirm, index_location, term
 from ..out import Progress
 from . import _open
 
 
 def add(args) -> int:
-    import json
 
     from ...tools import seed
     from ...tools.sources import SourceError
@@ -35,7 +35,7 @@ def add(args) -> int:
     except SourceError as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        print(json.dumps(counts, indent=1, ensure_ascii=False))
+        print(dumps(counts, indent=1))
         return 0
     pages = counts["pages"]
     print(f"{term(str(counts['index']))}: {pages} pages read from {len(args.inputs)} input"
@@ -54,7 +54,6 @@ def add(args) -> int:
 
 
 def expire(args) -> int:
-    import json
     import time
 
     from ...tools.indexes import is_lmdb
@@ -75,7 +74,7 @@ def expire(args) -> int:
         if args.dry_run or not total:
             info = {"dir": where, "window": args.window, "would_remove": total, "pages": pages, "removed": 0}
             if args.json:
-                print(json.dumps(info, indent=1))
+                print(dumps(info, indent=1))
             else:
                 print(f"{where}: {total} of {pages} pages were kept more than {args.window} s ago"
                       + (" (nothing removed: --dry-run)" if args.dry_run and total else "; nothing to remove" if not total else ""))
@@ -94,7 +93,7 @@ def expire(args) -> int:
         progress.close()
         index.store.close()
     if args.json:
-        print(json.dumps({"dir": where, "window": args.window, "would_remove": total, "pages": left,
+        print(dumps({"dir": where, "window": args.window, "would_remove": total, "pages": left,
                           "removed": removed}, indent=1))
         return 0
     hint = "" if not is_lmdb(backend_settings(args)) else " (run `crawler-dedup index compact` to give the space back to the file system)"
@@ -151,7 +150,6 @@ def rebuild(args) -> int:
 
 def remove(args) -> int:
     import datetime
-    import json
 
     index = _open(args)
     try:
@@ -184,16 +182,14 @@ def remove(args) -> int:
 
 
 def _say_remove(args, info: dict, verb: str) -> None:
-    import json
 
     if args.json:
-        print(json.dumps(info, indent=1))
+        print(dumps(info, indent=1))
     elif verb == "removed":
         print(term(f"removed the kept page at {info['url']} from {info['dir']}: its copies will be kept from now on"))
     else:
         print(term(f"would remove the kept page at {info['url']} (kept {info['kept']}, fingerprint "
                    f"{info['fingerprint']}) from {info['dir']} (nothing changed: --dry-run)"))
-
 
 
 def refuse_damaged(index, command: str, where: str) -> None:

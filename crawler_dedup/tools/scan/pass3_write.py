@@ -12,7 +12,7 @@ from typing import Iterator
 
 from ...config import DedupConfig
 from ...core.policy import Page
-from ...droplog import DropLog, iso_time
+from ...droplog import DropLog, dumps, iso_time
 from .. import sources
 from ..sources import DAMAGED, INFO, PAGE, RELATED, REVISIT
 from .options import Progress
@@ -227,7 +227,7 @@ class Writer:
                         {"url": key[2], "outside": "kept outside this scan (another scan into the shared index)"})
                 line = {"kept": kept, "dropped": groups[key], "size": 1 + len(groups[key]),
                         "policy": list(self.keys)}
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                fh.write(dumps(line) + "\n")
         os.replace(path + ".tmp", path)
 
 
