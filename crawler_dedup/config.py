@@ -285,6 +285,13 @@ class DedupConfig:
         raw.update(overrides)
         return cls._checked(raw)
 
+    def idle_settings(self) -> list[str]:
+        """Settings given a value of their own that the chosen backend never reads (a Redis URL
+        under LMDB): each a warning at start, never silently ignored."""
+        only = {"redis": ("redis_url", "redis_prefix", "redis_layout"), "lmdb": ("lmdb_map_size", "lmdb_sync")}
+        return ["DEDUP_" + attr.upper() for backend, attrs in only.items() if self.backend != backend
+                for attr in attrs if getattr(self, attr) != _DEFAULTS[attr]]
+
     def worker_count(self) -> int:
         """DEDUP_WORKERS as a number: `auto` is one worker a core this process may use."""
         if self.workers == "auto":

@@ -67,6 +67,9 @@ class DedupExtension:
         self.config = self._configure(DedupConfig.from_settings(crawler.settings))
         if self.config.enabled and (self.config.reset or opening.spider_reset(crawler.spider)):
             self._reset()
+        for name in self.config.idle_settings() if self.config.enabled else ():
+            logger.warning("crawler-dedup: %s is set but has no effect with DEDUP_BACKEND=%s%s", name,
+                           self.config.backend, " (set DEDUP_BACKEND=redis to use Redis)" if "REDIS" in name else "")
         if not self.config.debug:  # trafilatura logs several DEBUG lines per page
             logging.getLogger("trafilatura").setLevel(logging.INFO)
         self.dedup: Deduplicator | None = None

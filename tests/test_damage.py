@@ -209,3 +209,17 @@ def _running(pid: int) -> bool:
             return fh.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_setting_the_backend_never_reads_is_a_warning_at_start(tmp_path, articles, serve):
+    """DEDUP_REDIS_URL without DEDUP_BACKEND=redis was silently ignored (the crawl used LMDB)."""
+    root = make_site(tmp_path / "site", {"a.html": articles[0][0]})
+    base = serve(root).base_url
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/a.html"])
+    proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                        "-s", "DEDUP_REDIS_URL=redis://redis.internal:6379/0", "-O", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    warned = [line for line in proc.stderr.splitlines() if "DEDUP_REDIS_URL" in line]
+    assert len(warned) == 1 and "WARNING" in warned[0] and "no effect with DEDUP_BACKEND=lmdb" in warned[0], warned
+    quiet = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx2'}", "-O", str(tmp_path / "o2.jsonl"))
+    assert "no effect" not in quiet.stderr
