@@ -3,6 +3,7 @@ Redis round trips, commands and optimistic reruns (a conflict: another writer ch
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster.
 
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
+    python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
 
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
@@ -54,12 +55,20 @@ def _work(args) -> tuple[int, float, int, int, int]:
         settings.update(dir=where)
     with Deduplicator(**settings) as d:
         store = d.index.store
-        before = (store.trips, store.commands, store.conflicts) if backend != "lmdb" else (0, 0, 0)
+
+        def counts() -> tuple[int, int, int]:
+            if backend == "lmdb":
+                return 0, 0, 0
+            if getattr(store, "spread", False):  # (batches waited for: the nodes of one are written at once)
+                return store.nodes.waits, store.nodes.commands, 0
+            return store.trips, store.commands, store.conflicts
+
+        before = counts()
         t0 = time.perf_counter()
         for url, text in pages:
             d.check(url, text=text)
         took = time.perf_counter() - t0
-        after = (store.trips, store.commands, store.conflicts) if backend != "lmdb" else (0, 0, 0)
+        after = counts()
     return len(pages), took, after[0] - before[0], after[1] - before[1], after[2] - before[2]
 
 
@@ -149,13 +158,71 @@ def _redis(tmp: str, nodes: int):
             server.wait()
 
 
+def bytes_table(pages: int) -> None:
+    """Bytes a kept page (DEDUP_STORE_TEXT=False; crawl-like URLs and titles): the one-slot layout
+    on one server (the baseline) and on a 3-node cluster, and the spread layout on the cluster.
+    Between the 10th and the last tenth of the pages (past the fixed costs): the index's keys
+    (MEMORY USAGE), Redis's used_memory_dataset, and the same with Redis's command statistics
+    reset at both ends (Redis 7 keeps about 25 KB of latency percentiles a command name a node,
+    in its dataset: a cost per server, not per page); then keys a page and the largest node's share."""
+    import redis as redis_py
+
+    from crawler_dedup import Deduplicator
+
+    stream = texts(pages)
+    print(f"{pages} pages (texts, a third of them copies), DEDUP_STORE_TEXT=False; bytes a kept page between "
+          f"page {pages // 10} and page {pages}")
+    print(f"{'layout':<24} {'kept':>7} {'key B/page':>11} {'x one server':>13} {'dataset B/page':>15} "
+          f"{'w/o cmd stats':>14} {'keys/page':>10} {'largest node':>13} {'pages/s':>8}")
+    base = None
+    for name, nodes, layout in (("one server, one slot", 1, "slot"), ("3-node cluster, one slot", 3, "slot"),
+                                ("3-node cluster, spread", 3, "spread")):
+        with tempfile.TemporaryDirectory() as tmp, _redis(tmp, nodes) as url:
+            if nodes == 1:
+                clients = [redis_py.Redis.from_url(url)]
+            else:
+                cluster = redis_py.RedisCluster.from_url(url)
+                clients = [cluster.get_redis_connection(n) for n in cluster.get_primaries()]
+
+            def measure() -> tuple[int, int, int, list[int]]:
+                keys = [list(c.scan_iter(count=1000)) for c in clients]
+                used = sum(c.memory_usage(k, samples=0) or 0 for c, ks in zip(clients, keys) for k in ks)
+                dataset = sum(c.info("memory")["used_memory_dataset"] for c in clients)
+                for c in clients:
+                    c.config_resetstat()
+                plain = sum(c.info("memory")["used_memory_dataset"] for c in clients)
+                return used, dataset, plain, [len(k) for k in keys]
+
+            kept, marks = 0, []
+            t0 = time.perf_counter()
+            with Deduplicator(backend="redis", redis_url=url, redis_prefix="bytes", store_text=False,
+                              redis_layout=layout) as d:
+                for n, (url_, text) in enumerate(stream, 1):
+                    title = " ".join(text.split()[:9]).title() + " | The Example Daily"
+                    page = f"https://news.example.com/2026/11/section/{url_.rsplit('/', 1)[1]}-story-slug.html"
+                    kept += d.check(page, text=text, title=title).action == "keep"
+                    if n in (pages // 10, pages):
+                        marks.append((kept, *measure()))
+            seconds = time.perf_counter() - t0
+            (k0, u0, d0, p0, _), (k1, u1, d1, p1, counts) = marks
+            per = (u1 - u0) / (k1 - k0)
+            base = base or per
+            print(f"{name:<24} {k1:>7} {per:>11.0f} {per / base:>13.2f} {(d1 - d0) / (k1 - k0):>15.0f} "
+                  f"{(p1 - p0) / (k1 - k0):>14.0f} {sum(counts) / k1:>10.2f} {max(counts) / sum(counts):>13.2f} "
+                  f"{pages / seconds:>8.0f}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--procs", default="1,4,8")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
     ap.add_argument("--window", type=int, default=0, help="DEDUP_WINDOW in seconds (2: pages expire during the run)")
+    ap.add_argument("--bytes", type=int, metavar="PAGES", help="instead: bytes a kept page at PAGES pages")
     args = ap.parse_args(argv)
+    if args.bytes:
+        bytes_table(args.bytes)
+        return 0
     stream = texts(args.pages)
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "

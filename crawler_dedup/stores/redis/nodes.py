@@ -29,7 +29,8 @@ class Nodes:
         self.client, self.redis = client, redis_module
         self.scripts = scripts  # name -> Lua source; sent as EVALSHA, loaded on a node that lacks it
         self.sha: dict[str, str] = {}
-        self.trips = 0
+        self.trips = 0  # node connections written to
+        self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
 
     def node_of(self, key: bytes):
         return self.client.nodes_manager.get_node_from_slot(self.client.keyslot(key))
@@ -49,6 +50,8 @@ class Nodes:
         """The replies to (key, command) pairs, in order; errors other than redirections raise."""
         replies: list[Any] = [None] * len(batch)
         todo = list(range(len(batch)))
+        self.waits += 1
+        self.commands += len(batch)
         asking: dict[int, Any] = {}  # command -> the node an ASK sent it to
         for attempt in range(ATTEMPTS):
             groups: dict[str, tuple[Any, list[int]]] = {}
