@@ -158,7 +158,7 @@ def _redis(tmp: str, nodes: int):
             server.wait()
 
 
-def bytes_table(pages: int) -> None:
+def bytes_table(pages: int, rows: str = "slot,cluster-slot,spread") -> None:
     """Bytes a kept page (DEDUP_STORE_TEXT=False; crawl-like URLs and titles): the one-slot layout
     on one server (the baseline) and on a 3-node cluster, and the spread layout on the cluster.
     Between the 10th and the last tenth of the pages (past the fixed costs): the index's keys
@@ -175,8 +175,9 @@ def bytes_table(pages: int) -> None:
     print(f"{'layout':<24} {'kept':>7} {'key B/page':>11} {'x one server':>13} {'dataset B/page':>15} "
           f"{'w/o cmd stats':>14} {'keys/page':>10} {'largest node':>13} {'pages/s':>8}")
     base = None
-    for name, nodes, layout in (("one server, one slot", 1, "slot"), ("3-node cluster, one slot", 3, "slot"),
-                                ("3-node cluster, spread", 3, "spread")):
+    every = {"slot": ("one server, one slot", 1, "slot"), "cluster-slot": ("3-node cluster, one slot", 3, "slot"),
+             "spread": ("3-node cluster, spread", 3, "spread")}
+    for name, nodes, layout in (every[r] for r in rows.split(",")):
         with tempfile.TemporaryDirectory() as tmp, _redis(tmp, nodes) as url:
             if nodes == 1:
                 clients = [redis_py.Redis.from_url(url)]
@@ -206,7 +207,7 @@ def bytes_table(pages: int) -> None:
             seconds = time.perf_counter() - t0
             (k0, u0, d0, p0, _), (k1, u1, d1, p1, counts) = marks
             per = (u1 - u0) / (k1 - k0)
-            base = base or per
+            base = base or per  # (the first row given is the baseline)
             print(f"{name:<24} {k1:>7} {per:>11.0f} {per / base:>13.2f} {(d1 - d0) / (k1 - k0):>15.0f} "
                   f"{(p1 - p0) / (k1 - k0):>14.0f} {sum(counts) / k1:>10.2f} {max(counts) / sum(counts):>13.2f} "
                   f"{pages / seconds:>8.0f}", flush=True)
@@ -219,9 +220,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
     ap.add_argument("--window", type=int, default=0, help="DEDUP_WINDOW in seconds (2: pages expire during the run)")
     ap.add_argument("--bytes", type=int, metavar="PAGES", help="instead: bytes a kept page at PAGES pages")
+    ap.add_argument("--rows", default="slot,cluster-slot,spread", help="--bytes: which layouts, the first the baseline")
     args = ap.parse_args(argv)
     if args.bytes:
-        bytes_table(args.bytes)
+        bytes_table(args.bytes, args.rows)
         return 0
     stream = texts(args.pages)
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "

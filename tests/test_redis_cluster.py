@@ -204,3 +204,32 @@ def test_the_shards_double_as_the_index_grows_and_every_entry_moves(redis_cluste
     levels = {k.split(b":")[2] for ks in _keys(nodes, "grow") for k in ks if k.startswith(b"grow:h")}
     assert levels == {cluster.hget("{grow}:m", "shards")}, levels
     cluster.close()
+
+
+def test_a_page_removed_from_the_spread_layout_leaves_no_entry(redis_cluster, articles):
+    """A coarse record (3-byte sketch hashes) still knows the whole hashes it was filed under in
+    the postings: removing it (an updated revisit, `index remove`) leaves the index whole."""
+    import subprocess
+    import sys
+
+    from crawler_dedup.core.integrity import verify
+
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="removal", store_text=False)
+    with Deduplicator(**settings) as d:
+        for n, (_, text) in enumerate(articles[:6]):
+            assert d.check(f"https://site.test/{n}", text=text).action == "keep"
+        words = articles[0][1].split()
+        changed = " ".join(words[: len(words) // 2]) + " an update " + " ".join(reversed(words[len(words) // 2:]))
+        assert d.check("https://site.test/0", text=changed).action == "keep"  # the old record goes
+        assert verify(d.index).ok, verify(d.index).problems
+    got = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "remove", "https://site.test/3", "--yes",
+                          "--redis", redis_cluster, "-s", "DEDUP_REDIS_PREFIX=removal"],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    with Deduplicator(**settings) as d:
+        report = verify(d.index)
+        assert report.ok and report.pages == 5, report.problems
+    expire = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "expire", "--window", "5", "--yes",
+                             "--redis", redis_cluster, "-s", "DEDUP_REDIS_PREFIX=removal"],
+                            capture_output=True, text=True, timeout=120)
+    assert expire.returncode == 2 and "no time index" in expire.stderr, expire.stderr

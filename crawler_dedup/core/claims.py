@@ -11,13 +11,15 @@ finds only later claims, or pages that have not claimed yet (they will see it), 
 found without a claim that was there before (settled long ago) matched in the first look, so the
 second look only meets pages filed at the same time.
 
-What this does not cover: a page dropped in the first look against a page that then withdrew is
-dropped against that page (still its group's copy); two crawlers fetching the same URL at the same
-moment may both keep it (scrapy-redis's request filter makes that rare).
+A page the rules drop against a kept page that is still racing (filed, not claimed yet) waits for
+the claims to settle (`settle`), and is dropped against the copy with the earliest claim among
+its matches: the one that stays. What this does not cover: two crawlers fetching the same URL at
+the same moment may both keep it (scrapy-redis's request filter makes that rare).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from .decide import Evidence, Match, exact_match, near_match, thresholds_for, visible_containment
@@ -53,6 +55,41 @@ def confirm(dedup: "Deduplicator", page: "Pending", verdict: Verdict, doc_id: in
 
     withdrawn = index.write(run)
     return verdict if withdrawn is None else withdrawn
+
+
+SETTLE_TRIES = 25  # 10 ms apart: a page filed at the same moment claims within a few round trips
+RACING_S = 30.0  # a kept page this recent without a claim is still being filed; an older one settled
+
+
+def settle(dedup: "Deduplicator", page: "Pending", verdict: Verdict) -> Verdict:
+    """A drop against another page, named after the copy that stays: of its matches that claimed,
+    the earliest (a match not claimed yet will see it and withdraw); waits while the only matches
+    are recent pages that have not claimed yet."""
+    index = dedup.index
+    assert index is not None
+    if verdict.doc_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT):
+        return verdict
+
+    def look(txn) -> Verdict | None:
+        lookups = TxnLookups(index, txn, dedup.config, None)
+        lookups.prefetch(page.verdict.url, page.fp, page.verdict.title)
+        found = matches(Page(page.verdict, page.fp, page.stage, page.now, lookups, dedup._judging()))
+        claims = txn.claims([m.doc.doc_id for m in found]) if found else []
+        claimed = [(c, m) for c, m in zip(claims, found) if c is not None]
+        if claimed:
+            match = min(claimed, key=lambda pair: pair[0])[1]
+            return verdict if match.doc.doc_id == verdict.doc_id else matched(verdict, match, verdict.action).but(
+                rule=verdict.rule)
+        if found and all(m.doc.time < page.now - RACING_S for m in found):
+            return verdict  # settled long ago (their claims forgotten)
+        return None
+
+    for _ in range(SETTLE_TRIES):
+        got = index.read(look)
+        if got is not None:
+            return got
+        time.sleep(0.01)
+    return verdict
 
 
 def matches(p: Page) -> list[Match]:

@@ -26,7 +26,7 @@ from .fingerprint import (
 )
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .boilerplate import template_keys
-from .claims import confirm
+from .claims import confirm, settle
 from .lookups import TxnLookups
 from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
@@ -278,7 +278,7 @@ class Deduplicator:
         for plugin in self.plugins:
             plugin.end(committed=True)
         self.commits += 1
-        if filed and not getattr(self.index.store, "serializable", True):
+        if not getattr(self.index.store, "serializable", True):
             verdicts = self._claimed(pages, verdicts, filed)
         kept = sum(v.action != Action.DROP and v.doc_id is not None and not v.skipped for v in verdicts)
         if self.config.window and kept and getattr(self.index.store, "expire_apart", False):
@@ -294,6 +294,13 @@ class Deduplicator:
                 out[i] = confirm(self, pages[i], verdicts[i], doc_id)
             except (DedupError, OSError) as exc:
                 out[i] = self.failed(verdicts[i], Failure.STORE, exc)
+        mine = {i for i, _ in filed}
+        for i, verdict in enumerate(verdicts):  # drops name the copy that stays (claims.settle)
+            if i not in mine and verdict.is_duplicate:
+                try:
+                    out[i] = settle(self, pages[i], verdict)
+                except (DedupError, OSError):
+                    pass  # (the drop stands, named after the page it matched)
         return out
 
     def _expire_apart(self, cutoff: float, limit: int) -> None:

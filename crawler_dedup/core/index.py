@@ -22,7 +22,7 @@ from .guards import headline_keys
 from .boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
-from .records import DocRecord, Extra, canonical_url, url_key
+from .records import DocRecord, Extra, canonical_url, probe_hashes, probe_low_bits, url_key
 from .simhash import hamming_many
 from .sitelines import HOLDERS, TITLED, holder_of, lines_of, title_key
 from .tables import Plan
@@ -241,6 +241,8 @@ class NearDupIndex:
             record.extras[Extra.DIGEST] = bytes(digest)
         if body is not None:
             record.extras[Extra.BODY] = bytes(body)
+        if record.coarse and probes:  # (the postings are filed under whole hashes: remove() needs them)
+            record.extras[Extra.PROBE_LOW] = probe_low_bits(record.sketch[:probes])
         digest = digest if exact else None
         txn.doc_put(doc_id, record.encode())
         if record.url:  # the URL's latest kept page (an item without a URL has no entry)
@@ -298,7 +300,7 @@ class NearDupIndex:
         if body is not None and txn.body_get(body) == doc_id:
             txn.body_delete(body)
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
-        for value in doc.sketch[:probes].tolist():
+        for value in probe_hashes(doc, probes).tolist():
             txn.posting_remove(u64(value), doc_id)
         # its site lines and headline (filed with DEDUP_SITE_BOILERPLATE; removing nothing is fine)
         text = doc.text

@@ -33,10 +33,29 @@ class Extra:
     BODY = "bd"  # the digest of the response's bytes (the fast path: the same bytes again need no extraction)
     VISIBLE = "vs"  # a sample of the 5-shingles of all the page's visible text (visible.py)
     CHROME = "ch"  # how much of its main text is its chrome, in hundredths (one byte)
+    PROBE_LOW = "pl"  # a coarse record's posting hashes' low 40 bits (remove() needs the whole hashes)
 
 
 RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY,
-                           Extra.VISIBLE, Extra.CHROME))
+                           Extra.VISIBLE, Extra.CHROME, Extra.PROBE_LOW))
+_LOW40 = np.uint64((1 << 40) - 1)
+
+
+def probe_low_bits(sketch: np.ndarray) -> bytes:
+    """The low 40 bits of each hash, 5 bytes each: with a coarse sketch's high 24, the whole hash."""
+    return (sketch & _LOW40).astype(">u8").view(np.uint8).reshape(-1, 8)[:, 3:].tobytes()
+
+
+def probe_hashes(doc: "DocRecord", probes: int) -> np.ndarray:
+    """The hashes a record was filed under in the sketch postings (whole, for a coarse record too)."""
+    head = doc.sketch[:probes]
+    low = doc.extras.get(Extra.PROBE_LOW)
+    if not doc.coarse or low is None:
+        return head
+    five = np.frombuffer(low, dtype=np.uint8).reshape(-1, 5)[:len(head)]
+    eight = np.zeros((len(five), 8), dtype=np.uint8)
+    eight[:, 3:] = five
+    return head | eight.view(">u8").reshape(-1).astype(np.uint64)
 
 
 @dataclass

@@ -30,6 +30,7 @@ def add(inputs: list[str], config: DedupConfig, fields: Fields | None = None, jo
     own = dedup is None
     dedup = dedup or Deduplicator(config)
     dedup.open()
+    location = dedup.index.store.location if dedup.index is not None else config.dir  # (close() forgets it)
     extractor = Extractor(config, jobs)
     started = time.monotonic()
     total = sum(os.path.getsize(p) for p in inputs)
@@ -70,7 +71,7 @@ def add(inputs: list[str], config: DedupConfig, fields: Fields | None = None, jo
         if own:
             dedup.close()
     counts["seconds"] = round(time.monotonic() - started, 2)
-    counts["index"] = dedup.index.store.location if dedup.index is not None else config.dir
+    counts["index"] = location
     return counts
 
 

@@ -64,6 +64,11 @@ def expire(args) -> int:
     if args.batch < 1:  # 0 would loop for ever: no batch is ever shorter than it
         raise CliError(f"--batch takes 1 or more, not {args.batch}")
     index = _open(args)
+    if not index.ordered:
+        where = index.store.location
+        index.store.close()
+        raise CliError(f"{where} keeps no time index (the Redis Cluster's spread layout): its pages cannot be listed "
+                       "by age; with DEDUP_WINDOW every key of a page expires by itself at twice the window", 2)
     cutoff = time.time() - args.window
     removed, progress = 0, Progress("expiring")
     try:

@@ -141,8 +141,12 @@ def verify(args) -> int:
             print(f"  {term(line)}")
         if report.count > len(report.problems):
             print(f"  ... and {report.count - len(report.problems)} more")
-        hint = f"`crawler-dedup index rebuild --dir {where}`" if os.path.isfile(os.path.join(where, "data.mdb")) else "a new index"
-        print(f"to repair: {hint} files the kept pages into a new index with every table rebuilt")
+        if os.path.isfile(os.path.join(where, "data.mdb")):
+            print(f"to repair: `crawler-dedup index rebuild --dir {where}` files the kept pages into a new index "
+                  "with every table rebuilt")
+        else:  # (Redis: no rebuild in place; other crawlers may use the index)
+            print("to repair: file the crawled pages (WARC files, or items with their text) into a new index with "
+                  "`crawler-dedup index add`, under a new DEDUP_REDIS_PREFIX, and crawl on with that prefix")
     elif not args.quiet:
         print(f"{location}: whole ({report.pages} kept pages, {report.entries} entries checked)")
     return 0 if report.ok else 1

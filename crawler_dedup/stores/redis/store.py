@@ -107,10 +107,11 @@ class RedisStore:
         slot_index = bool(self.client.exists(self.k("index")))
         spread_index = bool(self.client.exists(self.meta_key))
         if want_spread and slot_index and not spread_index:
-            raise StoreError(f"the index {self.location} has the one-slot layout of earlier versions (all of it on "
-                             "one node): go on with it with DEDUP_REDIS_LAYOUT=slot, or spread it over the cluster "
-                             "under a new DEDUP_REDIS_PREFIX with `crawler-dedup index add` from your crawled pages "
-                             "(docs/distributed.md, Moving an index)")
+            raise StoreError(f"the index {self.location} has the one-slot layout (DEDUP_REDIS_LAYOUT=slot, all of it "
+                             "on one node): go on with it with DEDUP_REDIS_LAYOUT=slot, or spread it over the cluster "
+                             "under a new DEDUP_REDIS_PREFIX with `crawler-dedup index add` from the crawled pages' "
+                             "HTML or text (WARC files, or items with a text field; docs/distributed.md, On a Redis "
+                             "Cluster)")
         if not want_spread and spread_index and not slot_index:
             raise StoreError(f"the index {self.location} has the spread layout: open it with DEDUP_REDIS_LAYOUT=auto "
                              "(or spread) on the cluster")
