@@ -225,3 +225,15 @@ def test_the_after_crawl_commands_read_another_backends_index(tmp_path, articles
     assert json.loads(proc.stdout)["pages"] == 0
     proc = cli("index", "stats", idx, **run)  # without the setting: LMDB's, which is not there
     assert proc.returncode == 2 and "no LMDB index" in proc.stderr
+
+
+def test_redis_without_redis_py_says_how_to_install_it(monkeypatch):
+    import sys
+
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.exceptions import ConfigError
+    from crawler_dedup.stores import make_store
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if redis-py were not installed
+    with pytest.raises(ConfigError, match=r"pip install crawler-dedup\[redis\]"):
+        make_store(DedupConfig.from_settings({"DEDUP_BACKEND": "redis"}))

@@ -19,9 +19,12 @@ def make_store(config, readonly: bool = False):
     if config.backend == "redis":
         try:
             from .redis import RedisStore
-        except ImportError as exc:
+
+            return RedisStore.from_config(config, readonly=readonly)  # (imports redis-py: lazily, here)
+        except ModuleNotFoundError as exc:
+            if exc.name != "redis":
+                raise
             raise ConfigError("DEDUP_BACKEND", "redis", f"lmdb or memory: redis needs `pip install crawler-dedup[redis]` ({exc})") from None
-        return RedisStore.from_config(config, readonly=readonly)
     try:
         module, _, name = config.backend.rpartition(".")
         cls = getattr(importlib.import_module(module), name)  # (no Scrapy here: the core runs without it)
