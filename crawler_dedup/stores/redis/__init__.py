@@ -33,7 +33,8 @@ expires that long after its last write, so an index nobody writes to any more em
 A cluster that moved the slot (MOVED, ASK, ...) is followed: the transaction runs again there.
 
 The modules: conn.py (one connection for a transaction, and the commit script EXEC runs),
-txn.py (a transaction: the watched reads, the buffered writes, the commit) and store.py
+buffer.py (the writes a transaction buffers until its commit, both layouts'), txn.py (a
+transaction: the watched reads, the commit) and store.py
 (RedisStore: opening, the layout, read/write with the runs again on a conflict or a moved slot);
 for the spread layout spread.py (its transaction), spread_keys.py (its key names and scripts),
 nodes.py (commands batched a round trip a node, redirections followed) and growth.py (the shard

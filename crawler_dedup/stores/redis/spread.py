@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xxhash
 
-from ...exceptions import StoreError
-from ..base import MULTI, SINGLE, TxnBase, from_u64, u64
+from ..base import MULTI, SINGLE, u64
+from .buffer import BufferedTxn
 from .spread_keys import (FAMILIES, GENERATIONS, STORE_FIELDS, claim_field, escape, family, generation_ms,
                           generation_ttl, shard_name, table_code)
 
@@ -40,15 +40,11 @@ if TYPE_CHECKING:
 CLAIMS_KEPT = 10_000  # claims remembered: a page racing another is settled long before this many more
 
 
-class SpreadTxn(TxnBase):
+class SpreadTxn(BufferedTxn):
     """A transaction of the spread layout: reads batched per node, writes applied at commit."""
 
     def __init__(self, store: "RedisStore", writing: bool):
-        self.s, self.writing = store, writing
-        self.single: dict[tuple[str, bytes], bytes | None] = {}
-        self.added: dict[tuple[str, bytes], set[bytes]] = {}
-        self.removed: dict[tuple[str, bytes], set[bytes]] = {}
-        self.cleared: set[tuple[str, bytes]] = set()
+        super().__init__(store, writing)
         self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
 
@@ -85,18 +81,6 @@ class SpreadTxn(TxnBase):
             now = int(time.time() * 1000) // generation_ms(s.ttl_ms)
             self._gens = [str(now - i).encode() for i in range(GENERATIONS)]
         return self._gens
-
-    def _kind(self, table: str, kind: str | None = None) -> str:
-        found = self.s.kinds.get(table)
-        if found is None:
-            raise StoreError(f"no table {table!r} in the Redis index {self.s.location} (not ensured)")
-        if kind is not None and found != kind:
-            raise StoreError(f"table {table!r} is {found}, not {kind}")
-        return found
-
-    def _change(self) -> None:
-        if not self.writing:
-            raise StoreError("a read transaction cannot write")
 
     # -- reads ------------------------------------------------------------------------------
     def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
@@ -156,37 +140,7 @@ class SpreadTxn(TxnBase):
         raw = b"".join(b"".join(self._merged(t, k)) for t, k in pairs)
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
-    # -- writes (buffered) ------------------------------------------------------------------
-    def put(self, table, key, value):
-        self._kind(table, SINGLE)
-        self._change()
-        self.single[(table, bytes(key))] = bytes(value)
-
-    def delete(self, table, key):
-        kind = self._kind(table)
-        self._change()
-        key = bytes(key)
-        if kind == SINGLE:
-            self.single[(table, key)] = None
-        else:
-            self.cleared.add((table, key))
-            self.added.pop((table, key), None)
-            self.removed.pop((table, key), None)
-
-    def add(self, table, key, value):
-        self._kind(table, MULTI)
-        self._change()
-        key, value = bytes(key), bytes(value)
-        self.removed.get((table, key), set()).discard(value)
-        self.added.setdefault((table, key), set()).add(value)
-
-    def remove(self, table, key, value):
-        self._kind(table, MULTI)
-        self._change()
-        key, value = bytes(key), bytes(value)
-        self.added.get((table, key), set()).discard(value)
-        self.removed.setdefault((table, key), set()).add(value)
-
+    # -- counters (changed at once; the buffered writes are buffer.py's) ---------------------
     def incr(self, table, key, by=1, start=0):
         """A counter, changed at once (outside the buffer, never rolled back): atomic on its key."""
         self._kind(table, SINGLE)

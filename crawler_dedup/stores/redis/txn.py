@@ -10,23 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...exceptions import StoreError
-from ..base import MULTI, SINGLE, TxnBase
+from ..base import MULTI, SINGLE
+from .buffer import BufferedTxn
 from .conn import _COMMIT, _Conn
 
 if TYPE_CHECKING:
     from .store import RedisStore
 
 
-class _RedisTxn(TxnBase):
+class _RedisTxn(BufferedTxn):
     def __init__(self, store: "RedisStore", writing: bool):
-        self.s, self.writing = store, writing
+        super().__init__(store, writing)
         self.conn = _Conn(store)
         self.watched: set[bytes] = set()
-        self.single: dict[tuple[str, bytes], bytes | None] = {}  # (table, key) -> value, None = deleted
-        self.added: dict[tuple[str, bytes], set[bytes]] = {}
-        self.removed: dict[tuple[str, bytes], set[bytes]] = {}
-        self.cleared: set[tuple[str, bytes]] = set()  # MULTI keys deleted whole
         # what this transaction read from Redis (watched, so still current when it commits)
         self.got_single: dict[tuple[str, bytes], bytes | None] = {}
         self.got_multi: dict[tuple[str, bytes], list[bytes]] = {}
@@ -40,18 +36,6 @@ class _RedisTxn(TxnBase):
         out = self.conn.run(cmds, watch)
         self.watched.update(watch)
         return out
-
-    def _kind(self, table: str, kind: str | None = None) -> str:
-        found = self.s.kinds.get(table)
-        if found is None:
-            raise StoreError(f"no table {table!r} in the Redis index {self.s.location} (not ensured)")
-        if kind is not None and found != kind:
-            raise StoreError(f"table {table!r} is {found}, not {kind}")
-        return found
-
-    def _change(self) -> None:
-        if not self.writing:
-            raise StoreError("a read transaction cannot write")
 
     def prefetch(self, single, multi):
         """Read these keys (watched) in one round trip; the reads that follow find them here."""
@@ -93,22 +77,6 @@ class _RedisTxn(TxnBase):
         stored = self._stored_single(table, [k for k in keys if (table, k) not in self.single])
         return [self.single[(table, k)] if (table, k) in self.single else stored[k] for k in keys]
 
-    def put(self, table, key, value):
-        self._kind(table, SINGLE)
-        self._change()
-        self.single[(table, bytes(key))] = bytes(value)
-
-    def delete(self, table, key):
-        kind = self._kind(table)
-        self._change()
-        key = bytes(key)
-        if kind == SINGLE:
-            self.single[(table, key)] = None
-        else:
-            self.cleared.add((table, key))
-            self.added.pop((table, key), None)
-            self.removed.pop((table, key), None)
-
     # -- MULTI ----------------------------------------------------------------------------
     def _merged(self, table: str, key: bytes, stored: list) -> list[bytes]:
         stored_set = set() if (table, key) in self.cleared else {bytes(v) for v in stored}
@@ -140,20 +108,6 @@ class _RedisTxn(TxnBase):
 
     def _touched(self, table: str, key: bytes) -> bool:
         return (table, key) in self.added or (table, key) in self.removed or (table, key) in self.cleared
-
-    def add(self, table, key, value):
-        self._kind(table, MULTI)
-        self._change()
-        key, value = bytes(key), bytes(value)
-        self.removed.get((table, key), set()).discard(value)
-        self.added.setdefault((table, key), set()).add(value)
-
-    def remove(self, table, key, value):
-        self._kind(table, MULTI)
-        self._change()
-        key, value = bytes(key), bytes(value)
-        self.added.get((table, key), set()).discard(value)
-        self.removed.setdefault((table, key), set()).add(value)
 
     def union_u64(self, tables, keys):
         """Every bucket of a lookup in one round trip."""
