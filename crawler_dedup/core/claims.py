@@ -67,10 +67,14 @@ def settle(dedup: "Deduplicator", page: "Pending", verdict: Verdict) -> Verdict:
     are recent pages that have not claimed yet."""
     index = dedup.index
     assert index is not None
-    if verdict.doc_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT):
+    kept_id = verdict.doc_id
+    if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT):
         return verdict
 
     def look(txn) -> Verdict | None:
+        first = index.doc(txn, kept_id)
+        if first is not None and first.time < page.now - RACING_S:
+            return verdict  # kept long before: its race is over, it stayed (one read, no second lookup)
         lookups = TxnLookups(index, txn, dedup.config, None)
         lookups.prefetch(page.verdict.url, page.fp, page.verdict.title)
         found = matches(Page(page.verdict, page.fp, page.stage, page.now, lookups, dedup._judging()))
