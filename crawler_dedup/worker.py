@@ -74,7 +74,8 @@ def main() -> int:
 
 
 def _serve() -> int:
-    _die_with(os.getppid())
+    # the crawl's pid, as the pool gave it: a crawl killed before this line ran is noticed too
+    _die_with(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else os.getppid())
     # the answers go to the original standard output; anything else printed goes to stderr, so a
     # library that prints cannot break the stream
     out = os.dup(1)

@@ -44,7 +44,7 @@ class _Worker:
 
     def start_process(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler_dedup.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "crawler_dedup.worker", str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             start_new_session=True,  # Ctrl-C in a terminal stops the crawl, which then stops its workers
         )
         write_message(self.proc.stdin.fileno(), {"sys_path": list(sys.path), "warm": WARM})  # type: ignore[union-attr]

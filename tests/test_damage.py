@@ -170,8 +170,8 @@ def test_rebuild_of_an_older_format_migrates_it_or_refuses_it(tmp_path, articles
 
 
 def test_workers_die_with_a_killed_crawl_and_say_nothing(tmp_path):
-    """The crawl process SIGKILLed while a worker runs a job: the worker is gone within a second
-    (not when its job ends and its answer meets a closed pipe), and no traceback is printed."""
+    """The crawl process SIGKILLed while a worker runs a job: the worker is gone long before the
+    job ends (not when its answer meets a closed pipe), and no traceback is printed."""
     import subprocess
     import sys
     import time
@@ -181,7 +181,7 @@ def test_workers_die_with_a_killed_crawl_and_say_nothing(tmp_path):
         "import time\n"
         "from crawler_dedup.workers import WorkerPool\n"
         "pool = WorkerPool(2)\n"
-        "pool.submit(time.sleep, 5.0)\n"
+        "pool.submit(time.sleep, 30.0)\n"
         "print(' '.join(str(w.proc.pid) for w in pool.workers), flush=True)\n"
         "time.sleep(60)\n")
     log = tmp_path / "stderr.txt"
@@ -191,15 +191,12 @@ def test_workers_die_with_a_killed_crawl_and_say_nothing(tmp_path):
         time.sleep(1.0)  # the job is running
         proc.kill()
         proc.wait()
-        deadline = time.time() + 3
+        deadline = time.time() + 10  # (the job runs 30 s: a worker that waits for its end fails this)
         alive = pids
         while alive and time.time() < deadline:
             time.sleep(0.05)
             alive = [p for p in pids if _running(p)]
-        waited = time.time() - (deadline - 3)
     assert not alive, f"workers {alive} outlived the crawl"
-    assert waited < 1.5
-    time.sleep(5)  # past the job's end: a worker still there would now meet the closed pipe
     assert "Traceback" not in log.read_text() and "BrokenPipe" not in log.read_text(), log.read_text()
 
 
