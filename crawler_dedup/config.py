@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from .exceptions import ConfigError
 
 from .setting import (  # noqa: F401  (the kinds and checks, importable from here as before)
+    AUTO_BOOL,
     BACKEND,
     BACKENDS,
     BOOL,
@@ -69,6 +70,21 @@ SETTINGS: tuple[Setting, ...] = (
         "`flag` or `drop` LSI conceptual duplicates (seed 000): same story, different words")),
     Setting("DEDUP_CONCEPTUAL_THRESHOLD", FLOAT, 0.9, lo=0, hi=1, doc=(
         "LSI cosine for a conceptual duplicate")),
+    Setting("DEDUP_CONDITIONAL", BOOL, True, doc=(
+        "recrawls ask the server whether a kept page changed: the request for a URL the index holds "
+        "carries the validators of its last response (`If-None-Match` with its ETag, `If-Modified-Since` "
+        "with its Last-Modified), and a `304 Not Modified` is an unchanged revisit (`measure` "
+        "`not-modified`, `dedup/not_modified`) that downloads no body. Per request: "
+        "`meta={\"dedup_conditional\": False}`; see [Recrawls](recrawls.md#conditional-requests)")),
+    Setting("DEDUP_CONDITIONAL_COPY", AUTO_BOOL, "auto", doc=(
+        "keep a compressed copy of each kept page's body that has validators (about a quarter of its bytes: 47 KB a page on the recrawl benchmark's real pages, five times the rest of the index), "
+        "so a 304 is handed to the spider as the page it was and its links are still followed; without a "
+        "copy only requests marked `meta={\"dedup_leaf\": True}` (nothing to follow on them: the `pages` "
+        "spider's without `-a follow=1`) are sent conditional. `auto`: a copy with LMDB and memory, none "
+        "with Redis (memory there is dear)")),
+    Setting("DEDUP_CONDITIONAL_MAX_AGE", INT, 30 * 86400, lo=0, doc=(
+        "seconds after a page's last full download when its next request goes out unconditional, so a "
+        "server whose 304 hides a change is caught within that time (`0`: never)")),
     Setting("DEDUP_CONTAINMENT", FLOAT, 0.9, lo=0, hi=1, doc=(
         "also a duplicate when this share of the new page's shingles is in a kept page (a truncated copy, "
         "or one that lost some boilerplate); a page that adds text of its own never is; `0` turns it off")),
@@ -228,6 +244,9 @@ class DedupConfig:
     commit_delay: float = _DEFAULTS["commit_delay"]
     conceptual: str = _DEFAULTS["conceptual"]
     conceptual_threshold: float = _DEFAULTS["conceptual_threshold"]
+    conditional: bool = _DEFAULTS["conditional"]
+    conditional_copy: bool | str = _DEFAULTS["conditional_copy"]
+    conditional_max_age: int = _DEFAULTS["conditional_max_age"]
     containment: float = _DEFAULTS["containment"]
     debug: bool = _DEFAULTS["debug"]
     dir: str | None = _DEFAULTS["dir"]
@@ -291,6 +310,12 @@ class DedupConfig:
         only = {"redis": ("redis_url", "redis_prefix", "redis_layout"), "lmdb": ("lmdb_map_size", "lmdb_sync")}
         return ["DEDUP_" + attr.upper() for backend, attrs in only.items() if self.backend != backend
                 for attr in attrs if getattr(self, attr) != _DEFAULTS[attr]]
+
+    def keeps_copies(self) -> bool:
+        """DEDUP_CONDITIONAL_COPY as a yes or no: `auto` keeps copies but in Redis."""
+        if self.conditional_copy == "auto":
+            return self.backend != "redis"
+        return bool(self.conditional_copy)
 
     def worker_count(self) -> int:
         """DEDUP_WORKERS as a number: `auto` is one worker a core this process may use."""

@@ -138,9 +138,19 @@ def _workers(name: str, value: Any) -> int | str:
         raise ConfigError(name, value, "auto (one a core) or an integer from 0 to 64") from None
 
 
+def _auto_bool(name: str, value: Any) -> bool | str:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _bool(name, value)
+    except ConfigError:
+        raise ConfigError(name, value, "auto, or a boolean (True/False, 1/0)") from None
+
+
 # what a setting's value may be; each has one check above
-BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT, WORKERS = (
-    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text", "workers")
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT, WORKERS, AUTO_BOOL = (
+    "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text", "workers",
+    "auto_bool")
 
 
 @dataclass(frozen=True)
@@ -187,4 +197,5 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     BACKEND: lambda s, v: _dotted(s.name, v, s.choices, "store"),
     VERIFIER: lambda s, v: _dotted(s.name, v, s.choices, "Verifier"),
     WORKERS: lambda s, v: _workers(s.name, v),
+    AUTO_BOOL: lambda s, v: _auto_bool(s.name, v),
 }

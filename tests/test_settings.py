@@ -23,7 +23,7 @@ from crawler_dedup.exceptions import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "settings_table.py"
 ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str", "url": "str", "text": "str",
-              "path": "str | None", "regexes": "tuple", "workers": "int | str"}
+              "path": "str | None", "regexes": "tuple", "workers": "int | str", "auto_bool": "bool | str"}
 
 
 def _script():
@@ -119,7 +119,7 @@ def test_unknown_keywords_keep_their_messages(keyword, message):
 def _bad(s: Setting):
     if s.kind in (INT, FLOAT):
         return s.lo - 1
-    return {BOOL: "maybe", CHOICE: "nosuch"}.get(s.kind, "")
+    return {BOOL: "maybe", "auto_bool": "maybe", CHOICE: "nosuch"}.get(s.kind, "")
 
 
 @pytest.mark.parametrize("setting", [s for s in SETTINGS if s.kind not in ("regexes",)], ids=lambda s: s.name)

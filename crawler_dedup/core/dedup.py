@@ -24,11 +24,12 @@ from .fingerprint import (
     fingerprint,
     fp_hex,
 )
+from .fetches import Fetch
 from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
 from .boilerplate import template_keys
+from . import revalidation
 from .claims import confirm, settle
 from .lookups import TxnLookups
-from .records import RECORD_EXTRAS
 from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .rules import Decision, Judging, Page, decide
 from .sitelines import KeptLines, SitePage
@@ -52,6 +53,7 @@ class Pending:
     fp: Fingerprinted
     stage: Stage
     now: float
+    fetched: Fetch | None = None  # the response's validators (and body) for the URL's next request
 
 
 class Deduplicator:
@@ -79,7 +81,7 @@ class Deduplicator:
         self.run = 0
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
-        self._filed: int | None = None  # the doc id the last decision filed
+        self.filed: int | None = None  # the doc id the last decision filed
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, new_run: bool = True) -> "Deduplicator":
@@ -142,15 +144,21 @@ class Deduplicator:
                 txn.body_get(body)))
         except (DedupError, OSError):
             return None
-        if doc is None or doc.extras.get(Extra.BODY) != body or Extra.DIGEST not in doc.extras:
+        if doc is None or doc.extras.get(Extra.BODY) != body:
             return None
-        text = doc.text
-        extras = {k: v for k, v in doc.extras.items() if k not in RECORD_EXTRAS}
-        if text is None or not self._verifier_keys <= set(extras):  # (kept under another DEDUP_VERIFIER)
+        fp = revalidation.as_fingerprinted(doc)
+        if fp is None or not fp.text or not self._verifier_keys <= set(fp.extras):  # (kept under another DEDUP_VERIFIER)
             return None
-        return Fingerprinted(text=text, title=doc.title, tokens=doc.tokens, fingerprint=doc.fingerprint,
-                             sketch=doc.sketch, digest=doc.extras[Extra.DIGEST], shingles=doc.shingles,
-                             extras=extras, body=body, known=True)
+        fp.body = body
+        return fp
+
+    def fetch_entry(self, url: str) -> tuple[Fetch, bool] | None:
+        """What the index keeps of the URL's last response, and whether its run was killed (revalidation.py)."""
+        return revalidation.entry(self, url)
+
+    def not_modified(self, url: str, sent: dict[str, str], now: float | None = None):
+        """A 304 to the conditional request that sent `sent`, as steps 1-4 (revalidation.py)."""
+        return revalidation.not_modified(self, url, sent, now)
 
     def allowed(self, url: str) -> bool:
         return any(p.search(url) for p in self.config.allow)
@@ -159,7 +167,7 @@ class Deduplicator:
     def check(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
               stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
               fingerprinted: Fingerprinted | Skip | None = None, never_drop: bool = False,
-              canonical: str | None = None, body: bytes | None = None) -> Verdict:
+              canonical: str | None = None, body: bytes | None = None, fetched: Fetch | None = None) -> Verdict:
         """Decide one page. Never raises on bad input or a failing step: the page is kept and
         `Verdict.error` says where it failed (fail open). `now`: the page's time (default: the
         clock), for DEDUP_WINDOW and the record. `fingerprinted`: steps 1-4 already done by
@@ -167,17 +175,18 @@ class Deduplicator:
         must be kept (a start page the crawl follows links from) is still indexed when new, so
         its copies are caught; when it matches, it is kept and skipped as `never_drop`.
         `canonical`: the page's rel=canonical URL (found in `html` when not given). `body`: the
-        digest of the response's bytes (fingerprint.body_digest), filed when the page is kept."""
+        digest of the response's bytes (fingerprint.body_digest), filed when the page is kept.
+        `fetched`: what to keep of the response for the URL's next conditional request (fetches.py)."""
         verdict, pending = self.prepare(url, html, text, stage=stage, title=title, now=now,
                                         fingerprinted=fingerprinted, never_drop=never_drop, canonical=canonical,
-                                        body=body)
+                                        body=body, fetched=fetched)
         return verdict if pending is None else self.decide_many([pending])[0]
 
     def prepare(self, url: str, html: bytes | str | None = None, text: str | None = None, *,
                 stage: Stage = Stage.RESPONSE, title: str | None = None, now: float | None = None,
                 fingerprinted: Fingerprinted | Skip | None = None,
                 never_drop: bool = False, canonical: str | None = None,
-                body: bytes | None = None) -> tuple[Verdict, Pending | None]:
+                body: bytes | None = None, fetched: Fetch | None = None) -> tuple[Verdict, Pending | None]:
         """Steps 1-4 of check(), without the index: (the final verdict, None) for a page kept
         without a lookup (allowed, skipped, failed), else (verdict, what decide_many takes)."""
         verdict = Verdict(url=url if isinstance(url, str) else str(url or ""), title=title, never_drop=never_drop,
@@ -207,7 +216,7 @@ class Deduplicator:
             if len(excerpt) < 200:
                 excerpt = " ".join(fp.text.split())
             verdict = verdict.but(fingerprint=fp.fingerprint, tokens=fp.tokens, excerpt=excerpt[:200])
-            return verdict, Pending(verdict, fp, stage, when)
+            return verdict, Pending(verdict, fp, stage, when, fetched)
         except Exception as exc:  # a bug or hostile input must never drop or crash: keep
             return self.failed(verdict, Failure.INTERNAL, exc), None
 
@@ -254,10 +263,11 @@ class Deduplicator:
                     fp = page.fp
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
-                self._filed = None
-                out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now))
-                if self._filed is not None:
-                    filed.append((len(out) - 1, self._filed))
+                self.filed = None
+                out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
+                                        page.fetched))
+                if self.filed is not None:
+                    filed.append((len(out) - 1, self.filed))
             return out
 
         for plugin in self.plugins:
@@ -314,7 +324,8 @@ class Deduplicator:
         except (DedupError, OSError) as exc:
             logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
-    def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float) -> Verdict:
+    def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
+                fetched: Fetch | None = None) -> Verdict:
         """Read what the index holds for the page, run the chain of rules (rules.py) and apply
         its decision's writes, all inside one write transaction."""
         index, cfg = self.index, self.config
@@ -325,7 +336,10 @@ class Deduplicator:
         look.prefetch(verdict.url, fp, verdict.title)
         page = Page(verdict, fp, stage, now, look, self._judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
-        return self._apply(txn, page, decide(page), site)
+        verdict = self._apply(txn, page, decide(page), site)
+        if fetched is not None and verdict.url:
+            revalidation.file_fetch(self, txn, verdict, fetched)
+        return verdict
 
     def _judging(self) -> Judging:
         return Judging(self.config, self.run, self._score, self.verifier.name, self.conceptual)
@@ -343,7 +357,7 @@ class Deduplicator:
             return verdict
         for doc_id in decision.remove:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
-        self._filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
+        self.filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None, body=fp.body)
         if verdict.action == Action.KEEP:

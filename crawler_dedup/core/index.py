@@ -18,6 +18,7 @@ import numpy as np
 
 from ..exceptions import StoreFormat
 from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from .fetches import doc_of as fetch_doc
 from .guards import headline_keys
 from .boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .index_txn import TABLES, IndexTxn, table_name
@@ -287,6 +288,9 @@ class NearDupIndex:
         key = url_key(doc.url) if doc.url else None
         if key is not None and txn.url_get(key) == doc_id:
             txn.url_delete(key)
+        fetch = txn.fetch_get(key) if key is not None else None
+        if fetch is not None and fetch_doc(fetch) == doc_id:  # (its validators and copy leave with it)
+            txn.fetch_delete(key)
         if self.ordered:
             txn.time_remove(int(doc.time), doc_id)
         txn.fp_remove(doc.fingerprint, doc_id)

@@ -15,11 +15,12 @@ from ..stores.base import MULTI, SINGLE, from_u64, u64
 # kept pages that show it (their URLs' keys), a few: sitelines.py); titles (a site and headline -> the kept pages under
 # it, two at most: sitelines.py); bodies (digest of a kept page's response bytes -> its doc id: the
 # same bytes again are decided without extraction); heads (a part of a kept page's title -> the kept
-# pages under it, a few: guards.headline_keys, rules.contained); t000.. one per Manku permutation
+# pages under it, a few: guards.headline_keys, rules.contained); fetches (key of the canonical URL
+# -> its kept response's validators and copy: fetches.py, the conditional request); t000.. one per Manku permutation
 # (permuted prefix -> the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,
           "fps": MULTI, "mins": MULTI, "times": MULTI, "tpl": MULTI,
-          "site": MULTI, "titles": MULTI, "bodies": SINGLE, "heads": MULTI}
+          "site": MULTI, "titles": MULTI, "bodies": SINGLE, "heads": MULTI, "fetches": SINGLE}
 
 
 def table_name(t: int) -> str:
@@ -54,7 +55,7 @@ class IndexTxn:
                  template: list[bytes] | None = None, site: list[bytes] | None = None,
                  titled: bytes | None = None, heads: list[bytes] | None = None) -> None:
         """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
-        single = ([("urls", bytes(url_key))] if url_key is not None else []) + (
+        single = ([("urls", bytes(url_key)), ("fetches", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
         self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
                                    *(("tpl", k) for k in template or []), *(("site", k) for k in site or []),
@@ -214,6 +215,15 @@ class IndexTxn:
 
     def url_delete(self, key: bytes) -> None:
         self.raw.delete("urls", bytes(key))
+
+    def fetch_get(self, key: bytes) -> bytes | None:
+        return self.raw.get("fetches", bytes(key))
+
+    def fetch_put(self, key: bytes, value: bytes) -> None:
+        self.raw.put("fetches", bytes(key), value)
+
+    def fetch_delete(self, key: bytes) -> None:
+        self.raw.delete("fetches", bytes(key))
 
     def url_count(self) -> int:
         return self.raw.count("urls")

@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from ..exceptions import DedupError, StoreError, StoreFormat
+from ..exceptions import DedupError, StoreDamaged, StoreError, StoreFormat
 from ..stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
+from .fetches import Fetch
 from .index import NearDupIndex
 from .index_txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
@@ -136,6 +137,7 @@ def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report
     for table in ("urls", "exact", "bodies", "times", "mins", "titles", "heads"):
         for _, value in _rows(raw, table):
             doc_of(value, table)
+    _check_fetches(raw, fps, report)
     for key, value in _rows(raw, "fps"):
         report.entries += 1
         doc_id = from_u64(value)
@@ -149,6 +151,25 @@ def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report
             report.entries += 1
             if from_u64(value) not in known_fps:
                 report.add(f"permuted table {number}: fingerprint {from_u64(value):016x} belongs to no kept page")
+
+
+def _check_fetches(raw, fps: dict[int, int], report: Report) -> None:
+    """Each URL's kept response (fetches.py) can be read and belongs to a kept record."""
+    seen = 0
+    try:
+        for _, value in _rows(raw, "fetches"):
+            seen += 1
+            report.entries += 1
+            try:
+                doc_id = Fetch.decode(value).doc_id
+            except StoreDamaged:
+                report.add("table fetches: an entry cannot be read")
+                continue
+            if doc_id not in fps:
+                report.add(f"table fetches: an entry points at kept record {doc_id}, which is not there")
+    except StoreError:
+        if seen:
+            raise  # (none at all: an index from before conditional requests, opened read-only)
 
 
 # -- rebuild -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ that decided.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .decide import Evidence, Match, exact_match, near_match, supersedes, thresholds_for, unchanged, visible_containment
@@ -148,6 +148,8 @@ def revisit(p: Page) -> Decision | None:
     if same is None:
         p.stale = prior.doc_id
         return None
+    if p.fp.not_modified:  # the server's 304, not the text, said so
+        same = replace(same, measure="not-modified")
     verdict = matched(p.verdict, same, Action.KEEP).but(revisit=Revisit.UNCHANGED)
     if prior.run != p.judging.run and p.look.run_killed(prior.run):
         # filed by a crawl that was killed: it may never have reached storage, pass it on

@@ -31,8 +31,8 @@ import xxhash
 
 from ..base import MULTI, SINGLE, u64
 from .buffer import BufferedTxn
-from .spread_keys import (FAMILIES, GENERATIONS, STORE_FIELDS, claim_field, escape, family, generation_ms,
-                          generation_ttl, shard_name, table_code)
+from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, STORE_FIELDS, claim_field, escape, family,
+                          generation_ms, generation_ttl, shard_name, table_code)
 
 if TYPE_CHECKING:
     from .store import RedisStore
@@ -58,8 +58,8 @@ class SpreadTxn(BufferedTxn):
         generation it was written in (a generation is half a window; its keys expire whole), and
         a read looks in the last GENERATIONS."""
         s = self.s
-        if table == "docs":
-            return [(s.prefix_b + b":d:" + key, None)]
+        if table in OWN_KEYS:
+            return [(s.prefix_b + OWN_KEYS[table] + key, None)]
         if table == "meta":
             return [(s.meta_key, key)]
         field = table_code(table) + key
@@ -183,22 +183,23 @@ class SpreadTxn(BufferedTxn):
             rows = sorted((bytes(k), bytes(v)) for k, v in stored.items()
                           if bytes(k) not in STORE_FIELDS and not bytes(k).startswith(b"\x00c"))
         else:
-            base = s.prefix_b + (b":d:" if table == "docs" else b":h")
+            own = table in OWN_KEYS
+            base = s.prefix_b + (OWN_KEYS[table] if own else b":h")
             code = table_code(table)
             names = self._keys(escape(base) + b"*")
             rows = []
             for i in range(0, len(names), 500):
                 chunk = names[i:i + 500]
-                cmd = (lambda n: ("GET", n)) if table == "docs" else (lambda n: ("HGETALL", n))
+                cmd = (lambda n: ("GET", n)) if own else (lambda n: ("HGETALL", n))
                 for name, reply in zip(chunk, s.nodes.run([(n, cmd(n)) for n in chunk])):
                     if reply is None:
                         continue
-                    if table == "docs":
+                    if own:
                         rows.append((name[len(base):], bytes(reply)))
                     else:
                         pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
                         rows += [(bytes(f)[2:], bytes(v)) for f, v in pairs if bytes(f)[:2] == code]
-            if table != "docs" and s.kinds.get(table) == SINGLE:  # (one key in two generations: the newest)
+            if not own and s.kinds.get(table) == SINGLE:  # (one key in two generations: the newest)
                 rows = list({k: v for k, v in sorted(rows, key=lambda r: r[0])}.items())
             rows.sort()
         if self.s.kinds.get(table) == MULTI:
@@ -298,7 +299,8 @@ class SpreadTxn(BufferedTxn):
             elif pexpire:
                 follow.append((name, ("PEXPIRE", name, pexpire)))
         follow += [(n, s.nodes.script("packed", [n], [f, p, len(a), *a, *r])) for n, f, a, r, p in scripted]
-        new = sum(map(bool, created)) + sum(1 for pair in self.single if self.single[pair] is not None)
+        new = sum(map(bool, created)) + sum(1 for pair in self.single
+                                            if self.single[pair] is not None and pair[0] != "fetches")
         if new:  # (counted, so the shards double with the index: growth.py)
             follow.append((s.meta_key, s.map.grow_command(new)))
         if follow:
@@ -315,7 +317,7 @@ class SpreadTxn(BufferedTxn):
         what was written there since, a value kept if one was written there since."""
         s, count, prev = self.s, self.s.map.shards, self.s.map.growing
         pexpire = generation_ttl(s.ttl_ms) if s.ttl_ms else 0
-        kinds = {table_code(t): k for t, k in s.kinds.items() if t not in ("docs", "meta")}
+        kinds = {table_code(t): k for t, k in s.kinds.items() if t not in OWN_KEYS and t != "meta"}
         for gen in (fam + g for fam in FAMILIES for g in self._generations("*")):
             name = shard_name(s.prefix_b, gen, prev, old)
             stored = s.nodes.run([(name, ("HGETALL", name))])[0]

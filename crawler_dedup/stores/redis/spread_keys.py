@@ -1,6 +1,7 @@
 """The spread layout's key names and the scripts it runs on one key (spread.py, growth.py).
 
-Every key starts with the prefix `P`: `P:d:<doc id>` a record, `P:h<family><generation>:<count>:<shard>`
+Every key starts with the prefix `P`: `P:d:<doc id>` a record, `P:f:<URL key>` what a response left
+for the URL's next conditional request, `P:h<family><generation>:<count>:<shard>`
 the shards (a field: a table's 2-byte code and the entry's key), `{P}:m` the meta hash (the meta
 table, the counters, the claims as `\x00c<doc id>` fields).
 """
@@ -54,6 +55,10 @@ return o
 """,
 }
 
+
+# tables whose entries are keys of their own (a record, a response's copy: too long for a packed
+# hash), under these marks after the prefix
+OWN_KEYS = {"docs": b":d:", "fetches": b":f:"}
 
 GENERATIONS = 3  # with DEDUP_WINDOW, generations a read looks in: a window and a half
 

@@ -155,10 +155,10 @@ class RedisStore:
                 raise StoreError(f"table {name!r}: unknown kind {kind!r}")
             self.kinds.setdefault(name, kind)
         if self.spread:  # (the spread layout tells tables apart by a 2-byte code in their fields)
-            from .spread_keys import table_code
+            from .spread_keys import OWN_KEYS, table_code
 
-            codes = {table_code(t) for t in self.kinds if t not in ("docs", "meta")}
-            if len(codes) < len([t for t in self.kinds if t not in ("docs", "meta")]):
+            shared = [t for t in self.kinds if t not in OWN_KEYS and t != "meta"]
+            if len({table_code(t) for t in shared}) < len(shared):
                 raise StoreError(f"two tables of the Redis index {self.location} share a field code")
 
     def close(self) -> None:

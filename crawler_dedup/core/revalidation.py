@@ -1,0 +1,112 @@
+"""Conditional requests, the index's side: what a recrawl's request asks the server with (the
+URL's kept response's validators, fetches.py), a 304 turned into the decision its page would get
+(an unchanged revisit, `measure` not-modified), and the validators filed with a decision. The
+Deduplicator calls these; the Scrapy side is crawler_dedup/conditional.py.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..exceptions import DedupError
+from .fetches import Fetch
+from .fingerprint import Fingerprinted
+from .index_txn import IndexTxn
+from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
+from .verdict import Revisit, Verdict
+
+if TYPE_CHECKING:
+    from .dedup import Deduplicator
+
+
+def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
+    """A kept page's steps 1-4 from its record (its text "" when not stored); None without its digest."""
+    digest = doc.extras.get(Extra.DIGEST)
+    if digest is None:
+        return None
+    extras = {k: v for k, v in doc.extras.items() if k not in RECORD_EXTRAS}
+    return Fingerprinted(text=doc.text or "", title=doc.title, tokens=doc.tokens, fingerprint=doc.fingerprint,
+                         sketch=doc.sketch, digest=digest, shingles=doc.shingles, extras=extras, known=True)
+
+
+def entry(dedup: "Deduplicator", url: str) -> tuple[Fetch, bool] | None:
+    """What the index keeps of the URL's last response, and whether the run that fetched it was
+    killed; None when nothing (or on any doubt: the request goes out unconditional)."""
+    index = dedup.index
+    if index is None or not url:
+        return None
+
+    def read(txn: IndexTxn) -> tuple[Fetch, bool] | None:
+        raw = txn.fetch_get(url_key(url))
+        if raw is None:
+            return None
+        found = Fetch.decode(raw)
+        return found, found.run != dedup.run and index.run_killed(txn, found.run)
+    try:
+        return index.read(read)
+    except (DedupError, OSError):
+        return None
+
+
+def not_modified(dedup: "Deduplicator", url: str, sent: dict[str, str], now: float | None = None
+                 ) -> tuple[Fingerprinted, Fetch, bool] | None:
+    """A 304 to the conditional request that sent `sent` (Fetch.headers): the URL's kept page as
+    steps 1-4 (decided as an unchanged revisit, `measure` not-modified), its entry, and whether
+    the decision will pass the page on (then it needs the copy). None when the 304 cannot stand
+    for the kept page (the entry or the page changed or left, or fell out of the window): the
+    page is fetched again in full."""
+    index, cfg = dedup.index, dedup.config
+    if index is None:
+        return None
+
+    def read(txn: IndexTxn):
+        raw = txn.fetch_get(url_key(url))
+        found = None if raw is None else Fetch.decode(raw)
+        doc = None if found is None or found.headers() != sent else index.by_url(txn, url)
+        if found is None or doc is None or doc.doc_id != found.doc_id:
+            return None
+        return found, doc, doc.run != dedup.run and index.run_killed(txn, doc.run)
+    try:
+        got = index.read(read)
+    except (DedupError, OSError):
+        return None
+    if got is None:
+        return None
+    found, doc, killed = got
+    if cfg.window and doc.time < (time.time() if now is None else now) - cfg.window:
+        return None
+    fp = as_fingerprinted(doc)
+    if fp is None:
+        return None
+    fp.not_modified = True
+    passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or cfg.revisit != "update"
+    return fp, found, passed_on
+
+
+def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: Fetch) -> None:
+    """Keep the response's validators (and copy) for the URL's kept page, filed or unchanged, in
+    the decision's transaction; an unchanged response with the validators kept already writes
+    nothing. A response without validators takes the URL's old ones out."""
+    doc_id = dedup.filed if dedup.filed is not None else (
+        verdict.doc_id if verdict.revisit == Revisit.UNCHANGED else None)
+    if doc_id is None:  # not the URL's page (a copy of another URL's, a skip)
+        return
+    key = url_key(verdict.url)
+    raw = txn.fetch_get(key)
+    if not fetched.validators:
+        if raw is not None:
+            txn.fetch_delete(key)
+        return
+    if raw is not None and dedup.filed is None:
+        try:
+            old: Fetch | None = Fetch.decode(raw)
+        except DedupError:
+            old = None
+        age = dedup.config.conditional_max_age
+        if (old is not None and old.doc_id == doc_id and old.same_as(fetched)
+                and (old.copy is not None) == fetched.keep_copy
+                and (not age or fetched.fetched - old.fetched < age / 2)):
+            return
+    fetched.doc_id, fetched.run = doc_id, dedup.run
+    txn.fetch_put(key, fetched.encode())
