@@ -22,7 +22,8 @@ from .batching import GroupCommit, in_worker
 from .config import DedupConfig
 from .core.dedup import Verdict, extract_and_fingerprint
 from .deduplicator import Deduplicator
-from .core.fingerprint import body_digest
+from .core.fetches import Fetch
+from .core.fingerprint import Fingerprinted, body_digest
 from .core.extract import canonical_link
 from .core.verdict import Action, Failure, Skip, Stage, Step
 from .exceptions import ConfigError, DedupError, StoreDamaged
@@ -218,39 +219,46 @@ class DedupExtension:
             self._count_commits(commits)
         return self.finish(verdict, stage, item)
 
-    async def check_response(self, url: str, html, never_drop: bool = False, body: bytes | None = None) -> Verdict:
+    async def check_response(self, url: str, html, never_drop: bool = False, body: bytes | None = None,
+                             fetched: Fetch | None = None) -> Verdict:
         """Check a downloaded page. Its bytes seen before (a kept page's response): decided from
         what that page stored, without extraction (Deduplicator.known). Else, with workers,
         extraction (the costly step) runs in a worker process while the reactor goes on
         downloading. Lookup and insert stay here, in the crawler's thread, so pages are decided
-        in order, each seeing the ones before it."""
+        in order, each seeing the ones before it. `fetched`: the response's validators, filed with
+        the decision for the URL's next conditional request (conditional.py)."""
         digest = None
         if body and self.dedup is not None and not self.dedup.allowed(url) and len(body) <= self.config.max_bytes:
-            digest = body_digest(body)
+            digest = fetched.digest if fetched is not None else body_digest(body)
             known = self.dedup.known(digest)
             if known is not None:
                 self.recorder.inc(FAST_SAME_BYTES)
                 return await self._decided(url, never_drop, html=html, title=known.title, fingerprinted=known,
-                                           body=digest)
+                                           body=digest, fetched=fetched)
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
-            return await self._decided(url, never_drop, html=html, body=digest)
+            return await self._decided(url, never_drop, html=html, body=digest, fetched=fetched)
         canonical = canonical_link(html, url) if self.config.canonical else None
         try:
             kind, value, title = await in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back
             kind, value, title = Step.ERROR, exc, None
         if kind == Step.TEXT:
-            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical, body=digest)
+            return await self._decided(url, never_drop, text=value, title=title, canonical=canonical, body=digest,
+                                       fetched=fetched)
         if kind == Step.FINGERPRINT:
             return await self._decided(url, never_drop, title=title, fingerprinted=value, canonical=canonical,
-                                       body=digest)
+                                       body=digest, fetched=fetched)
         verdict = Verdict(url=url)
         if kind == Step.SKIPPED:
             verdict = verdict.but(skipped=Skip(value))
         else:
             verdict = self.dedup.failed(verdict, Failure.EXTRACT, value)
         return self.finish(verdict, Stage.RESPONSE)
+
+    async def check_not_modified(self, url: str, fp: Fingerprinted, never_drop: bool = False) -> Verdict:
+        """A 304 to a conditional request: decided as its kept page again (Deduplicator.not_modified)."""
+        return await self._decided(url, never_drop, title=fp.title, fingerprinted=fp)
 
     async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
         """A downloaded page through steps 1-4 here (unless a worker did them), then into the

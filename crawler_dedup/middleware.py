@@ -1,6 +1,7 @@
 """Downloader middleware: drop a duplicate response before the spider parses it (so its links
 are never followed). An unchanged revisit is the exception: the spider still parses it, so a
-recrawl reaches the pages it links to, and DedupSpiderMiddleware drops the items it yields."""
+recrawl reaches the pages it links to, and DedupSpiderMiddleware drops the items it yields. A
+recrawl's request carries its URL's validators, and a 304 is an unchanged revisit (conditional.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from . import conditional
 from .core.verdict import Action, Reason, Skip
 from .extension import DedupExtension
 from .stats import DROPPED_ITEMS_UNCHANGED
@@ -25,10 +27,17 @@ class DedupMiddleware:
     def from_crawler(cls, crawler):
         return cls(DedupExtension.enabled(crawler))
 
+    def process_request(self, request):
+        conditional.ask(self.ext, request)
+        return None
+
     async def process_response(self, request, response):
         rt = self.ext
         for key in ("dedup_unchanged", "dedup_revisit", "dedup_fingerprint"):
             request.meta.pop(key, None)  # a spider that copies response.meta into its requests passes them on
+        sent = conditional.answered(request, response)
+        if sent is not None:
+            return await conditional.not_modified(rt, request, response, sent, DuplicateResponse)
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, Skip.DONT_DEDUP)
             rt.remember(response.url, "dont_dedup")  # and its items too
@@ -51,7 +60,7 @@ class DedupMiddleware:
             rt.skip(response.url, Skip.UNDECODABLE)
             return response
         verdict = await rt.check_response(response.url, html, never_drop=bool(request.meta.get("dedup_never_drop")),
-                                          body=response.body)
+                                          body=response.body, fetched=conditional.fetched(rt, request, response))
         request.meta["dedup_fingerprint"] = verdict.fingerprint
         if verdict.revisit:
             request.meta["dedup_revisit"] = verdict.revisit

@@ -158,11 +158,23 @@ class Recorder:
         checked = get(keys.CHECKED, 0)
         dropped = get(keys.DROPPED, 0) + get(keys.FLAGGED, 0)
         revisits = get(keys.REVISITS, 0)
+        asked, not_modified = get(keys.CONDITIONAL, 0), get(keys.NOT_MODIFIED, 0)
         logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s; drop log: %s",
+            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s; drop log: %s",
             checked, get(keys.KEPT, 0), dropped, "flagged" if self.config.dry_run else "dropped",
             100.0 * dropped / checked if checked else 0.0,
             f"; {revisits} revisits: {get(keys.REVISITS_UNCHANGED, 0)} unchanged, {get(keys.REVISITS_UPDATED, 0)} "
             f"updated, {get(keys.REVISITS_COPY, 0)} now copies of another URL's page" if revisits else "",
+            f"; {asked} conditional requests, {not_modified} answered 304 ({_size(get(keys.NOT_MODIFIED_BYTES, 0))} "
+            "not downloaded)" if asked else "",
             self.config.droplog,
         )
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"

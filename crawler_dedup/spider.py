@@ -53,7 +53,8 @@ class PagesSpider(scrapy.Spider):
         # are hubs: never dropped, so a re-crawl with the same index still reaches the pages they
         # link to; but indexed, so their copies are caught.
         for url in self.start_list:
-            yield scrapy.Request(url, meta={"dedup_never_drop": True} if self.follow else {})
+            # without follow=1 nothing on a page is followed: a leaf, whose 304 needs no kept copy
+            yield scrapy.Request(url, meta={"dedup_never_drop": True} if self.follow else {"dedup_leaf": True})
 
     def parse(self, response):
         yield {

@@ -33,6 +33,10 @@ REVISITS_COPY = "dedup/revisits/copy"
 REVISITS_RESENT = "dedup/revisits/resent"
 DROPPED_ITEMS_UNCHANGED = "dedup/dropped_items/unchanged"
 SUPERSEDED = "dedup/superseded"
+CONDITIONAL = "dedup/conditional"
+NOT_MODIFIED = "dedup/not_modified"
+NOT_MODIFIED_BYTES = "dedup/not_modified/bytes"
+REFETCHED = "dedup/conditional/refetched"
 SKIPPED = "dedup/skipped/<why>"
 ERRORS = "dedup/errors/<where>"
 
@@ -66,6 +70,14 @@ STATS: tuple[Stat, ...] = (
     Stat(REVISITS_RESENT, "unchanged pages passed on again because the crawl that filed them was killed (it may "
                           "not have stored them); also counted as `dedup/unchanged/resent` for this release"),
     Stat(DROPPED_ITEMS_UNCHANGED, "items the spider yielded from unchanged pages, dropped by the spider middleware"),
+    Stat(CONDITIONAL, "requests sent conditional (`DEDUP_CONDITIONAL`): with the validators of their URL's last "
+                      "response"),
+    Stat(NOT_MODIFIED, "of those, answered `304 Not Modified` and decided as unchanged revisits without a body "
+                       "(`measure` `not-modified`); the spider was handed the kept copy, or nothing for a "
+                       "`dedup_leaf` request"),
+    Stat(NOT_MODIFIED_BYTES, "body bytes those 304s did not download (the kept responses' lengths)"),
+    Stat(REFETCHED, "304s that could not stand for the page (its entry changed or left the index, or the copy "
+                    "it needed is missing): the page was requested again, unconditional"),
     Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names (a `superseded` drop-log line each)"),
     Stat(SKIPPED, "kept without a check: `not_html`, `status` (non-2xx), `empty`, `too_large`, `undecodable`, "
                   "`no_text` (no main text), `too_short`, `notice` (the text is a consent, paywall or login notice), "

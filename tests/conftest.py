@@ -34,11 +34,11 @@ def same_site_pairs():
 
 @pytest.fixture
 def serve():
-    """serve(root=None, routes=None) -> started PageServer on 127.0.0.1, stopped after the test."""
+    """serve(root=None, routes=None, validators="none") -> started PageServer on 127.0.0.1, stopped after the test."""
     servers = []
 
-    def start(root=None, routes=None):
-        server = PageServer(root, routes).start()
+    def start(root=None, routes=None, validators="none"):
+        server = PageServer(root, routes, validators).start()
         servers.append(server)
         return server
 

@@ -128,6 +128,10 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
     if reason == "unchanged":
         kept_at = f", kept at {rec['kept_at']}" if rec.get("kept_at") else ""
+        if measure == "not-modified":
+            return (f"unchanged: its server answered the recrawl's conditional request for {rec.get('url')} with "
+                    f"304 Not Modified{kept_at}, so the kept page stood for it (not downloaded); "
+                    "DEDUP_CONDITIONAL=False downloads such pages and compares their text")
         if measure == "churn":
             return (f"unchanged: a revisit of {rec.get('url')} with the same words but for churn (dates, "
                     f"times, counters){kept_at}; DEDUP_UNCHANGED=keep keeps such pages")

@@ -43,7 +43,9 @@ def stats(args) -> int:
                                "records": round(sizes["docs"][1] / pages) if per_page else None,
                                "sketch_postings": round(sizes["mins"][1] / pages, 1) if per_page else None,
                                "site_lines": round(sum(sizes.get(n, (0, 0))[1] for n in ("site", "titles")) / pages, 1)
-                               if per_page else None},
+                               if per_page else None,
+                               "responses": round(sizes.get("fetches", (0, 0))[1] / pages, 1) if per_page else None},
+            "responses": sizes.get("fetches", (0, 0))[0],
             "document_frequencies": meta["df"] is not None, "lsi_model": meta["lsi"] is not None,
             "stored_text": text,
         }
@@ -65,7 +67,8 @@ def stats(args) -> int:
     elif pages:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; per page: {bpp['all']} B in all, "
               f"{bpp['records']} B record, {bpp['tables']} B tables, {bpp['sketch_postings']} B postings, "
-              f"{bpp['site_lines']} B site lines and headlines (DEDUP_SITE_BOILERPLATE)")
+              f"{bpp['site_lines']} B site lines and headlines (DEDUP_SITE_BOILERPLATE), {bpp['responses']} B "
+              f"validators and copies of {info['responses']} responses (DEDUP_CONDITIONAL)")
     else:
         print(f"disk: {disk / 2**20:.1f} MiB in data.mdb and lock.mdb; no pages")
     if text["pages"]:

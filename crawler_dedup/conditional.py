@@ -1,0 +1,132 @@
+"""Conditional requests, the Scrapy side (DEDUP_CONDITIONAL): the downloader middleware puts the
+validators of a URL's last response on its request, and turns the server's `304 Not Modified`
+into the decision an unchanged page gets; a 200 is decided by its text, as ever. The index's
+side is core/revalidation.py, what it keeps of a response core/fetches.py.
+
+A 304 has no body, and a recrawl still parses an unchanged page so that it follows its links.
+So a request goes out conditional only when its 304 can be handed on as the page it was: the
+index keeps a compressed copy of the body (DEDUP_CONDITIONAL_COPY), or nothing is to be parsed
+(a request marked `dedup_leaf` whose unchanged page is dropped).
+"""
+
+from __future__ import annotations
+
+import time
+
+from scrapy.http import HtmlResponse, Request
+
+from .core.fetches import IF_HEADERS, Fetch, from_response
+from .core.fingerprint import body_digest
+from .core.verdict import Action, Reason
+from .stats import CONDITIONAL, NOT_MODIFIED, NOT_MODIFIED_BYTES, REFETCHED
+
+SENT = "dedup_conditional"  # meta: the validators this middleware sent ({"url", "headers"}); False: never
+LEAF = "dedup_leaf"  # meta: nothing on the page is to be followed (no copy needed for its 304)
+COPY_FLAG = "dedup_copy"  # the flag of a response built from the kept copy
+
+
+def ask(rt, request: Request) -> None:
+    """Put the URL's validators on a recrawl's request, when a 304 could stand for its page."""
+    sent = request.meta.get(SENT)
+    if sent is False:
+        return
+    if isinstance(sent, dict):
+        if sent.get("url") == request.url:  # a retry of our own request: they are on it still
+            return
+        for name, value in sent.get("headers", {}).items():  # a redirect copied them onto another URL
+            if request.headers.get(name) == value.encode("latin-1"):
+                del request.headers[name]
+        del request.meta[SENT]
+    cfg, dedup = rt.config, rt.dedup
+    if (dedup is None or not cfg.conditional or cfg.revisit != "update" or request.method != "GET"
+            or request.meta.get("dont_dedup") or any(h in request.headers for h in IF_HEADERS)
+            or dedup.allowed(request.url)):
+        return
+    leaf = bool(request.meta.get(LEAF))
+    if not leaf and not cfg.keeps_copies():  # nothing could stand in for its body: no lookup either
+        return
+    found = dedup.fetch_entry(request.url)
+    if found is None:
+        return
+    entry, killed = found
+    if not entry.validators or (cfg.conditional_max_age and time.time() - entry.fetched > cfg.conditional_max_age):
+        return
+    passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or bool(request.meta.get("dedup_never_drop"))
+    if entry.copy is None and (not leaf or passed_on):  # its 304 would leave the spider nothing to parse
+        return
+    headers = entry.headers()
+    for name, value in headers.items():
+        request.headers[name] = value
+    request.meta[SENT] = {"url": request.url, "headers": headers}
+    rt.recorder.inc(CONDITIONAL)
+
+
+def answered(request: Request, response) -> dict | None:
+    """The validators a 304 answers (ours, sent for this URL), else None (not ours to read)."""
+    sent = request.meta.get(SENT)
+    if response.status != 304 or not isinstance(sent, dict) or sent.get("url") != request.url:
+        return None
+    return sent
+
+
+async def not_modified(rt, request: Request, response, sent: dict, duplicate: type[Exception]):
+    """The 304's page decided as an unchanged revisit: the kept copy for the spider to parse (its
+    items dropped), `duplicate` raised when there is nothing to parse, or the request again,
+    unconditional, when the 304 cannot stand for the page."""
+    never_drop = bool(request.meta.get("dedup_never_drop"))
+    got = rt.dedup.not_modified(request.url, sent["headers"]) if rt.dedup is not None else None
+    if got is None:
+        return refetch(rt, request, sent)
+    fp, entry, passed_on = got
+    page = entry.page()
+    if page is None and (passed_on or never_drop):
+        return refetch(rt, request, sent)
+    verdict = await rt.check_not_modified(request.url, fp, never_drop)
+    request.meta["dedup_fingerprint"] = verdict.fingerprint
+    if verdict.revisit:
+        request.meta["dedup_revisit"] = verdict.revisit
+    if verdict.reason == Reason.UNCHANGED:
+        rt.recorder.inc(NOT_MODIFIED)
+        rt.recorder.inc(NOT_MODIFIED_BYTES, entry.length)
+    dropped = verdict.action == Action.DROP
+    if dropped and verdict.reason != Reason.UNCHANGED:
+        raise duplicate(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
+    if page is None:
+        if dropped:
+            raise duplicate(f"not modified since {request.url} was kept (304; a dedup_leaf request)")
+        return refetch(rt, request, sent)  # kept after all (a failure): its body is wanted
+    if dropped:
+        request.meta["dedup_unchanged"] = request.url  # its items go no further (DedupSpiderMiddleware)
+    return copy_response(request, response, entry, page)
+
+
+def copy_response(request: Request, response, entry: Fetch, page: bytes) -> HtmlResponse:
+    """The page as it was kept, for the spider: its status and type, the 304's connection details."""
+    headers = {"Content-Type": entry.content_type} if entry.content_type else {}
+    return HtmlResponse(url=request.url, status=entry.status, headers=headers, body=page, request=request,
+                        flags=[*response.flags, COPY_FLAG], ip_address=response.ip_address,
+                        protocol=response.protocol)
+
+
+def refetch(rt, request: Request, sent: dict) -> Request:
+    """The request again without our validators (the scheduler takes it anew)."""
+    again = request.replace(dont_filter=True)
+    for name in sent.get("headers", {}):
+        again.headers.pop(name, None)
+    again.meta[SENT] = False
+    rt.recorder.inc(REFETCHED)
+    return again
+
+
+def fetched(rt, request: Request, response) -> Fetch | None:
+    """What the index keeps of a 200 for the URL's next request (kept with its decision)."""
+    cfg = rt.config
+    leaf = bool(request.meta.get(LEAF))
+    if not cfg.conditional or cfg.revisit != "update" or request.method != "GET" or not (leaf or cfg.keeps_copies()):
+        return None  # (without a copy only a leaf is ever asked: ask())
+    headers = {}
+    for name, values in response.headers.items():
+        if values:
+            headers[name.decode("latin-1")] = values[0].decode("latin-1")
+    copy = cfg.keeps_copies() and not leaf
+    return from_response(headers, response.status, response.body, body_digest(response.body), time.time(), copy)
