@@ -1,7 +1,7 @@
 """Recrawl: what a second crawl over the same index does with a site of real pages that changed.
 
     python benchmarks/recrawl.py [--pages 300] [--seed 0] [--data ../shared/data] [--out DIR [--keep]]
-                                 [--json FILE] [--skip-baseline]
+                                 [--json FILE] [--skip-baseline] [--rows update,drop,conditional,...]
 
 Builds a site of N real article pages from ../shared/data (article-extraction-benchmark,
 newspaper-testpages, readability-test-pages; pages whose trafilatura text is under 100 words or
@@ -27,9 +27,11 @@ chooses the pages and makes the changes), in groups:
 Crawl 2 uses the same index and the old URLs, then the new ones. One page at a time
 (CONCURRENT_REQUESTS=1) so which copy comes first is defined.
 
-Prints, per setting (the default, and DEDUP_REVISIT=drop in its own index: a revisit matched
-against its own URL dropped as a copy of itself), what crawl 2 did with each group, and crawl 2's
-dedup/* counters. --json FILE gets every figure plus the URLs that went wrong with their drop-log
+Prints, per row (the default, and DEDUP_REVISIT=drop in its own index: a revisit matched
+against its own URL dropped as a copy of itself; then conditional requests, recrawl_bytes.py),
+what crawl 2 did with each group, and crawl 2's dedup/* counters. The server sends no validators
+for the first two rows; for the others it honours them (or ignores them), and a second table
+gives what crawl 2 downloaded, its time, and what the index keeps of the responses. --json FILE gets every figure plus the URLs that went wrong with their drop-log
 lines. Exits 0 when the crawls ran (the figures are measured, not asserted); a setting the
 project does not accept prints "n/a". Skips (exit 0) when the data folder is absent.
 """
@@ -54,10 +56,11 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from pages import data_dir  # noqa: E402
+from recrawl_bytes import ROWS, bytes_table, index_bytes  # noqa: E402
 from recrawl_site import Site, change_site, choose_pages, common_words, donor_snippets, load_candidates  # noqa: E402
 
 DEFAULT_DATA = data_dir()
-SETTINGS = {"update": [], "drop": ["DEDUP_REVISIT=drop"]}  # row name -> extra -s settings
+SPIDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recrawl_spider.py")
 CRAWL_TIMEOUT = 1800
 
 
@@ -77,13 +80,18 @@ class Crawl:
     stats: dict = field(default_factory=dict)
     items: set = field(default_factory=set)
     drops: dict = field(default_factory=dict)  # url -> last drop-log line
+    downloaded: int = 0  # Scrapy's downloader/response_bytes
+    index: dict = field(default_factory=dict)  # recrawl_bytes.index_bytes after the crawl
 
 
-def run_crawl(setting: str, n: int, urlfile: str, d: str) -> Crawl:
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urlfile}",
+def run_crawl(setting: str, n: int, urlfile: str, d: str, server) -> Crawl:
+    row = ROWS[setting]
+    server.validators = row["server"]  # (read per request: one server, the same URLs for every row)
+    spider = ["runspider", SPIDER] if row.get("not_leaves") else ["crawl", "pages"]
+    cmd = [sys.executable, "-m", "scrapy", *spider, "-a", f"urls={urlfile}",
            "-s", f"DEDUP_DIR={d}/index", "-s", f"DEDUP_DROPLOG={d}/drops-{n}.jsonl",
            "-s", "ROBOTSTXT_OBEY=0", "-s", "LOG_LEVEL=INFO", "-s", "CONCURRENT_REQUESTS=1"]
-    for s in SETTINGS[setting]:
+    for s in row["settings"]:
         cmd += ["-s", s]
     cmd += ["-o", f"{d}/items-{n}.jsonl"]
     c = Crawl(setting, n, cmd)
@@ -100,6 +108,9 @@ def run_crawl(setting: str, n: int, urlfile: str, d: str) -> Crawl:
     with open(log, encoding="utf-8", errors="replace") as fh:
         stderr = fh.read()  # Scrapy's log, ending with the stats dump
     c.stats = {k: int(v) for k, v in STAT.findall(stderr)}
+    got = re.search(r"'downloader/response_bytes': (\d+)", stderr)
+    c.downloaded = int(got.group(1)) if got else 0
+    c.index = index_bytes(os.path.join(d, "index"))
     if c.error is None and c.rc != 0:
         first = next((ln for ln in stderr.splitlines() if "ERROR" in ln), None) or stderr.strip().splitlines()[-1:]
         first = first if isinstance(first, str) else " ".join(first)
@@ -228,8 +239,12 @@ def main(argv=None) -> int:
                                   "(default: a temporary folder, removed unless --keep)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--json", metavar="FILE", help="write every figure (and the failures) to FILE")
-    ap.add_argument("--skip-baseline", action="store_true", help="only the default setting, not DEDUP_REVISIT=drop")
+    ap.add_argument("--skip-baseline", action="store_true", help="leave out the DEDUP_REVISIT=drop row")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {','.join(ROWS)} (default: all)")
     args = ap.parse_args(argv)
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    if not rows or rows[0] != "update" or any(r not in ROWS for r in rows):
+        ap.error(f"--rows: names of {', '.join(ROWS)}, starting with update")
     if args.pages < 4:
         ap.error("--pages must be at least 4 (one page per group)")
     data = os.path.abspath(args.data)
@@ -243,7 +258,7 @@ def main(argv=None) -> int:
 
     from crawler_dedup.demo.server import PageServer
 
-    # one server for all four crawls: the URLs (its port) must be the same in both crawls; it
+    # one server for every crawl: the URLs (its port) must be the same in every row; it
     # reads a file again when its mtime or size changes, so the site is changed on disk
     server = PageServer(os.path.join(out, "site")).start()
     try:
@@ -295,11 +310,11 @@ def run(args, data: str, out: str, server) -> int:
         _write(os.path.join(out, "site", p.url.rsplit("/", 1)[1]), p.html.encode("utf-8"))
     urls1 = [p.url for p in site.pages]
     _write(os.path.join(out, "urls-1.txt"), ("\n".join(urls1) + "\n").encode())
-    settings = ["update"] + ([] if args.skip_baseline else ["drop"])
+    settings = [r for r in args.rows.split(",") if r and not (args.skip_baseline and r == "drop")]
     crawls: dict = {s: {} for s in settings}
     for s in settings:
         os.makedirs(os.path.join(out, s), exist_ok=True)
-        crawls[s][1] = run_crawl(s, 1, os.path.join(out, "urls-1.txt"), os.path.join(out, s))
+        crawls[s][1] = run_crawl(s, 1, os.path.join(out, "urls-1.txt"), os.path.join(out, s), server)
 
     t0 = time.perf_counter()
     change_site(site, n_upd, n_churn, n_repl, n_copies, snippets, vocab, rnd, server.base_url, url_of, n_fig)
@@ -316,7 +331,7 @@ def run(args, data: str, out: str, server) -> int:
           f"({len(site.churn_changed_words)} beyond its digits)")
     for s in settings:
         if crawls[s][1].error is None:
-            crawls[s][2] = run_crawl(s, 2, os.path.join(out, "urls-2.txt"), os.path.join(out, s))
+            crawls[s][2] = run_crawl(s, 2, os.path.join(out, "urls-2.txt"), os.path.join(out, s), server)
 
     rows = {}
     for s in settings:
@@ -331,6 +346,7 @@ def run(args, data: str, out: str, server) -> int:
         f["churn_text_changed"] = {u: _short_fate(c2, u) for u in site.churn_changed}
         rows[s] = f
     report(rows, site, crawls)
+    print("\n" + bytes_table(crawls))
     total = time.perf_counter() - t_start
     print(f"total {total:.1f} s")
     if args.json:
@@ -341,7 +357,8 @@ def run(args, data: str, out: str, server) -> int:
                          "runs_changed": site.churn_runs},
                "settings": rows,
                "crawls": [{"setting": s, "crawl": k, "cmd": c.cmd, "seconds": round(c.seconds, 2), "rc": c.rc,
-                           "error": c.error} for s in settings for k, c in sorted(crawls[s].items())],
+                           "error": c.error, "downloaded": c.downloaded, "index": c.index}
+                          for s in settings for k, c in sorted(crawls[s].items())],
                "seconds": round(total, 1)}
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, ensure_ascii=False)
