@@ -131,6 +131,7 @@ def test_second_crawl_asks_and_an_unchanged_page_costs_no_body(tmp_path, article
     assert stats["dedup/not_modified/bytes"] == sum(len((root / f"a{i}.html").read_bytes()) for i in range(3))
     lines = lines_of(tmp_path, "not-modified")
     assert len(lines) == 3 and all(r["reason"] == "unchanged" and r["duplicate_of"] == r["url"] for r in lines)
+    assert not any("text" in r for r in lines)  # (the kept page's own text: not written again)
     assert "4 conditional requests, 3 answered 304" in proc.stderr
     shown = subprocess.run([sys.executable, "-m", "crawler_dedup", "show", lines[0]["url"], "--dir",
                             str(tmp_path / "idx")], capture_output=True, text=True, timeout=120)

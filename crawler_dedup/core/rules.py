@@ -155,7 +155,7 @@ def revisit(p: Page) -> Decision | None:
         # filed by a crawl that was killed: it may never have reached storage, pass it on
         return Decision(verdict.but(resent=True), resend=prior)
     if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
-        text = p.fp.text if cfg.store_text and same.measure != "exact" else None
+        text = p.fp.text if cfg.store_text and same.measure not in ("exact", "not-modified") else None
         verdict = verdict.but(action=Action.FLAG if cfg.dry_run else Action.DROP, text=text)
     return Decision(verdict)  # the index holds this text already
 
