@@ -124,9 +124,12 @@ def fetched(rt, request: Request, response) -> Fetch | None:
     leaf = bool(request.meta.get(LEAF))
     if not cfg.conditional or cfg.revisit != "update" or request.method != "GET" or not (leaf or cfg.keeps_copies()):
         return None  # (without a copy only a leaf is ever asked: ask())
-    headers = {}
-    for name, values in response.headers.items():
-        if values:
-            headers[name.decode("latin-1")] = values[0].decode("latin-1")
-    copy = cfg.keeps_copies() and not leaf
-    return from_response(headers, response.status, response.body, body_digest(response.body), time.time(), copy)
+    try:
+        headers = {}
+        for name, values in response.headers.items():
+            if values:
+                headers[name.decode("latin-1")] = values[0].decode("latin-1")
+        copy = cfg.keeps_copies() and not leaf
+        return from_response(headers, response.status, response.body, body_digest(response.body), time.time(), copy)
+    except Exception:  # (odd headers: the page is decided, only not asked for next time)
+        return None

@@ -10,7 +10,7 @@ from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from . import conditional
-from .core.verdict import Action, Reason, Skip
+from .core.verdict import Action, Failure, Reason, Skip
 from .extension import DedupExtension
 from .stats import DROPPED_ITEMS_UNCHANGED
 
@@ -28,7 +28,12 @@ class DedupMiddleware:
         return cls(DedupExtension.enabled(crawler))
 
     def process_request(self, request):
-        conditional.ask(self.ext, request)
+        try:
+            conditional.ask(self.ext, request)
+        except Exception as exc:  # (a bug must cost a download at most, never the request)
+            self.ext.recorder.error_once("conditional", "Dedup could not make %s conditional, asking unconditional: %s",
+                                         request.url, exc)
+            self.ext.recorder.failure(Failure.INTERNAL)
         return None
 
     async def process_response(self, request, response):
@@ -37,7 +42,15 @@ class DedupMiddleware:
             request.meta.pop(key, None)  # a spider that copies response.meta into its requests passes them on
         sent = conditional.answered(request, response)
         if sent is not None:
-            return await conditional.not_modified(rt, request, response, sent, DuplicateResponse)
+            try:
+                return await conditional.not_modified(rt, request, response, sent, DuplicateResponse)
+            except DuplicateResponse:
+                raise
+            except Exception as exc:  # a 304 it cannot use: the page is downloaded, never lost
+                rt.recorder.error_once("not_modified", "Dedup could not use the 304 for %s, asking again: %s",
+                                       request.url, exc)
+                rt.recorder.failure(Failure.INTERNAL)
+                return conditional.refetch(rt, request, sent)
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, Skip.DONT_DEDUP)
             rt.remember(response.url, "dont_dedup")  # and its items too
