@@ -25,6 +25,26 @@ LEAF = "dedup_leaf"  # meta: nothing on the page is to be followed (no copy need
 COPY_FLAG = "dedup_copy"  # the flag of a response built from the kept copy
 
 
+def blocked_by(settings) -> str | None:
+    """Why this crawl sends no conditional request (None: it may). Scrapy's HTTP cache with a
+    policy other than RFC2616Policy stores the server's bodiless 304 as the page and gives it back
+    to every later crawl; RFC2616Policy never stores a 304 and revalidates what it holds itself."""
+    if not settings.getbool("HTTPCACHE_ENABLED"):
+        return None
+    from scrapy.extensions.httpcache import RFC2616Policy
+    from scrapy.utils.misc import load_object
+
+    name = settings.get("HTTPCACHE_POLICY")
+    try:
+        policy = load_object(name) if isinstance(name, str) else name
+    except Exception:  # (Scrapy says so itself when it builds the cache)
+        policy = None
+    if isinstance(policy, type) and issubclass(policy, RFC2616Policy):
+        return None
+    return (f"HTTPCACHE_ENABLED with HTTPCACHE_POLICY={name}, which would store a 304 as the page; "
+            "RFC2616Policy revalidates what the cache holds itself")
+
+
 def ask(rt, request: Request) -> None:
     """Put the URL's validators on a recrawl's request, when a 304 could stand for its page."""
     sent = request.meta.get(SENT)
@@ -38,8 +58,8 @@ def ask(rt, request: Request) -> None:
                 del request.headers[name]
         del request.meta[SENT]
     cfg, dedup = rt.config, rt.dedup
-    if (dedup is None or not cfg.conditional or cfg.revisit != "update" or request.method != "GET"
-            or request.meta.get("dont_dedup") or any(h in request.headers for h in IF_HEADERS)
+    if (dedup is None or not cfg.conditional or rt.conditional_blocked or cfg.revisit != "update"
+            or request.method != "GET" or request.meta.get("dont_dedup") or any(h in request.headers for h in IF_HEADERS)
             or dedup.allowed(request.url)):
         return
     leaf = bool(request.meta.get(LEAF))
@@ -49,14 +69,17 @@ def ask(rt, request: Request) -> None:
     if found is None:
         return
     entry, killed = found
-    if not entry.validators or (cfg.conditional_max_age and time.time() - entry.fetched > cfg.conditional_max_age):
+    age = time.time() - entry.fetched
+    if not entry.validators or (cfg.conditional_max_age and age > cfg.conditional_max_age):
+        return
+    if cfg.window and age > cfg.window:  # (its page was kept before its last download: out of the window)
         return
     passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or bool(request.meta.get("dedup_never_drop"))
     if entry.copy is None and (not leaf or passed_on):  # its 304 would leave the spider nothing to parse
         return
     headers = entry.headers()
     for name, value in headers.items():
-        request.headers[name] = value
+        request.headers[name] = value.encode("latin-1")  # as the server sent it (Scrapy would send a str as UTF-8)
     request.meta[SENT] = {"url": request.url, "headers": headers}
     rt.recorder.inc(CONDITIONAL)
 
@@ -73,7 +96,7 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
     """The 304's page decided as an unchanged revisit: the kept copy for the spider to parse (its
     items dropped), `duplicate` raised when there is nothing to parse, or the request again,
     unconditional, when the 304 cannot stand for the page."""
-    never_drop = bool(request.meta.get("dedup_never_drop"))
+    never_drop, leaf = bool(request.meta.get("dedup_never_drop")), bool(request.meta.get(LEAF))
     got = rt.dedup.not_modified(request.url, sent["headers"]) if rt.dedup is not None else None
     if got is None:
         return refetch(rt, request, sent)
@@ -81,7 +104,7 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
     page = entry.page()
     if page is None and (passed_on or never_drop):
         return refetch(rt, request, sent)
-    verdict = await rt.check_not_modified(request.url, fp, never_drop)
+    verdict = await rt.check_not_modified(request.url, fp, never_drop, entry.renewed(headers_of(response)))
     request.meta["dedup_fingerprint"] = verdict.fingerprint
     if verdict.revisit:
         request.meta["dedup_revisit"] = verdict.revisit
@@ -91,9 +114,9 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
     dropped = verdict.action == Action.DROP
     if dropped and verdict.reason != Reason.UNCHANGED:
         raise duplicate(f"duplicate of {verdict.duplicate_of} ({verdict.reason})")
+    if dropped and (page is None or leaf):  # nothing on it to follow
+        raise duplicate(f"not modified since {request.url} was kept (304; a dedup_leaf request)")
     if page is None:
-        if dropped:
-            raise duplicate(f"not modified since {request.url} was kept (304; a dedup_leaf request)")
         return refetch(rt, request, sent)  # kept after all (a failure): its body is wanted
     if dropped:
         request.meta["dedup_unchanged"] = request.url  # its items go no further (DedupSpiderMiddleware)
@@ -125,11 +148,13 @@ def fetched(rt, request: Request, response) -> Fetch | None:
     if not cfg.conditional or cfg.revisit != "update" or request.method != "GET" or not (leaf or cfg.keeps_copies()):
         return None  # (without a copy only a leaf is ever asked: ask())
     try:
-        headers = {}
-        for name, values in response.headers.items():
-            if values:
-                headers[name.decode("latin-1")] = values[0].decode("latin-1")
         copy = cfg.keeps_copies() and not leaf
-        return from_response(headers, response.status, response.body, body_digest(response.body), time.time(), copy)
+        return from_response(headers_of(response), response.status, response.body, body_digest(response.body),
+                             time.time(), copy)
     except Exception:  # (odd headers: the page is decided, only not asked for next time)
         return None
+
+
+def headers_of(response) -> dict[str, str]:
+    """A response's headers as text (latin-1, as sent), the first value of each."""
+    return {name.decode("latin-1"): values[0].decode("latin-1") for name, values in response.headers.items() if values}

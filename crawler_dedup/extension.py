@@ -17,7 +17,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
 
-from . import opening
+from . import conditional, opening
 from .batching import GroupCommit, in_worker
 from .config import DedupConfig
 from .core.dedup import Verdict, extract_and_fingerprint
@@ -81,6 +81,8 @@ class DedupExtension:
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logstats = None
         self._damaged: str | None = None  # why the index cannot be read: the crawl stops at start
+        # why this crawl sends no conditional request (Scrapy's HTTP cache would keep 304s)
+        self.conditional_blocked = conditional.blocked_by(crawler.settings) if self.config.conditional else None
         if self.config.enabled:
             if not opening.in_use(self.config):
                 # open once now, so an unusable index (other format, other k) stops the crawl here
@@ -169,6 +171,8 @@ class DedupExtension:
             self.config.backend, self.dedup.index.store.location, plan.k, len(plan.tables),
             self.config.droplog, " [DRY RUN: duplicates are flagged, not dropped]" if self.config.dry_run else "",
         )
+        if self.conditional_blocked:
+            logger.info("Dedup: no conditional requests in this crawl: %s", self.conditional_blocked)
         if self.config.site_boilerplate and not self.config.store_text:
             logger.warning("Dedup: DEDUP_SITE_BOILERPLATE needs the kept pages' texts, and DEDUP_STORE_TEXT is off: "
                            "pages are compared on their whole texts only")
@@ -256,9 +260,11 @@ class DedupExtension:
             verdict = self.dedup.failed(verdict, Failure.EXTRACT, value)
         return self.finish(verdict, Stage.RESPONSE)
 
-    async def check_not_modified(self, url: str, fp: Fingerprinted, never_drop: bool = False) -> Verdict:
-        """A 304 to a conditional request: decided as its kept page again (Deduplicator.not_modified)."""
-        return await self._decided(url, never_drop, title=fp.title, fingerprinted=fp)
+    async def check_not_modified(self, url: str, fp: Fingerprinted, never_drop: bool = False,
+                                 renewed: Fetch | None = None) -> Verdict:
+        """A 304 to a conditional request: decided as its kept page again (Deduplicator.not_modified);
+        `renewed`: the URL's entry with the new validators the 304 carried, filed with the decision."""
+        return await self._decided(url, never_drop, title=fp.title, fingerprinted=fp, fetched=renewed)
 
     async def _decided(self, url: str, never_drop: bool, **page) -> Verdict:
         """A downloaded page through steps 1-4 here (unless a worker did them), then into the

@@ -101,6 +101,15 @@ def test_validators_kept_as_a_careful_crawler_keeps_them():
     kept = from_response({"ETag": '"a"', "Cache-Control": "private, no-store"}, 200, b"x", b"d" * 16, 0, True)
     kept.doc_id = 1
     assert kept.validators and Fetch.decode(kept.encode()).copy is None
+    # an HTTP date and nothing else: not one with more after it; asctime is one
+    assert from_response({"Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT X-Injected: 1"}, 200, b"x", b"d" * 16,
+                         time.time(), False).last_modified is None
+    assert from_response({"Last-Modified": "Sun Nov  6 08:49:37 1994"}, 200, b"x", b"d" * 16, time.time(),
+                         False).last_modified == "Sun Nov  6 08:49:37 1994"
+    # a 304 with new validators renews them (RFC 9111 4.3.4), the copy and the download's time stay
+    fresh = f.renewed({"ETag": '"v2"'})
+    assert fresh.etag == '"v2"' and fresh.last_modified == f.last_modified and fresh.copy == f.copy
+    assert f.renewed({"ETag": 'W/"v1"'}) is None and f.renewed({}) is None
     # a date that formats back to itself is kept in 4 bytes; another form as it came
     odd = from_response({"Last-Modified": "Wednesday, 25-Nov-26 10:00:00 GMT"}, 200, b"x", b"d" * 16, time.time(), False)
     odd.doc_id = 1
@@ -136,6 +145,7 @@ def test_second_crawl_asks_and_an_unchanged_page_costs_no_body(tmp_path, article
     shown = subprocess.run([sys.executable, "-m", "crawler_dedup", "show", lines[0]["url"], "--dir",
                             str(tmp_path / "idx")], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0 and "304 Not Modified" in shown.stdout, shown.stdout + shown.stderr
+    assert "has no `text`" not in shown.stdout  # (the kept text stands for the page: no diff to show)
     updated = entry(tmp_path, f"{server.base_url}/a3.html")
     assert updated.etag != kept.etag and updated.doc_id != kept.doc_id  # the update's validators replaced them
     proc, third = crawl(tmp_path, urls, name="third")
@@ -238,6 +248,10 @@ def test_unchanged_keep_and_dry_run_hand_the_copy_on_or_download(tmp_path, artic
     assert len(kept) == 2 and all("dedup_copy" in i["flags"] and i["status"] == 200 for i in kept)
     proc, dry = run_spider(tmp_path, urls, "-s", "DEDUP_DRY_RUN=True", name="dry")
     assert len(dry) == 2 and dedup_stats(proc.stderr)["dedup/flagged"] == 2
+    # a leaf's 304 is dropped without calling the spider, even where a copy is kept
+    proc, _ = run_spider(tmp_path, urls, "-a", 'meta={"dedup_leaf": true}', name="leaf0")
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/not_modified"] == 2 and "dedup/dropped_items/unchanged" not in stats
     # leaves have no copy: with DEDUP_UNCHANGED=keep their requests go out unconditional
     leaf = ["-a", 'meta={"dedup_leaf": true}', "-s", f"DEDUP_DIR={tmp_path / 'leaves'}"]
     run_spider(tmp_path, urls, *leaf, name="leaf1")
@@ -255,10 +269,16 @@ def test_with_scrapys_http_cache(tmp_path, articles, serve, policy):
     server = serve(str(root), validators="honour")
     urls = write_urls(tmp_path / "urls.txt", [f"{server.base_url}/a{i}.html" for i in range(3)])
     cache = ["-s", "HTTPCACHE_ENABLED=True", "-s", f"HTTPCACHE_DIR={tmp_path / 'cache'}", "-s", f"HTTPCACHE_POLICY={policy}"]
-    crawl(tmp_path, urls, *cache, name="first")
-    proc, second = crawl(tmp_path, urls, *cache, name="second")
+    crawl(tmp_path, urls, name="first")  # no cache yet: the index holds the pages' validators
+    proc, second = crawl(tmp_path, urls, *cache, name="second")  # an empty cache in front of the server
     stats = dedup_stats(proc.stderr)
     assert second == [] and stats["dedup/revisits/unchanged"] == 3 and stats["dedup/dropped/unchanged"] == 3
+    # DummyPolicy would store a 304 as the page: no conditional request goes through it
+    dummy = policy.endswith("DummyPolicy")
+    assert ("dedup/conditional" in stats) is not dummy
+    assert ("no conditional requests in this crawl" in proc.stderr) is dummy
+    proc, fresh = crawl(tmp_path, urls, *cache, "-s", f"DEDUP_DIR={tmp_path / 'fresh'}", name="fresh")
+    assert len(fresh) == 3, proc.stderr[-2000:]  # the cache gives back pages, never a bodiless 304
     time.sleep(1.1)
     (root / "a0.html").write_bytes(edited(articles[0]))
     proc, third = crawl(tmp_path, urls, *cache, "-s", "HTTPCACHE_ENABLED=False", name="third")
@@ -274,6 +294,35 @@ def test_validators_a_redirect_carried_are_taken_off(tmp_path, articles, serve):
     proc, second = crawl(tmp_path, urls, name="second")
     assert [i["url"] for i in second] == [f"{server.base_url}/a1.html"]  # a new page, downloaded and kept
     assert server.served.get(304, 0) == 0
+
+
+def test_validators_go_back_as_they_came_and_a_304_renews_them(tmp_path, articles, serve):
+    html = articles[0][0]
+    etag = '"caf\xe9"'  # (obs-text: a byte over 127, latin-1 on the wire)
+    server = serve(routes={"/x.html": (200, {"Content-Type": "text/html; charset=utf-8", "ETag": etag}, html)})
+    urls = write_urls(tmp_path / "urls.txt", [f"{server.base_url}/x.html"])
+    crawl(tmp_path, urls, "-s", "DEDUP_CONDITIONAL_MAX_AGE=0", name="first")
+    crawl(tmp_path, urls, name="second")  # (this server never answers 304)
+    assert server.asked == [("/x.html", etag, None)]  # the same bytes, not their UTF-8
+    server.routes["/x.html"] = (301, {"Location": "/y.html"}, b"")
+    server.routes["/y.html"] = (200, {"Content-Type": "text/html; charset=utf-8"}, articles[1][0])
+    crawl(tmp_path, urls, name="third")
+    assert [a[0] for a in server.asked] == ["/x.html", "/x.html"]  # none carried on to /y.html
+    # a lying server's 304 carries the ETag of what it serves now: it replaces the one kept
+    root = tmp_path / "liar"
+    root.mkdir()
+    (root / "a2.html").write_bytes(articles[2][0])
+    liar = serve(str(root), validators="lie")
+    urls = write_urls(tmp_path / "liar.txt", [f"{liar.base_url}/a2.html"])
+    crawl(tmp_path, urls, name="liar1")
+    before = entry(tmp_path, f"{liar.base_url}/a2.html")
+    (root / "a2.html").write_bytes(edited(articles[2]))
+    proc, _ = crawl(tmp_path, urls, name="liar2")
+    after = entry(tmp_path, f"{liar.base_url}/a2.html")
+    assert dedup_stats(proc.stderr)["dedup/not_modified"] == 1
+    assert after.etag != before.etag and (after.doc_id, after.fetched) == (before.doc_id, before.fetched)
+    proc, _ = crawl(tmp_path, urls, name="liar3")
+    assert liar.asked[-1][1] == after.etag
 
 
 def test_on_redis_leaves_are_asked_and_copies_are_off_by_default(tmp_path, articles, serve, redis_server):

@@ -53,8 +53,8 @@ def run(args) -> int:
     kept, note = _kept(rec, dir_, backend_settings(args))
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
-    if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") == "exact":
-        dropped_text = kept_text  # the same words: the line does not repeat them
+    if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") in ("exact", "not-modified"):
+        dropped_text = kept_text  # the same words (or a 304: the kept page stood for it): the line does not repeat them
     exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
     if args.json:
         _json(args, rec, kept, note, config, dropped_text, kept_text, width)

@@ -17,10 +17,13 @@ The rules a careful crawler follows (docs/recrawls.md, Conditional requests):
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timezone
 from email.utils import formatdate, parsedate_to_datetime
+from typing import Mapping
 
 from ..exceptions import StoreDamaged
 
@@ -34,6 +37,11 @@ _TIME = struct.Struct(">I")
 _AS_TIME = 255
 _MAX_VALIDATOR = 250  # bytes: longer is no validator a careful server sends
 _SKEW = 60.0  # seconds a Last-Modified may lie after the response's Date (clocks drift)
+
+# the three forms of an HTTP date (RFC 9110 5.6.7): IMF-fixdate, RFC 850, asctime
+_HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT"
+                        r"|[A-Z][a-z]{5,8}, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT"
+                        r"|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}")
 
 IF_HEADERS = ("If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range")
 
@@ -76,6 +84,19 @@ class Fetch:
             return zlib.decompress(self.copy)
         except zlib.error:
             return None
+
+    def renewed(self, headers: Mapping[str, str | None]) -> "Fetch | None":
+        """This entry with the validators a 304 carried, when they are new (a 304 updates what is
+        stored, RFC 9111 4.3.4); None when it carried none or the same. The time of the last full
+        download stays (DEDUP_CONDITIONAL_MAX_AGE counts from it)."""
+        get = {k.lower(): v for k, v in headers.items()}.get
+        etag = _clean(get("etag")) or self.etag
+        last_modified = _clean(get("last-modified"))
+        if last_modified is None or _http_time(last_modified) is None:
+            last_modified = self.last_modified
+        if (etag, last_modified) == (self.etag, self.last_modified):
+            return None
+        return replace(self, etag=etag, last_modified=last_modified, body=None, keep_copy=self.copy is not None)
 
     def same_as(self, other: "Fetch") -> bool:
         """The same validators and bytes (nothing to write again but the time)."""
@@ -145,18 +166,19 @@ def _clean(value: str | None) -> str | None:
 
 
 def _http_time(value: str | None) -> float | None:
-    if not value:
+    """An HTTP date's time; None for anything else (a date with more after it, another zone)."""
+    if not value or not _HTTP_DATE.fullmatch(value):
         return None
     try:
         parsed = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
-    if parsed is None or parsed.tzinfo is None:  # (an HTTP date is GMT; one without a zone is not one)
-        return None
+    if parsed.tzinfo is None:  # (asctime: GMT, unsaid)
+        parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed.timestamp()
 
 
-def from_response(headers: dict[str, str | None], status: int, body: bytes, digest: bytes, now: float,
+def from_response(headers: Mapping[str, str | None], status: int, body: bytes, digest: bytes, now: float,
                   copy: bool) -> Fetch:
     """What to keep of a response (`headers`: names as sent, any case; values decoded as latin-1).
     `copy`: keep a copy of the body, unless the response forbids storing it."""

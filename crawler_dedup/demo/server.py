@@ -11,7 +11,8 @@ crawl measures the crawler rather than this server.
 Last-Modified; `honour` sends both (a strong ETag of the bytes, the file's time) and answers a
 conditional request with a bodiless 304 when nothing changed; `weak` the same with `W/` ETags;
 `ignore` sends them and always answers 200; `lie` answers every conditional request with 304.
-`served` counts the answers (200, 304) and the body bytes sent.
+`served` counts the answers (200, 304) and the body bytes sent; `asked` lists the conditional
+requests (path, If-None-Match, If-Modified-Since, as received).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = unquote(urlsplit(self.path).path).split(";", 1)[0]
         route = self.server.routes.get(path)
+        match, since = self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")
+        if match is not None or since is not None:
+            with self.server.lock:
+                self.server.asked.append((path, match, since))
         if route is not None:
             status, headers, body = route
             mtime = self.server.started
@@ -135,6 +140,7 @@ class PageServer(ThreadingHTTPServer):
         self.root, self.routes, self.validators = root, dict(routes or {}), validators
         self.started = time.time()
         self.served: dict = {}
+        self.asked: list[tuple[str, str | None, str | None]] = []
         self.real_root = os.path.realpath(root) if root is not None else None
         self.files: dict[str, tuple] = {}  # real path -> ((mtime_ns, size), (status, headers, body))
         self._thread: threading.Thread | None = None
