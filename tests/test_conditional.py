@@ -12,6 +12,7 @@ import pytest
 
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.fetches import Fetch, from_response
+from crawler_dedup.core.integrity import verify
 from crawler_dedup.core.records import url_key
 from crawler_dedup.droplog import read_droplog
 
@@ -346,19 +347,26 @@ def test_on_redis_leaves_are_asked_and_copies_are_off_by_default(tmp_path, artic
 
 # -- the index's side ---------------------------------------------------------------------------------
 
-def test_a_304_that_cannot_stand_for_the_page_is_refused(tmp_path, articles):
+@pytest.mark.parametrize("where", ["lmdb", "redis_server", "redis_cluster"])
+def test_a_304_that_cannot_stand_for_the_page_is_refused(tmp_path, articles, request, where):
     html = articles[0][0]
     url = "http://example.com/a"
     f = from_response({"ETag": '"v1"'}, 200, html, b"d" * 16, time.time(), copy=True)
-    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+    settings = {} if where == "lmdb" else dict(backend="redis", redis_url=request.getfixturevalue(where),
+                                                   redis_prefix=f"refused-{os.getpid()}-{time.time_ns()}")
+    with Deduplicator(dir=str(tmp_path / "idx"), **settings) as dedup:
         assert dedup.check(url, html=html, fetched=f).action == "keep"
         got = dedup.not_modified(url, {"If-None-Match": '"v1"'})
         assert got is not None and got[0].not_modified and got[1].page() == html and got[2] is False
         assert dedup.not_modified(url, {"If-None-Match": '"v0"'}) is None  # validators it did not send
+        report = verify(dedup.index)  # (the entry is a kept page's: index verify counts it whole)
+        assert report.ok and report.entries >= 1, report
         doc_id = got[1].doc_id
         dedup.index.write(lambda txn: dedup.index.remove(txn, doc_id))  # (index remove, expire)
         assert dedup.not_modified(url, {"If-None-Match": '"v1"'}) is None
         assert dedup.fetch_entry(url) is None  # the entry left with its page
+    if where != "lmdb":
+        return
     with Deduplicator(dir=str(tmp_path / "idx2"), window=60) as dedup:
         dedup.check(url, html=html, fetched=from_response({"ETag": '"v1"'}, 200, html, b"d" * 16, 0, True),
                     now=time.time() - 120)

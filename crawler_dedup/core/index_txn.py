@@ -47,6 +47,16 @@ class IndexTxn:
         """Advance a counter; its value before (`start` when new)."""
         return self.raw.incr("meta", name.encode(), 1, start) - 1
 
+    def next_doc_id_now(self) -> int | None:
+        """The id the next kept page gets, without taking it (None: none handed out yet). A store
+        that hands ids out of a counter of its own (Redis) says how far it went."""
+        peek = getattr(self.raw, "sequence_peek", None)
+        if peek is not None:
+            done = peek("meta", b"next_id")
+            return None if done is None else done + 1
+        value = self.meta_get("next_id")
+        return None if value is None else from_u64(value)
+
     def next_doc_id(self) -> int:
         """A new doc id (unique; Redis may skip some: stores/base.py `sequence`)."""
         return self.raw.sequence("meta", b"next_id", 1, 1) - 1

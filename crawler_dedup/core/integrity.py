@@ -83,9 +83,9 @@ def verify(index: NearDupIndex, progress: Callable[[int, int], None] | None = No
             if progress is not None and not number % 1000:
                 progress(number, 2 * total)
         _check_entries(index, raw, fps, report)
-        next_id = txn.meta_get("next_id")
-        if fps and (next_id is None or from_u64(next_id) <= max(fps)):
-            report.add(f"the next doc id ({'none' if next_id is None else from_u64(next_id)}) is not past the "
+        next_id = txn.next_doc_id_now()
+        if fps and (next_id is None or next_id <= max(fps)):
+            report.add(f"the next doc id ({'none' if next_id is None else next_id}) is not past the "
                        f"highest kept one ({max(fps)}): new pages would overwrite kept ones")
         if progress is not None:
             progress(2 * total, 2 * total)

@@ -118,6 +118,11 @@ class _RedisTxn(BufferedTxn):
         raw = b"".join(b"".join(self._merged(t, k, got)) for (t, k), got in zip(pairs, stored))
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
+    def sequence_peek(self, table, key) -> int | None:
+        """How far sequence() went on this counter (None: never used), without moving it."""
+        got = self.conn.run([("GET", self.s.k("q", table, bytes(key)))])[0]
+        return None if got is None else int(got)
+
     def sequence(self, table, key, by=1, start=0):
         """INCR outside the transaction: never conflicts, never rolled back (ids may skip)."""
         self._kind(table, SINGLE)
