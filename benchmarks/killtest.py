@@ -101,14 +101,15 @@ def build_site(folder: str, groups: int) -> tuple[dict[str, int], list[str]]:
 
 
 class Harness:
-    def __init__(self, work: str, groups: int, seed: int):
+    def __init__(self, work: str, groups: int, seed: int, validators: str = "honour"):
         from crawler_dedup.demo.server import PageServer
 
         self.work, self.rnd = work, random.Random(seed)
         self.dir = os.path.join(work, "idx")
         self.stored_path = os.path.join(work, "stored.txt")
         self.group_of, self.paths = build_site(os.path.join(work, "site"), groups)
-        self.server = PageServer(os.path.join(work, "site")).start()
+        # (honour: revisits are conditional requests, and a 304 is handed on from the kept copy)
+        self.server = PageServer(os.path.join(work, "site"), validators=validators).start()
         self.base = self.server.base_url
         self.spider = os.path.join(work, "killspider.py")
         with open(self.spider, "w", encoding="utf-8") as fh:
@@ -293,6 +294,7 @@ class Harness:
             print(f"{'  ' + name:<52} {n:>8}")
         decided = len(self.stored()) + len(self.drop_lines())  # (the torn line is not read)
         print(f"{'pages decided (stored, or dropped with a line), all runs':<52} {decided:>8}")
+        print(f"{'revisits the server answered 304 (conditional requests)':<52} {self.server.served.get(304, 0):>8}")
         print(f"{'URLs / groups of one content':<52} {len(self.paths):>5} / {len(set(self.group_of.values()))}")
         print(f"{'kept pages in the index at the end':<52} {len(after['kept']):>8}")
         for k, n in self.losses.items():
@@ -329,11 +331,13 @@ def main(argv=None) -> int:
     ap.add_argument("--groups", type=int, default=120, help="real pages, each under 3 URLs")
     ap.add_argument("--sample", type=int, default=90, help="URLs a run crawls")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--validators", default="honour", choices=("honour", "none"),
+                    help="the server's ETag and Last-Modified: honoured (revisits answered 304) or none")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (the index, drop log, logs)")
     args = ap.parse_args(argv)
     work = args.keep or tempfile.mkdtemp(prefix="killtest-")
     os.makedirs(work, exist_ok=True)
-    harness = Harness(work, args.groups, args.seed)
+    harness = Harness(work, args.groups, args.seed, args.validators)
     try:
         return harness.run(args.kills, args.sample)
     finally:
