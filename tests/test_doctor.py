@@ -57,6 +57,9 @@ def test_doctor_finds_the_startproject_trap_then_a_crawls_index_and_drop_log(pro
     got, checks = doctor(project)
     assert got["ok"], got
     assert checks["add-on enabled"]["status"] == "ok"
+    assert checks["conditional requests"]["detail"].startswith("on:")
+    cached, checks = doctor(project, "-s", "DEDUP_CONDITIONAL_COPY=False")
+    assert "only requests marked dedup_leaf" in checks["conditional requests"]["detail"]
     assert got["where"]["index"] == str(project / ".scrapy" / "dedup")
     assert "not made yet" in checks["index"]["detail"] and "none yet" in checks["drop log"]["detail"]
 
@@ -118,3 +121,16 @@ def test_doctor_warns_of_a_relative_index_path_away_from_the_project_folder(proj
     assert checks["DEDUP_DIR"]["status"] == "warn" and str(project / "data" / "idx") in checks["DEDUP_DIR"]["detail"]
     got, checks = doctor(project, "-s", "DEDUP_DIR=data/idx")
     assert "DEDUP_DIR" not in checks
+
+
+def test_doctor_says_when_the_http_cache_keeps_conditional_requests_off(project):
+    settings = project / "shop" / "settings.py"
+    text = settings.read_text(encoding="utf-8").replace("\nADDONS = {}", '\nADDONS = {"crawler_dedup.addon.DedupAddon": 0}')
+    settings.write_text(text + "\nHTTPCACHE_ENABLED = True\n", encoding="utf-8")
+    got, checks = doctor(project)
+    assert got["ok"] and checks["conditional requests"]["status"] == "warn"
+    assert "DummyPolicy" in checks["conditional requests"]["detail"]
+    settings.write_text(text + "\nHTTPCACHE_ENABLED = True\nHTTPCACHE_POLICY = "
+                        "'scrapy.extensions.httpcache.RFC2616Policy'\n", encoding="utf-8")
+    got, checks = doctor(project)
+    assert checks["conditional requests"]["status"] == "ok"

@@ -164,6 +164,7 @@ def _config(report: Report, settings, overrides: dict):
     if config.dry_run:
         report.add("warn", "DEDUP_DRY_RUN", "True: duplicates are flagged in the drop log, never dropped",
                    "DEDUP_DRY_RUN = False once the drop log looks right")
+    _conditional(report, settings, config)
     updates: dict = {}
     if config.backend == "lmdb" and not config.dir:
         updates["dir"] = default_dir()
@@ -176,6 +177,25 @@ def _config(report: Report, settings, overrides: dict):
 
         config = replace(config, **updates)
     return config
+
+
+def _conditional(report: Report, settings, config) -> None:
+    """Whether recrawls ask instead of download, and what a 304 can stand for."""
+    from ..conditional import blocked_by
+
+    if not config.conditional:
+        report.add("ok", "conditional requests", "off (DEDUP_CONDITIONAL=False): recrawls download every page")
+        return
+    blocked = blocked_by(settings)
+    if blocked:
+        report.add("warn", "conditional requests", f"none in a crawl: {blocked}",
+                   "HTTPCACHE_POLICY = 'scrapy.extensions.httpcache.RFC2616Policy' to have both")
+        return
+    copies = config.keeps_copies()
+    report.add("ok", "conditional requests",
+               "on: a recrawl's requests carry the kept pages' validators; " + (
+                   "kept copies let a 304 reach the spider (DEDUP_CONDITIONAL_COPY)" if copies else
+                   "no copies are kept, so only requests marked dedup_leaf are sent conditional"))
 
 
 def _index(report: Report, config) -> None:
