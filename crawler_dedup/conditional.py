@@ -26,23 +26,15 @@ COPY_FLAG = "dedup_copy"  # the flag of a response built from the kept copy
 
 
 def blocked_by(settings) -> str | None:
-    """Why this crawl sends no conditional request (None: it may). Scrapy's HTTP cache with a
-    policy other than RFC2616Policy stores the server's bodiless 304 as the page and gives it back
-    to every later crawl; RFC2616Policy never stores a 304 and revalidates what it holds itself."""
+    """Why this crawl sends no conditional request (None: it may). Scrapy's HTTP cache answers
+    revisits itself: DummyPolicy would store the server's bodiless 304 as the page for every
+    later crawl, and RFC2616Policy, which revalidates what it holds with its own validators, would
+    turn a 304 to the index's newer validators into its own older copy."""
     if not settings.getbool("HTTPCACHE_ENABLED"):
         return None
-    from scrapy.extensions.httpcache import RFC2616Policy
-    from scrapy.utils.misc import load_object
-
-    name = settings.get("HTTPCACHE_POLICY")
-    try:
-        policy = load_object(name) if isinstance(name, str) else name
-    except Exception:  # (Scrapy says so itself when it builds the cache)
-        policy = None
-    if isinstance(policy, type) and issubclass(policy, RFC2616Policy):
-        return None
-    return (f"HTTPCACHE_ENABLED with HTTPCACHE_POLICY={name}, which would store a 304 as the page; "
-            "RFC2616Policy revalidates what the cache holds itself")
+    return (f"HTTPCACHE_ENABLED (HTTPCACHE_POLICY={settings.get('HTTPCACHE_POLICY')}): the cache answers "
+            "revisits itself, and a 304 to the index's validators would reach it as its own older copy or be "
+            "stored as the page")
 
 
 def ask(rt, request: Request) -> None:
@@ -72,7 +64,7 @@ def ask(rt, request: Request) -> None:
     age = time.time() - entry.fetched
     if not entry.validators or (cfg.conditional_max_age and age > cfg.conditional_max_age):
         return
-    if cfg.window and age > cfg.window:  # (its page was kept before its last download: out of the window)
+    if cfg.window and time.time() - entry.kept > cfg.window:  # (its kept page no longer matches)
         return
     passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or bool(request.meta.get("dedup_never_drop"))
     if entry.copy is None and (not leaf or passed_on):  # its 304 would leave the spider nothing to parse
@@ -102,7 +94,7 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
         return refetch(rt, request, sent)
     fp, entry, passed_on = got
     page = entry.page()
-    if page is None and (passed_on or never_drop):
+    if page is None and (passed_on or never_drop or not leaf):  # (its copy went meanwhile, or is damaged)
         return refetch(rt, request, sent)
     verdict = await rt.check_not_modified(request.url, fp, never_drop, entry.renewed(headers_of(response)))
     request.meta["dedup_fingerprint"] = verdict.fingerprint

@@ -189,7 +189,7 @@ def _conditional(report: Report, settings, config) -> None:
     blocked = blocked_by(settings)
     if blocked:
         report.add("warn", "conditional requests", f"none in a crawl: {blocked}",
-                   "HTTPCACHE_POLICY = 'scrapy.extensions.httpcache.RFC2616Policy' to have both")
+                   "HTTPCACHE_ENABLED = False for the recrawls that should ask the server")
         return
     copies = config.keeps_copies()
     report.add("ok", "conditional requests",

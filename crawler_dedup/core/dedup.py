@@ -338,7 +338,7 @@ class Deduplicator:
                     prior=look.by_url(verdict.url) if verdict.url else None)
         verdict = self._apply(txn, page, decide(page), site)
         if fetched is not None and verdict.url:
-            revalidation.file_fetch(self, txn, verdict, fetched)
+            revalidation.file_fetch(self, txn, verdict, fetched, now)
         return verdict
 
     def _judging(self) -> Judging:

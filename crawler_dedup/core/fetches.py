@@ -27,11 +27,12 @@ from typing import Mapping
 
 from ..exceptions import StoreDamaged
 
-# doc id, fetched (seconds), run, body length, 8 bytes of its digest, the ETag's and the
+# doc id, fetched (seconds), kept (the record's time, seconds), run, body length, 8 bytes of its
+# digest, the ETag's and the
 # Last-Modified's lengths (_AS_TIME: 4 bytes of seconds that format back to the very string);
 # then, with a copy: status, the content type's length, the content type, the zlib copy. About
 # 60 bytes without a copy: a Redis index pays that per kept page with validators
-_HEAD = struct.Struct(">QIIIQBB")
+_HEAD = struct.Struct(">QIIIIQBB")
 _COPY = struct.Struct(">HB")
 _TIME = struct.Struct(">I")
 _AS_TIME = 255
@@ -52,10 +53,11 @@ class Fetch:
 
     etag: str | None = None
     last_modified: str | None = None
-    fetched: float = 0.0
+    fetched: float = 0.0  # the last full download (DEDUP_CONDITIONAL_MAX_AGE counts from it)
+    kept: float = 0.0  # when the URL's kept page was kept (DEDUP_WINDOW counts from it)
     status: int = 200
     length: int = 0  # the body's bytes (what a 304 saves downloading)
-    digest: bytes = b"\x00" * 8  # the start of fingerprint.body_digest of the body
+    digest: bytes = b"\x00" * 16  # fingerprint.body_digest of the body (its first 8 bytes stored)
     content_type: str | None = None
     copy: bytes | None = None  # zlib of the body (DEDUP_CONDITIONAL_COPY), else None
     doc_id: int = 0  # the URL's kept record (an entry of a record gone is not used)
@@ -113,7 +115,7 @@ class Fetch:
             lm, lm_len = _TIME.pack(int(when)), _AS_TIME
         else:
             lm_len = len(lm)
-        parts = [_HEAD.pack(self.doc_id, int(self.fetched), self.run, self.length,
+        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run, self.length,
                             int.from_bytes(self.digest[:8].ljust(8, b"\x00"), "big"), len(etag), lm_len), etag, lm]
         if self.copy is not None:
             ct = (self.content_type or "").encode("latin-1")[:255]
@@ -124,7 +126,7 @@ class Fetch:
     def decode(cls, data: bytes) -> "Fetch":
         try:
             data = bytes(data)
-            doc_id, fetched, run, length, digest, le, ll = _HEAD.unpack_from(data)
+            doc_id, fetched, kept, run, length, digest, le, ll = _HEAD.unpack_from(data)
             pos = _HEAD.size
             etag, pos = data[pos:pos + le].decode("latin-1"), pos + le
             if ll == _AS_TIME:
@@ -142,7 +144,8 @@ class Fetch:
         except (struct.error, ValueError) as exc:
             raise StoreDamaged(f"a fetch entry cannot be read ({type(exc).__name__}): the index is damaged; "
                                "run `crawler-dedup index verify`") from exc
-        return cls(etag=etag or None, last_modified=lm or None, fetched=float(fetched), status=status, length=length,
+        return cls(etag=etag or None, last_modified=lm or None, fetched=float(fetched), kept=float(kept), status=status,
+                   length=length,
                    digest=digest.to_bytes(8, "big"), content_type=ct or None, copy=copy, doc_id=doc_id, run=run)
 
 
@@ -191,5 +194,5 @@ def from_response(headers: Mapping[str, str | None], status: int, body: bytes, d
         last_modified = None
     no_store = "no-store" in (get("cache-control") or "").lower()
     return Fetch(etag=etag, last_modified=last_modified, fetched=now, status=status, length=len(body),
-                 digest=digest[:8], content_type=_clean(get("content-type")), body=body,
+                 digest=digest, content_type=_clean(get("content-type")), body=body,
                  keep_copy=copy and not no_store and bool(etag or last_modified))

@@ -84,7 +84,7 @@ def not_modified(dedup: "Deduplicator", url: str, sent: dict[str, str], now: flo
     return fp, found, passed_on
 
 
-def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: Fetch) -> None:
+def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float) -> None:
     """Keep the response's validators (and copy) for the URL's kept page, filed or unchanged, in
     the decision's transaction; an unchanged response with the validators kept already writes
     nothing. A response without validators takes the URL's old ones out."""
@@ -104,9 +104,10 @@ def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: 
         except DedupError:
             old = None
         age = dedup.config.conditional_max_age
-        if (old is not None and old.doc_id == doc_id and old.same_as(fetched)
+        if (old is not None and old.doc_id == doc_id and old.same_as(fetched) and not verdict.resent
                 and (old.copy is not None) == fetched.keep_copy
                 and (not age or fetched.fetched - old.fetched < age / 2)):
-            return
+            return  # (a page passed on again is this run's now: its entry says so, see entry())
     fetched.doc_id, fetched.run = doc_id, dedup.run
+    fetched.kept = now if dedup.filed is not None else (verdict.kept_at or now)
     txn.fetch_put(key, fetched.encode())
