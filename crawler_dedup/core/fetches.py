@@ -28,10 +28,10 @@ from typing import Mapping
 from ..exceptions import StoreDamaged
 
 # doc id, fetched (seconds), kept (the record's time, seconds), run, body length, 8 bytes of its
-# digest, the ETag's and the
-# Last-Modified's lengths (_AS_TIME: 4 bytes of seconds that format back to the very string);
-# then, with a copy: status, the content type's length, the content type, the zlib copy. About
-# 60 bytes without a copy: a Redis index pays that per kept page with validators
+# digest, the ETag's and the Last-Modified's lengths (_AS_TIME: 4 bytes of seconds that format
+# back to the very string); then, with a copy: status, the content type's length, the content
+# type, the zlib copy. About 64 bytes without a copy: a Redis index pays that per kept page with
+# validators
 _HEAD = struct.Struct(">QIIIIQBB")
 _COPY = struct.Struct(">HB")
 _TIME = struct.Struct(">I")
