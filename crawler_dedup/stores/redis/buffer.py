@@ -9,11 +9,11 @@ from ...exceptions import StoreError
 from ..base import MULTI, SINGLE, TxnBase
 
 if TYPE_CHECKING:
-    from .store import RedisStore
+    from .handle import StoreHandle
 
 
 class BufferedTxn(TxnBase):
-    def __init__(self, store: "RedisStore", writing: bool):
+    def __init__(self, store: "StoreHandle", writing: bool):
         self.s, self.writing = store, writing
         self.single: dict[tuple[str, bytes], bytes | None] = {}  # (table, key) -> value, None = deleted
         self.added: dict[tuple[str, bytes], set[bytes]] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store import RedisStore
+    from .handle import StoreHandle
 
 
 # ARGV[1] = TTL in ms (0: none); then 4 per change: op, table, key, value. KEYS: 3 per change (the
@@ -66,7 +66,7 @@ return 1
 class _Conn:
     """One connection to the node that holds the index's slot, for one transaction."""
 
-    def __init__(self, store: "RedisStore"):
+    def __init__(self, store: "StoreHandle"):
         self.store, self.pool = store, store.pool()
         self.c = self.pool.get_connection()
         self.watching = False

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .store import RedisStore
+    from .handle import StoreHandle
 
 FIRST_SHARDS = 64  # a new index's shards (a power of two)
 ENTRIES_PER_SHARD = 64  # doubled past this many entries a shard
@@ -61,7 +61,7 @@ return 1
 class ShardMap:
     """The shard count a process uses, read again every REFRESH_S."""
 
-    def __init__(self, store: "RedisStore"):
+    def __init__(self, store: "StoreHandle"):
         self.store = store
         self.shards, self.growing, self.grown_at = FIRST_SHARDS, 0, 0
         self.read_at = -1e9

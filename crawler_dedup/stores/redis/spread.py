@@ -13,7 +13,7 @@ the index and its load (the one-slot layout of txn.py puts it all on one node).
 
 There are no transactions across slots: a write is applied when the transaction ends, key by key
 (each key's change is atomic: a packed list is changed by a script). So `serializable` is False
-and the Deduplicator keeps a duplicate group once by claims instead (core/claims.py):
+and the Deduplicator keeps a duplicate group once by claims instead (core/decide/claims.py):
 a filed page takes an order from one counter (`claim`, atomic with its record in `{P}:m`),
 then reads its lookups again; of two near-duplicates filed at once the later one always sees
 the earlier, and withdraws. Reads are batched a round trip a node (nodes.py). No table is kept
@@ -35,7 +35,7 @@ from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, STORE_FIELDS, claim_f
                           generation_ms, generation_ttl, shard_name, table_code)
 
 if TYPE_CHECKING:
-    from .store import RedisStore
+    from .handle import StoreHandle
 
 CLAIMS_KEPT = 10_000  # claims remembered: a page racing another is settled long before this many more
 
@@ -43,7 +43,7 @@ CLAIMS_KEPT = 10_000  # claims remembered: a page racing another is settled long
 class SpreadTxn(BufferedTxn):
     """A transaction of the spread layout: reads batched per node, writes applied at commit."""
 
-    def __init__(self, store: "RedisStore", writing: bool):
+    def __init__(self, store: "StoreHandle", writing: bool):
         super().__init__(store, writing)
         self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked

@@ -46,7 +46,7 @@ class RedisStore:
 
         self.redis = redis
 
-    # what the index asks of a store (core/index.py, core/dedup.py); the spread layout differs
+    # what the index asks of a store (core/index/neardup.py, core/dedup.py); the spread layout differs
     @property
     def serializable(self) -> bool:
         """write(fn) is one transaction (stores/base.py); the spread layout keeps groups once by claims."""

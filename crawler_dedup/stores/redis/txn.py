@@ -15,11 +15,11 @@ from .buffer import BufferedTxn
 from .conn import _COMMIT, _Conn
 
 if TYPE_CHECKING:
-    from .store import RedisStore
+    from .handle import StoreHandle
 
 
 class _RedisTxn(BufferedTxn):
-    def __init__(self, store: "RedisStore", writing: bool):
+    def __init__(self, store: "StoreHandle", writing: bool):
         super().__init__(store, writing)
         self.conn = _Conn(store)
         self.watched: set[bytes] = set()

@@ -1,0 +1,37 @@
+"""What the Redis store's parts (a transaction, its connection, the shard count) see of the store
+they belong to: a protocol, so the parts sit below store.py and never import it (the store on
+top builds them and hands itself in)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class StoreHandle(Protocol):
+    """The RedisStore as its parts use it (store.py has the meaning of each)."""
+
+    location: str  # the URL without its password, and the prefix: for messages
+    kinds: dict[str, str]  # table -> SINGLE or MULTI
+    client: Any  # redis.Redis, or redis.cluster.RedisCluster
+    cluster: bool
+    nodes: Any  # spread: the commands' router (nodes.Nodes)
+    map: Any  # spread: the shard count (growth.ShardMap)
+    prefix_b: bytes
+    meta_key: bytes
+    ttl_ms: int
+    ttl_except: tuple[str, ...]
+    trips: int  # round trips, for the benchmarks
+    commands: int
+
+    @property
+    def redis(self) -> Any:
+        """The redis module (its exceptions)."""
+
+    def k(self, *parts: str | bytes) -> bytes:
+        """A key under the prefix's hash tag (one cluster slot)."""
+
+    def pool(self) -> Any:
+        """The connection pool of the node that holds the index's slot."""
+
+    def expiring(self) -> bool:
+        """Whether the index's keys expire."""
