@@ -313,7 +313,7 @@ def _extracts_block(page: Page, block: bytes) -> bool:
     """Extraction returns most of the block's words from the page itself."""
     import lxml.html
 
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     words = set(_words(lxml.html.fromstring(block).text_content()))
     got = extract(page.base.html, f"https://{page.base.site}/{page.base.id}")

@@ -22,7 +22,7 @@ _WHAT = {"update": "no validators", "drop": "no validators, DEDUP_REVISIT=drop",
 
 def index_bytes(path: str) -> dict:
     """The LMDB index's pages, and its bytes a kept page: all, and the responses' (fetches)."""
-    from crawler_dedup.core.index import NearDupIndex
+    from crawler_dedup.core.index.neardup import NearDupIndex
     from crawler_dedup.stores.lmdb.store import LmdbStore
 
     if not os.path.exists(os.path.join(path, "data.mdb")):

@@ -25,7 +25,7 @@ class Page:
     name: str      # where it comes from, e.g. aeb/042bb7b5fe
     html: str
     gold: str      # reference main text (human gold for aeb; the sets' expected text otherwise)
-    text: str = ""  # trafilatura's text of the page as served (crawler_dedup.core.extract)
+    text: str = ""  # trafilatura's text of the page as served (crawler_dedup.core.page.extract)
     url: str = ""
 
 
@@ -69,7 +69,7 @@ def choose_pages(cands: list[Page], n_site: int, n_new: int, url_of) -> tuple[li
     (default settings, in a memory index), so crawl 1 keeps them all.
     Returns (chosen, the candidates never chosen that are no copy of a chosen one)."""
     from crawler_dedup import Deduplicator
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     chosen, rest = [], []
     with Deduplicator(backend="memory") as d:
@@ -171,7 +171,7 @@ def make_update(page: Page, snippet: str, vocab: list[str], rnd: random.Random) 
     """A correction: `snippet` as a new <p> right after a body paragraph that holds a sentence of
     the page's own gold text, and 3-5 words of the body paragraphs replaced by other real words.
     None when no paragraph works (the extraction must change and show the new paragraph)."""
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     gold8 = grams(words(page.gold), 8)
     body = [i for i, p in enumerate(_parse(page.html).iter("p")) if grams(words(p.text_content()), 8) & gold8]
@@ -312,7 +312,7 @@ NUMBER = re.compile(r"(?<![\w$£€.,:/-])(\d{1,3})(?![\w.,:/%-]?\d)")
 def make_figure_edit(page: Page, rnd: random.Random) -> bytes | None:
     """One number of a body paragraph of the page's gold text (over 25 words) changed, as a
     correction of a figure would; None when no such paragraph holds a plain number."""
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     gold8 = grams(words(page.gold), 8)
     tree = _parse(page.html)
@@ -357,7 +357,7 @@ class Site:
 def change_site(site: Site, n_upd: int, n_churn: int, n_repl: int, n_copies: int, snippets: list[str],
                 vocab: list[str], rnd: random.Random, base_url: str, url_of, n_fig: int = 0) -> None:
     """Crawl 2's site: the groups of recrawl.py's docstring, each edit checked where it can fail."""
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     pages, n = site.pages, len(site.pages)
     g = site.groups = {k: [] for k in ("updated", "churn", "figures", "replaced", "copies_of_updates", "unchanged",

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pages import data_dir  # noqa: E402
 from realcopies import build  # noqa: E402
 
-from crawler_dedup.core.policy import POLICIES  # noqa: E402
+from crawler_dedup.core.decide.policy import POLICIES  # noqa: E402
 from crawler_dedup.tools.scan import Options, Scan  # noqa: E402
 from crawler_dedup.workers import usable_cores  # noqa: E402
 

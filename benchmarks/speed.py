@@ -37,13 +37,13 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from crawler_dedup import DedupConfig, Deduplicator  # noqa: E402
-from crawler_dedup.core.extract import extract  # noqa: E402
-from crawler_dedup.core.fingerprint import body_digest  # noqa: E402
-from crawler_dedup.core.sitelines import lines_of  # noqa: E402
-from crawler_dedup.core.index import DocRecord, NearDupIndex  # noqa: E402
-from crawler_dedup.core.sketch import SKETCH_SIZE  # noqa: E402
+from crawler_dedup.core.page.extract import extract  # noqa: E402
+from crawler_dedup.core.page.fingerprint import body_digest  # noqa: E402
+from crawler_dedup.core.decide.sitelines import lines_of  # noqa: E402
+from crawler_dedup.core.index.neardup import DocRecord, NearDupIndex  # noqa: E402
+from crawler_dedup.core.page.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
-from crawler_dedup.core.tables import choose_plan, plan_for  # noqa: E402
+from crawler_dedup.core.index.tables import choose_plan, plan_for  # noqa: E402
 from pages import real_pages  # noqa: E402  (the shared data's pages, else the demo's)
 
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from crawler_dedup.demo.site import PORTAL, PRINT, WIRE, _churn, _paragraphs
-from crawler_dedup.core.extract import extract
-from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.page.extract import extract
+from crawler_dedup.core.page.tokens import tokenize
 from pages import reference_pages, strip_tags
 
 VARIANT_KINDS = ("tracking", "churn", "print", "syndicated", "truncated", "edit1", "edit3", "edit5")
@@ -95,7 +95,7 @@ class StreamPage:
 def load_bases(data_dir: str) -> list[Base]:
     """Every real page with a reference text in `data_dir` (../shared/data: benchmarks/pages.py)
     and a real article, one page per text; [] when absent."""
-    from crawler_dedup.core.extract import page_title
+    from crawler_dedup.core.page.extract import page_title
 
     bases: list[Base] = []
     for p in reference_pages(data_dir, expected=strip_tags):
@@ -109,8 +109,8 @@ def load_bases(data_dir: str) -> list[Base]:
             bases.append(Base(f"rd-{p.key}", p.key.rsplit("-", 1)[0], p.html, p.text, page_title(p.html) or p.key))
     # keep pages with a real article, and one page per reference text: the readability set has
     # ~35 micro-pages sharing one lorem text under different markup, duplicates of each other
-    from crawler_dedup.core.features import shingles
-    from crawler_dedup.core.sketch import resemblance, sketch
+    from crawler_dedup.core.page.features import shingles
+    from crawler_dedup.core.page.sketch import resemblance, sketch
 
     kept: list[tuple[Base, object]] = []
     for b in bases:
@@ -239,7 +239,7 @@ def _extract(args):
 
         import trafilatura
 
-        from crawler_dedup.core import extract as extract_module
+        from crawler_dedup.core.page import extract as extract_module
 
         extract_module.trafilatura = type("T", (), {"bare_extraction": staticmethod(
             functools.partial(trafilatura.bare_extraction, **options))})
@@ -255,7 +255,7 @@ def extract_all(stream, workers=2, progress=None, mode: str = "thorough", option
     extracted now, not read from the cache)."""
     import trafilatura
 
-    from crawler_dedup.core import extract as extract_module
+    from crawler_dedup.core.page import extract as extract_module
 
     # keyed by the pages and by the extraction code, so a change to either re-extracts
     key = hashlib.sha1(trafilatura.__version__.encode() + open(extract_module.__file__, "rb").read() + mode.encode()
@@ -307,8 +307,8 @@ def plain_simhash(name, texts, k=3, w=3):
     """What a simhash script does: word 3-shingle simhash, brute-force Hamming <= k, nothing else."""
     import numpy as np
 
-    from crawler_dedup.core.features import shingles
-    from crawler_dedup.core.simhash import simhash
+    from crawler_dedup.core.page.features import shingles
+    from crawler_dedup.core.page.simhash import simhash
 
     fps, urls = np.empty(0, np.uint64), []
 

@@ -1,7 +1,7 @@
 """Conditional requests, the Scrapy side (DEDUP_CONDITIONAL): the downloader middleware puts the
 validators of a URL's last response on its request, and turns the server's `304 Not Modified`
 into the decision an unchanged page gets; a 200 is decided by its text, as ever. The index's
-side is core/revalidation.py, what it keeps of a response core/fetches.py.
+side is core/index/revalidation.py, what it keeps of a response core/index/fetches.py.
 
 A 304 has no body, and a recrawl still parses an unchanged page so that it follows its links.
 So a request goes out conditional only when its 304 can be handed on as the page it was: the
@@ -15,8 +15,8 @@ import time
 
 from scrapy.http import HtmlResponse, Request
 
-from .core.fetches import IF_HEADERS, Fetch, from_response
-from .core.fingerprint import body_digest
+from .core.index.fetches import IF_HEADERS, Fetch, from_response
+from .core.page.fingerprint import body_digest
 from .core.verdict import Action, Reason
 from .stats import CONDITIONAL, NOT_MODIFIED, NOT_MODIFIED_BYTES, REFETCHED
 

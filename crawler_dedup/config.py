@@ -185,7 +185,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_VERIFIER", VERIFIER, "resemblance", choices=VERIFIER_NAMES, doc=(
         "`resemblance` (min-hash, seed 003), `qgram` (character 4-gram overlap, seed 004; use a threshold "
         "of 0.7), `swlr` (LCS of shingle sequences, seed 002), or a dotted path to a `Verifier` subclass "
-        "of one's own (`crawler_dedup.core.verify`)")),
+        "of one's own (`crawler_dedup.core.decide.verify`)")),
     Setting("DEDUP_VISIBLE_CONTAINMENT", FLOAT, 0.8, lo=0, hi=1, doc=(
         "a page with no textual match is a copy of a kept page under the same headline when this share of "
         "one page's main text (5-word shingles, 50 or more) is in the other page's visible text, either way "

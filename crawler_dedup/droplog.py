@@ -38,7 +38,7 @@ def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = No
     if verdict.measure:
         record["measure"] = verdict.measure
     if verdict.rule:
-        record["rule"] = verdict.rule  # the rule of the chain that decided (core/rules.py)
+        record["rule"] = verdict.rule  # the rule of the chain that decided (core/decide/rules.py)
     if verdict.thresholds is not None:  # what it was verified against (`show` prints them)
         record["thresholds"] = verdict.thresholds.as_dict()
     if verdict.reason == "unchanged" and verdict.kept_at is not None:

@@ -22,9 +22,9 @@ from .batching import GroupCommit, in_worker
 from .config import DedupConfig
 from .core.dedup import Verdict, extract_and_fingerprint
 from .deduplicator import Deduplicator
-from .core.fetches import Fetch
-from .core.fingerprint import Fingerprinted, body_digest
-from .core.extract import canonical_link
+from .core.index.fetches import Fetch
+from .core.page.fingerprint import Fingerprinted, body_digest
+from .core.page.extract import canonical_link
 from .core.verdict import Action, Failure, Skip, Stage, Step
 from .exceptions import ConfigError, DedupError, StoreDamaged
 from .recording import Recorder

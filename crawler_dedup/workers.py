@@ -26,7 +26,7 @@ from .exceptions import WorkerDied
 logger = logging.getLogger(__name__)
 
 JOB_SECONDS = 120.0  # a page whose extraction takes longer kills its worker (which is started again)
-WARM = ("trafilatura", "crawler_dedup.core.fingerprint")  # imported before the first page
+WARM = ("trafilatura", "crawler_dedup.core.page.fingerprint")  # imported before the first page
 
 
 def usable_cores() -> int:

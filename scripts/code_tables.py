@@ -1,5 +1,5 @@
 """Print or check the two tables of docs/ made from declarations in the code: the decision chain
-in docs/internals.md (crawler_dedup/core/rules.py RULES) and the stats table in docs/usage.md
+in docs/internals.md (crawler_dedup/core/decide/rules.py RULES) and the stats table in docs/usage.md
 (crawler_dedup/stats.py STATS).
 
     python scripts/code_tables.py           # both tables, as Markdown
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside this file
 sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
 
-from crawler_dedup.core.rules import describe  # noqa: E402
+from crawler_dedup.core.decide.rules import describe  # noqa: E402
 from crawler_dedup.stats import ALIASES, STATS  # noqa: E402
 
 from generated import between  # noqa: E402

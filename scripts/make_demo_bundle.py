@@ -12,10 +12,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from crawler_dedup.core.extract import extract  # noqa: E402
-from crawler_dedup.core.features import shingles  # noqa: E402
-from crawler_dedup.core.sketch import resemblance, sketch  # noqa: E402
-from crawler_dedup.core.tokens import tokenize  # noqa: E402
+from crawler_dedup.core.page.extract import extract  # noqa: E402
+from crawler_dedup.core.page.features import shingles  # noqa: E402
+from crawler_dedup.core.page.sketch import resemblance, sketch  # noqa: E402
+from crawler_dedup.core.page.tokens import tokenize  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 OUT = os.path.join(os.path.dirname(__file__), "..", "crawler_dedup", "demo", "pages")

@@ -1,4 +1,4 @@
-"""Boilerplate learned from kept pages (core/boilerplate.py): a page whose extraction collapsed
+"""Boilerplate learned from kept pages (core/page/boilerplate.py): a page whose extraction collapsed
 onto a site's block is not dropped as a copy of another page that collapsed onto it."""
 
 import random
@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.boilerplate import _tokens, template_keys, text_lines
-from crawler_dedup.core.extract import extract
-from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.page.boilerplate import _tokens, template_keys, text_lines
+from crawler_dedup.core.page.extract import extract
+from crawler_dedup.core.page.tokens import tokenize
 
 from .conftest import dedup_stats, scrapy_crawl, write_urls
 

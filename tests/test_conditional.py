@@ -11,9 +11,9 @@ import time
 import pytest
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.fetches import Fetch, from_response
-from crawler_dedup.core.integrity import verify
-from crawler_dedup.core.records import url_key
+from crawler_dedup.core.index.fetches import Fetch, from_response
+from crawler_dedup.core.index.integrity import verify
+from crawler_dedup.core.index.records import url_key
 from crawler_dedup.droplog import read_droplog
 
 from .conftest import ROOT, dedup_stats, scrapy_crawl, write_urls

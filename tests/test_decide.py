@@ -7,7 +7,7 @@ import numpy as np
 
 from crawler_dedup import Deduplicator
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.core.decide import (
+from crawler_dedup.core.decide.matching import (
     SHORT_THRESHOLD,
     SHORT_TOKENS,
     exact_match,
@@ -15,7 +15,7 @@ from crawler_dedup.core.decide import (
     supersedes,
     thresholds_for,
 )
-from crawler_dedup.core.index import DocRecord, Extra
+from crawler_dedup.core.index.records import DocRecord, Extra
 from crawler_dedup.core.verdict import Action, Guard, Reason, Verdict
 from crawler_dedup.droplog import make_record
 from crawler_dedup.tools.show import why
@@ -64,7 +64,7 @@ def test_near_match_ranks_by_score_then_distance_then_age_and_says_when_a_guard_
 
 
 def test_same_site_compares_registered_domains():
-    from crawler_dedup.core.decide import same_site
+    from crawler_dedup.core.decide.matching import same_site
 
     assert same_site("https://news.example.co.uk/a", "http://www.example.co.uk/b")
     assert not same_site("https://example.co.uk/a", "https://other.co.uk/a")

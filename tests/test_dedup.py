@@ -98,7 +98,7 @@ def test_store_failure_fails_open(tmp_path, articles, caplog):
 
 
 def test_extraction_failure_fails_open(dedup, monkeypatch):
-    import crawler_dedup.core.fingerprint as mod
+    import crawler_dedup.core.page.fingerprint as mod
 
     def boom(*a, **k):
         raise ValueError("parser exploded")
@@ -221,7 +221,7 @@ def test_malformed_allow_lists_are_config_errors(value):
 
 
 def test_title_agreement(a, b, disagree):
-    from crawler_dedup.core.guards import titles_disagree
+    from crawler_dedup.core.decide.guards import titles_disagree
 
     assert titles_disagree(a, b) is disagree
 
@@ -236,7 +236,7 @@ def test_title_agreement(a, b, disagree):
     ("Storm hits coast", None, False),
 ])
 def test_same_headline(a, b, same):
-    from crawler_dedup.core.guards import headline_keys, same_headline
+    from crawler_dedup.core.decide.guards import headline_keys, same_headline
 
     assert same_headline(a, b) is same
     if same and a.count("|") == b.count("|") == 1 and "(" not in a:  # filed under a key the other asks for
@@ -277,8 +277,8 @@ def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_ot
      "said it would appeal against the fine in the coming weeks.", False),
 ])
 def test_notice_detection(text, is_notice):
-    from crawler_dedup.core.guards import looks_like_notice
-    from crawler_dedup.core.tokens import tokenize
+    from crawler_dedup.core.decide.guards import looks_like_notice
+    from crawler_dedup.core.page.tokens import tokenize
 
     assert looks_like_notice(tokenize(text)) is is_notice
 
@@ -388,7 +388,7 @@ def test_worker_fingerprint_equals_the_in_process_one(articles):
 @pytest.mark.parametrize("before", [0, 100_000, 400_000])
 def test_the_title_is_found_after_a_long_head(before):
     # news pages put 70-100 KB of inline scripts and styles before <title> (nypost, msn on the benchmark)
-    from crawler_dedup.core.extract import page_title
+    from crawler_dedup.core.page.extract import page_title
 
     head = "<script>" + "x" * before + "</script>"
     html = f"<html><head>{head}<TITLE>Storm closes &amp; schools</TITLE></head><body><p>t</p></body></html>"

@@ -4,8 +4,8 @@ stored, without extraction, and decided as extraction would decide it."""
 import numpy as np
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.extract import extract
-from crawler_dedup.core.fingerprint import body_digest
+from crawler_dedup.core.page.extract import extract
+from crawler_dedup.core.page.fingerprint import body_digest
 from crawler_dedup.core.verdict import Action
 from crawler_dedup.droplog import read_droplog
 from crawler_dedup.stores import MemoryStore

@@ -16,16 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.core import features, guards
-from crawler_dedup.core import simhash as simhash_mod
-from crawler_dedup.core import tokens as tokens_mod
+from crawler_dedup.core.decide import guards
+from crawler_dedup.core.page import features
+from crawler_dedup.core.page import simhash as simhash_mod
+from crawler_dedup.core.page import tokens as tokens_mod
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.dedup import Fingerprinted
-from crawler_dedup.core.features import content_hash, shingles, token_hashes
-from crawler_dedup.core.guards import looks_like_notice
-from crawler_dedup.core.simhash import simhash
-from crawler_dedup.core.sketch import SKETCH_SIZE, sketch
-from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.page.features import content_hash, shingles, token_hashes
+from crawler_dedup.core.decide.guards import looks_like_notice
+from crawler_dedup.core.page.simhash import simhash
+from crawler_dedup.core.page.sketch import SKETCH_SIZE, sketch
+from crawler_dedup.core.page.tokens import tokenize
 
 from .conftest import SHARED_DATA
 
@@ -192,7 +193,7 @@ def dedup():
 
 
 def _shared_texts():
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     files = sorted(glob.glob(os.path.join(SHARED_DATA, "**", "*.html"), recursive=True)
                    + glob.glob(os.path.join(SHARED_DATA, "**", "*.html.gz"), recursive=True))

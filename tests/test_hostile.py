@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.extract import extract
+from crawler_dedup.core.page.extract import extract
 from tests.conftest import SHARED_DATA, dedup_stats, scrapy_crawl, write_urls
 
 ARABIC = ("كانت المدينة هادئة في الصباح الباكر عندما بدأ الباعة يفتحون متاجرهم ويرتبون بضائعهم على الرفوف "

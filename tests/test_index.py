@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler_dedup.core.index import DocRecord, NearDupIndex
-from crawler_dedup.core.tables import plan_for
+from crawler_dedup.core.index.neardup import DocRecord, NearDupIndex
+from crawler_dedup.core.index.tables import plan_for
 from crawler_dedup.stores import LmdbStore, MemoryStore
 
 PLANS = [(0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 6), (5, 7)]

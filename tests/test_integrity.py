@@ -235,7 +235,7 @@ def test_verify_finds_what_points_wrong(tmp_path, capsys):
     _build(idx, _texts(30))
     with Deduplicator(dir=str(idx)) as d:
         index = d.index
-        from crawler_dedup.core.records import url_key
+        from crawler_dedup.core.index.records import url_key
 
         index.write(lambda t: t.url_put(url_key("https://site.test/3"), 5))  # URL 3 leads to page 5's record
         index.write(lambda t: t.raw.put("meta", b"next_id", u64(10)))  # new ids would overwrite kept pages

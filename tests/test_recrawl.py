@@ -261,7 +261,7 @@ def test_a_recrawl_killed_midway_loses_no_update(tmp_path, articles, serve):
     import signal
     import threading
 
-    from crawler_dedup.core.extract import extract
+    from crawler_dedup.core.page.extract import extract
 
     root = tmp_path / "site"
     root.mkdir()

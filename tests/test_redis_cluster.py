@@ -212,7 +212,7 @@ def test_a_page_removed_from_the_spread_layout_leaves_no_entry(redis_cluster, ar
     import subprocess
     import sys
 
-    from crawler_dedup.core.integrity import verify
+    from crawler_dedup.core.index.integrity import verify
 
     settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="removal", store_text=False)
     with Deduplicator(**settings) as d:

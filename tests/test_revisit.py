@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.index import canonical_url, url_key
+from crawler_dedup.core.index.records import canonical_url, url_key
 from crawler_dedup.stores.base import FORMAT_VERSION
 
 
@@ -322,7 +322,7 @@ def test_revisits_against_a_model(steps, seed):
     (b"", None),
 ])
 def test_canonical_link(html, expected):
-    from crawler_dedup.core.extract import canonical_link
+    from crawler_dedup.core.page.extract import canonical_link
 
     assert canonical_link(html, "https://h/p/q") == expected
 
@@ -359,7 +359,7 @@ def test_an_interrupted_migration_run_again_keeps_each_urls_newest_record(tmp_pa
 
     path = str(tmp_path / "idx")
     _make_format3(path)
-    cut = ("import os, sys\nfrom crawler_dedup import Deduplicator\nfrom crawler_dedup.core.index import NearDupIndex\n"
+    cut = ("import os, sys\nfrom crawler_dedup import Deduplicator\nfrom crawler_dedup.core.index.neardup import NearDupIndex\n"
            "NearDupIndex.remove = lambda *a: os._exit(9)  # killed as the older records go\n"
            "Deduplicator(dir=sys.argv[1]).open()\n")
     proc = subprocess.run([sys.executable, "-c", cut, path], capture_output=True, text=True, timeout=120)

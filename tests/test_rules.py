@@ -1,4 +1,4 @@
-"""Each rule of the decision chain (core/rules.py) alone, with no store: a page's context and a
+"""Each rule of the decision chain (core/decide/rules.py) alone, with no store: a page's context and a
 small table of kept pages stand in for the index (the rules' Lookups protocol)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import random
 import pytest
 
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.core import rules
-from crawler_dedup.core.decide import Match
-from crawler_dedup.core.fingerprint import Fingerprinted, fingerprint
-from crawler_dedup.core.plugins import NoConceptual, feature_plugin
-from crawler_dedup.core.records import DocRecord, Extra
+from crawler_dedup.core.decide import rules
+from crawler_dedup.core.decide.matching import Match
+from crawler_dedup.core.page.fingerprint import Fingerprinted, fingerprint
+from crawler_dedup.core.index.plugins import NoConceptual, feature_plugin
+from crawler_dedup.core.index.records import DocRecord, Extra
 from crawler_dedup.core.verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
-from crawler_dedup.core.verify import make_verifier
+from crawler_dedup.core.decide.verify import make_verifier
 
 WORDS = ("council budget parks roads schools river bridge harbour market station museum library "
          "garden tower square street mayor vote plan summer winter festival concert").split()
@@ -238,7 +238,7 @@ def test_keep_files_the_page_and_removes_what_it_replaces():
 
 def _viewed(doc: DocRecord, shown: str, chrome: float = 0.0) -> DocRecord:
     """A kept page that showed `shown` beside its main text (its visible sample and chrome share)."""
-    from crawler_dedup.core.visible import main_shingles, sample
+    from crawler_dedup.core.page.visible import main_shingles, sample
 
     doc.extras[Extra.VISIBLE] = sample(main_shingles(shown)).astype(">u4").tobytes()
     doc.extras[Extra.CHROME] = bytes([round(chrome * 100)])
@@ -246,7 +246,7 @@ def _viewed(doc: DocRecord, shown: str, chrome: float = 0.0) -> DocRecord:
 
 
 def _with_view(p: rules.Page, shown: str, chrome: float = 0.0) -> rules.Page:
-    from crawler_dedup.core.visible import PageView, main_shingles
+    from crawler_dedup.core.page.visible import PageView, main_shingles
 
     p.fp.view = PageView(visible=main_shingles(shown), chrome=chrome)
     return p

@@ -20,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawler_dedup.config import DedupConfig
 from crawler_dedup.tools import seed
-from crawler_dedup.core.policy import parse_policy
+from crawler_dedup.core.decide.policy import parse_policy
 from crawler_dedup.tools.scan import Options, Scan, ScanError
 
 from .conftest import SHARED_DATA, cli, dedup_stats, scrapy_crawl, write_urls

@@ -2,10 +2,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler_dedup.core.features import shingles
-from crawler_dedup.core.simhash import hamming_many, simhash
-from crawler_dedup.core.sketch import resemblance, sketch
-from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.page.features import shingles
+from crawler_dedup.core.page.simhash import hamming_many, simhash
+from crawler_dedup.core.page.sketch import resemblance, sketch
+from crawler_dedup.core.page.tokens import tokenize
 
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
 
@@ -87,7 +87,7 @@ def test_resemblance_estimate_is_close_on_large_sets():
 def test_resemblance_matches_the_set_definition(only_a, only_b, shared, size):
     """The merged-sort resemblance against its definition on Python sets: among the `size`
     smallest of A∪B (from the two bottom-k sketches), the share in both."""
-    from crawler_dedup.core.sketch import resemblance
+    from crawler_dedup.core.page.sketch import resemblance
 
     a = np.array(sorted(only_a | shared)[:size], dtype=np.uint64)
     b = np.array(sorted(only_b | shared)[:size], dtype=np.uint64)

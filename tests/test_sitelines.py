@@ -1,11 +1,11 @@
-"""Boilerplate learned per site (core/sitelines.py): a copy whose extraction carries its sites'
+"""Boilerplate learned per site (core/decide/sitelines.py): a copy whose extraction carries its sites'
 leftovers is found on what is left, and a page whose text is all its site's boilerplate is not
 taken for a copy. Real article text (the bundled demo pages), real index stores."""
 
 import pytest
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.sitelines import OwnScores, SitePage, holder_of, lines_of, own_match
+from crawler_dedup.core.decide.sitelines import OwnScores, SitePage, holder_of, lines_of, own_match
 from crawler_dedup.core.verdict import Action, Guard
 from crawler_dedup.droplog import read_droplog
 from crawler_dedup.stores import MemoryStore

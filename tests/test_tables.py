@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler_dedup.core.tables import Plan, choose_plan, plan_for, split_blocks
+from crawler_dedup.core.index.tables import Plan, choose_plan, plan_for, split_blocks
 
 
 @pytest.mark.parametrize("r", [1, 2, 3, 4, 5, 6, 7, 10, 64])
@@ -94,7 +94,7 @@ def test_chooser_trades_tables_against_candidates_and_disk():
 
 
 def test_two_level_designs_are_costed_and_rarely_win():
-    from crawler_dedup.core.tables import plan_rows, two_level_best
+    from crawler_dedup.core.index.tables import plan_rows, two_level_best
 
     tables, cost = two_level_best(3, 10**7)
     # the cheapest two-level design for k=3 splits in 4, then the other 48 bits in 4: 16 tables

@@ -3,8 +3,8 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler_dedup.core.features import content_hash, shingles, token_hashes
-from crawler_dedup.core.tokens import tokenize
+from crawler_dedup.core.page.features import content_hash, shingles, token_hashes
+from crawler_dedup.core.page.tokens import tokenize
 
 
 def test_tokenize_normalizes_case_width_and_punctuation():
@@ -62,7 +62,7 @@ def test_tokenize_keeps_indic_words_whole_and_splits_thai_per_character():
 def test_fast_tokenizer_equals_the_reference_pattern(text):
     import unicodedata
 
-    from crawler_dedup.core.tokens import _TOKEN
+    from crawler_dedup.core.page.tokens import _TOKEN
 
     assert tokenize(text) == _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
 

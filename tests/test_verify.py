@@ -6,10 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.features import document_image, token_hashes
-from crawler_dedup.core.sketch import sketch
-from crawler_dedup.core.tokens import tokenize
-from crawler_dedup.core.verify import (
+from crawler_dedup.core.page.features import document_image, token_hashes
+from crawler_dedup.core.page.sketch import sketch
+from crawler_dedup.core.page.tokens import tokenize
+from crawler_dedup.core.decide.verify import (
     Verifier,
     lcs_length,
     qgram_hashes,
@@ -18,7 +18,7 @@ from crawler_dedup.core.verify import (
     swlr,
     swlr_prefilter,
 )
-from crawler_dedup.core.weights import DocFrequencies
+from crawler_dedup.core.page.weights import DocFrequencies
 from crawler_dedup.exceptions import ConfigError
 from crawler_dedup.stores import MemoryStore
 
@@ -194,8 +194,8 @@ def test_a_verifier_of_ones_own_is_selected_by_dotted_path():
 def test_document_frequencies_saved_in_an_aborted_transaction_stay_unsaved(monkeypatch):
     from types import SimpleNamespace
 
-    from crawler_dedup.core import weights
-    from crawler_dedup.core.plugins import TfIdfShingles
+    from crawler_dedup.core.page import weights
+    from crawler_dedup.core.index.plugins import TfIdfShingles
 
     monkeypatch.setattr(weights, "SAVE_EVERY", 2)
     plugin, meta = TfIdfShingles(), {}

@@ -1,4 +1,4 @@
-"""What a page shows beside its main text (core/visible.py), and the two uses of it: a copy found
+"""What a page shows beside its main text (core/page/visible.py), and the two uses of it: a copy found
 inside the other page's visible text under the same headline, and a main text that is the page's
 chrome kept apart from another title's."""
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.visible import (
+from crawler_dedup.core.page.visible import (
     MAX_SAMPLE,
     containment,
     main_shingles,
@@ -153,7 +153,7 @@ def test_one_consent_dialog_on_two_sites_pages_is_no_evidence_under_other_titles
 
 
 def test_a_kept_page_is_filed_under_its_titles_parts_and_leaves_them_with_it(tmp_path):
-    from crawler_dedup.core.integrity import verify
+    from crawler_dedup.core.index.integrity import verify
 
     article = prose(30, 300)
     with Deduplicator(dir=str(tmp_path / "idx")) as dedup:

@@ -22,8 +22,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..deduplicator import Deduplicator
-    from ..core.fingerprint import Fingerprinted
-    from ..core.tokens import tokenize
+    from ..core.page.fingerprint import Fingerprinted
+    from ..core.page.tokens import tokenize
     from ..tools.pairs import score_pairs
     from ..tools.show import ShowError, load_source, xor_line
 
@@ -83,7 +83,7 @@ def run(args) -> int:
             print("scores of B against A (every verifier):")
             own = ""
             if dedup.verifier.name not in ("resemblance", "qgram", "swlr"):  # DEDUP_VERIFIER of one's own
-                from ..core.records import DocRecord
+                from ..core.index.records import DocRecord
 
                 kept = fps["A"]
                 doc = DocRecord(url="A", fingerprint=kept.fingerprint, sketch=kept.sketch, tokens=kept.tokens, time=0,

@@ -8,7 +8,7 @@ from .common import CliError, add_backend, backend_settings, make_config
 
 
 def add_parser(sub):
-    from ..core.policy import DEFAULT_POLICY, KEYS, POLICIES
+    from ..core.decide.policy import DEFAULT_POLICY, KEYS, POLICIES
 
     policies = "; ".join(f"{name} = {','.join(keys)}" for name, keys in POLICIES.items())
     keys = "; ".join(f"{k}: {v}" for k, v in KEYS.items())
@@ -81,7 +81,7 @@ def fields_of(args, config):
 
 
 def run(args) -> int:
-    from ..core.policy import parse_policy
+    from ..core.decide.policy import parse_policy
     from ..tools.scan import Options, Scan, ScanError
 
     settings = backend_settings(args)

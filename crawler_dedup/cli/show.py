@@ -41,7 +41,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..core.tokens import tokenize
+    from ..core.page.tokens import tokenize
     from ..tools.show import side_by_side, unified, why, xor_line
 
     config = make_config(parse_settings(args.set))
@@ -103,7 +103,7 @@ def run(args) -> int:
 
 def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None:
 
-    from ..core.tokens import tokenize
+    from ..core.page.tokens import tokenize
     from ..tools.show import unified, why
 
     out = {"drop": rec,

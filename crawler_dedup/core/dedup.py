@@ -15,28 +15,30 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..exceptions import DedupError, StoreError
-from .churn import churn_digest, mask
-from .extract import canonical_link, page_title
-from .fingerprint import (
+from .decide.churn import churn_digest, mask
+from .page.extract import canonical_link, page_title
+from .page.fingerprint import (
     Fingerprinted,
     extract_and_fingerprint,
     extract_step,
     fingerprint,
     fp_hex,
 )
-from .fetches import Fetch
-from .index import DocRecord, Extra, IndexTxn, NearDupIndex, canonical_url
-from .boilerplate import template_keys
-from . import revalidation
-from .claims import confirm, settle
-from .lookups import TxnLookups
-from .plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
-from .rules import Decision, Judging, Page, decide
-from .sitelines import KeptLines, SitePage
-from .tables import choose_plan
+from .index.fetches import Fetch
+from .index.neardup import NearDupIndex
+from .index.records import DocRecord, Extra, canonical_url
+from .index.txn import IndexTxn
+from .page.boilerplate import template_keys
+from .index import revalidation
+from .decide.claims import confirm, settle
+from .index.lookups import TxnLookups
+from .index.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
+from .decide.rules import Decision, Judging, Page, decide
+from .decide.sitelines import KeptLines, SitePage
+from .index.tables import choose_plan
 from .verdict import Action, Failure, Skip, Stage, Step, Verdict
-from .verify import make_verifier
-from .visible import page_view
+from .decide.verify import make_verifier
+from .page.visible import page_view
 
 logger = logging.getLogger(__name__)
 
@@ -154,11 +156,11 @@ class Deduplicator:
 
     def fetch_entry(self, url: str) -> tuple[Fetch, bool] | None:
         """What the index keeps of the URL's last response, and whether its run was killed (revalidation.py)."""
-        return revalidation.entry(self, url)
+        return revalidation.entry(self.index, self.run, url)
 
     def not_modified(self, url: str, sent: dict[str, str], now: float | None = None):
         """A 304 to the conditional request that sent `sent`, as steps 1-4 (revalidation.py)."""
-        return revalidation.not_modified(self, url, sent, now)
+        return revalidation.not_modified(self.index, self.config, self.run, url, sent, now)
 
     def allowed(self, url: str) -> bool:
         return any(p.search(url) for p in self.config.allow)
@@ -299,16 +301,18 @@ class Deduplicator:
         """A store without transactions across its keys (the spread Redis layout): each filed page
         claims its order and looks again (claims.py); a store failure there keeps the page."""
         out = list(verdicts)
+        index, judging = self.index, self.judging()
+        assert index is not None
         for i, doc_id in filed:
             try:
-                out[i] = confirm(self, pages[i], verdicts[i], doc_id)
+                out[i] = confirm(index, judging, pages[i], verdicts[i], doc_id)
             except (DedupError, OSError) as exc:
                 out[i] = self.failed(verdicts[i], Failure.STORE, exc)
         mine = {i for i, _ in filed}
         for i, verdict in enumerate(verdicts):  # drops name the copy that stays (claims.settle)
             if i not in mine and verdict.is_duplicate:
                 try:
-                    out[i] = settle(self, pages[i], verdict)
+                    out[i] = settle(index, judging, pages[i], verdict)
                 except (DedupError, OSError):
                     pass  # (the drop stands, named after the page it matched)
         return out
@@ -334,14 +338,16 @@ class Deduplicator:
                 if cfg.site_boilerplate and cfg.store_text else None)
         look = TxnLookups(index, txn, cfg, site)
         look.prefetch(verdict.url, fp, verdict.title)
-        page = Page(verdict, fp, stage, now, look, self._judging(),
+        page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
         verdict = self._apply(txn, page, decide(page), site)
         if fetched is not None and verdict.url:
-            revalidation.file_fetch(self, txn, verdict, fetched, now)
+            revalidation.file_fetch(txn, verdict, fetched, now, filed=self.filed, run=self.run,
+                                    max_age=cfg.conditional_max_age)
         return verdict
 
-    def _judging(self) -> Judging:
+    def judging(self) -> Judging:
+        """What the rules decide with in this process (the same for each of its pages)."""
         return Judging(self.config, self.run, self._score, self.verifier.name, self.conceptual)
 
     def _apply(self, txn: IndexTxn, page: Page, decision: Decision, site: SitePage | None) -> Verdict:

@@ -30,7 +30,7 @@ A store that cannot give transactions across its keys (a Redis Cluster's spread 
 with `serializable = False`: its write(fn) applies fn's changes key by key when fn returns (each
 key's change atomic, none of them if fn raised, counters at once), and it offers `claim(doc_id)
 -> order` (from one counter, atomic with its record), `claims(doc_ids)` and `unclaim(doc_id)`,
-with which the Deduplicator keeps a duplicate group once (core/claims.py). `ordered = False`
+with which the Deduplicator keeps a duplicate group once (core/decide/claims.py). `ordered = False`
 says its tables cannot be scanned in key order cheaply: the index keeps no time table and leaves
 DEDUP_WINDOW to the keys' expiry.
 """

@@ -283,8 +283,8 @@ class StoreContract:
 
     # -- the index and the Deduplicator on this store ------------------------------------------
     def test_index_candidates_match_brute_force(self):
-        from ..core.index import DocRecord, NearDupIndex
-        from ..core.tables import choose_plan
+        from ..core.index.neardup import DocRecord, NearDupIndex
+        from ..core.index.tables import choose_plan
 
         rnd = random.Random(11)
         index = NearDupIndex.open(self.new_store(self.fresh_location()), 3, lambda: choose_plan(3, 10_000))

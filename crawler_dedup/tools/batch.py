@@ -1,6 +1,6 @@
 """`dedupe_batch`: a finished collection in memory grouped into duplicates, one page kept a group.
 
-Pages are decided best first in a policy's order (core/policy.py), over an index in memory, so
+Pages are decided best first in a policy's order (core/decide/policy.py), over an index in memory, so
 the groups and the picks do not depend on the input's order (as `crawler-dedup scan` does).
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..config import DedupConfig
-from ..core.policy import Page, rank
+from ..core.decide.policy import Page, rank
 from ..core.verdict import Action
 from ..deduplicator import Deduplicator
 from ..stores import MemoryStore

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import DedupConfig
-from ..core.index import NearDupIndex
+from ..core.index.neardup import NearDupIndex
 from ..stores import make_store
 
 

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..core.extract import extract
-from ..core.fingerprint import Fingerprinted
-from ..core.tokens import tokenize
+from ..core.page.extract import extract
+from ..core.page.fingerprint import Fingerprinted
+from ..core.page.tokens import tokenize
 
 
 @dataclass
@@ -43,7 +43,7 @@ def read_pairs(path: str) -> list[dict]:
 
 def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
     """((text, title), (text, title)) per pair, extracting "a_html"/"b_html" once."""
-    from ..core.extract import page_title
+    from ..core.page.extract import page_title
 
     out = []
     for i, pair in enumerate(pairs, 1):
@@ -112,10 +112,10 @@ def score_pairs(pairs: list[dict], config=None, progress=None) -> list[PairScore
 
     from ..config import DedupConfig
     from ..deduplicator import Deduplicator
-    from ..core.features import shingles as make_shingles
-    from ..core.index import DocRecord
-    from ..core.verify import VERIFIERS
-    from ..core.verify import swlr as swlr_score
+    from ..core.page.features import shingles as make_shingles
+    from ..core.index.records import DocRecord
+    from ..core.decide.verify import VERIFIERS
+    from ..core.decide.verify import swlr as swlr_score
 
     d = Deduplicator(config or DedupConfig())
     out: list[PairScores | None] = []

@@ -11,7 +11,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from ..core.index import DocRecord
+from ..core.index.records import DocRecord
 from ..exceptions import ShowError
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -122,7 +122,7 @@ def side_by_side(kept: str, dropped: str, width: int, context: int = 2) -> list[
 def why(rec: dict, config, tokens: int | None = None) -> str:
     """The rule that decided, with the thresholds the crawl applied (the drop log's
     `thresholds`); a line written before they were recorded gets them recomputed from `config`."""
-    from ..core.decide import thresholds_for
+    from ..core.decide.matching import thresholds_for
 
     reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
@@ -157,7 +157,7 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
     if measure == "containment":
         return f"near: containment {sim_s} >= DEDUP_CONTAINMENT {c} (and resemblance >= DEDUP_MIN_RESEMBLANCE {m}){note}"
     if measure == "content":
-        from ..core import sitelines as sl
+        from ..core.decide import sitelines as sl
 
         return (f"near: {sim_s} on what is left of both pages without their sites' boilerplate lines "
                 f"(DEDUP_SITE_BOILERPLATE): the resemblance of the rests >= {sl.OWN_RESEMBLANCE}, or this page's rest "
@@ -196,7 +196,7 @@ class Source:
 
 def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
     """A URL (plain HTTP GET), a .txt file (the text itself) or an HTML file, as extracted text."""
-    from ..core.fingerprint import extract_step
+    from ..core.page.fingerprint import extract_step
     from ..core.verdict import Step
 
     if re.match(r"(?i)https?://", arg):

@@ -128,7 +128,7 @@ def compact(args) -> int:
 def rebuild(args) -> int:
     import sys
 
-    from ...core.integrity import rebuild as rebuild_index
+    from ...core.index.integrity import rebuild as rebuild_index
     from ...stores.lmdb import LmdbStore
 
     where = index_location(args)
@@ -198,9 +198,9 @@ def _say_remove(args, info: dict, verb: str) -> None:
 
 
 def refuse_damaged(index, command: str, where: str) -> None:
-    """Verify an LMDB index (core/integrity.py, what `index verify` does); CliError exit 2 when it is
+    """Verify an LMDB index (core/index/integrity.py, what `index verify` does); CliError exit 2 when it is
     not whole, naming the command that lists the problems and the one that repairs them."""
-    from ...core.integrity import verify
+    from ...core.index.integrity import verify
     from ...exceptions import StoreDamaged
     from ...stores.lmdb import LmdbStore
 

@@ -86,7 +86,7 @@ def _text_cost(txn, sample: int = 20_000) -> dict:
     """Bytes of stored text (DEDUP_STORE_TEXT) a page, from the first `sample` records."""
     import zlib
 
-    from ...core.index import DocRecord
+    from ...core.index.records import DocRecord
 
     pages = with_text = stored = raw = record = 0
     for _, value in txn.doc_scan(0, sample):
@@ -112,7 +112,7 @@ def _text_cost(txn, sample: int = 20_000) -> dict:
 def verify(args) -> int:
     import json
 
-    from ...core.integrity import verify as check
+    from ...core.index.integrity import verify as check
 
     from ...exceptions import StoreDamaged
 
@@ -158,14 +158,14 @@ def verify(args) -> int:
 def plan(args) -> int:
     import json
 
-    from ...core.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
+    from ...core.index.tables import _CANDIDATE_COST, _DISK_COST, plan_rows
     from ..out import lines, table
 
     rows = list(plan_rows(args.k))
     if args.json:
         print(json.dumps({"k": args.k, "rows": rows}, indent=1))
         return 0
-    lines(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.tables.choose_plan: cost = 1 per table "
+    lines(f"Manku plans for k={args.k} (f=64), computed by crawler_dedup.core.index.tables.choose_plan: cost = 1 per table "
           f"probed + {_CANDIDATE_COST} per stored fingerprint read + {_DISK_COST} per byte of table a page")
     out = []
     for row in rows:

@@ -15,7 +15,7 @@ import re
 
 import xxhash
 
-from .tokens import tokenize
+from ..page.tokens import tokenize
 
 _MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
            "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")

@@ -20,28 +20,42 @@ the same moment may both keep it (scrapy-redis's request filter makes that rare)
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from .decide import Evidence, Match, exact_match, near_match, thresholds_for, visible_containment
+from .matching import Evidence, Match, exact_match, near_match, thresholds_for, visible_containment
 from .guards import same_headline
-from .lookups import TxnLookups
-from .rules import Page, matched
-from .verdict import Action, Reason, Verdict
+from ..index.lookups import TxnLookups
+from .rules import Judging, Page, matched
+from ..verdict import Action, Reason, Stage, Verdict
 
 if TYPE_CHECKING:
-    from .dedup import Deduplicator, Pending
+    from ..index.neardup import NearDupIndex
+    from ..page.fingerprint import Fingerprinted
 
 
-def confirm(dedup: "Deduplicator", page: "Pending", verdict: Verdict, doc_id: int) -> Verdict:
-    """The kept page's second look (see above): its verdict, or a drop against an earlier claim."""
-    index = dedup.index
-    assert index is not None
+class Prepared(Protocol):
+    """A page prepared for its decision (the Deduplicator's Pending): what a second look reads."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def fp(self) -> Fingerprinted: ...
+    @property
+    def stage(self) -> Stage: ...
+    @property
+    def now(self) -> float: ...
+
+
+def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict, doc_id: int) -> Verdict:
+    """The kept page's second look (see above): its verdict, or a drop against an earlier claim.
+    `judging`: what the rules decide with in this process (the Deduplicator's)."""
+    config = judging.config
 
     def run(txn) -> Verdict | None:
         order = txn.claim(doc_id)
-        look = TxnLookups(index, txn, dedup.config, None)
+        look = TxnLookups(index, txn, config, None)
         look.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        second = Page(page.verdict, page.fp, page.stage, page.now, look, dedup._judging(), stale=doc_id)
+        second = Page(page.verdict, page.fp, page.stage, page.now, look, judging, stale=doc_id)
         found = matches(second)
         claims = txn.claims([m.doc.doc_id for m in found]) if found else []
         earlier = [(c, m) for c, m in zip(claims, found) if c is not None and c < order]
@@ -50,8 +64,8 @@ def confirm(dedup: "Deduplicator", page: "Pending", verdict: Verdict, doc_id: in
         _, match = min(earlier, key=lambda pair: pair[0])
         index.remove(txn, doc_id)
         txn.unclaim(doc_id)
-        dropped = matched(second.verdict, match, Action.FLAG if dedup.config.dry_run else Action.DROP)
-        return dropped.but(rule="claim", text=page.fp.text if dedup.config.store_text else None)
+        dropped = matched(second.verdict, match, Action.FLAG if config.dry_run else Action.DROP)
+        return dropped.but(rule="claim", text=page.fp.text if config.store_text else None)
 
     withdrawn = index.write(run)
     return verdict if withdrawn is None else withdrawn
@@ -61,12 +75,10 @@ SETTLE_TRIES = 25  # 10 ms apart: a page filed at the same moment claims within 
 RACING_S = 30.0  # a kept page this recent without a claim is still being filed; an older one settled
 
 
-def settle(dedup: "Deduplicator", page: "Pending", verdict: Verdict) -> Verdict:
+def settle(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict) -> Verdict:
     """A drop against another page, named after the copy that stays: of its matches that claimed,
     the earliest (a match not claimed yet will see it and withdraw); waits while the only matches
     are recent pages that have not claimed yet."""
-    index = dedup.index
-    assert index is not None
     kept_id = verdict.doc_id
     if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT):
         return verdict
@@ -75,9 +87,9 @@ def settle(dedup: "Deduplicator", page: "Pending", verdict: Verdict) -> Verdict:
         first = index.doc(txn, kept_id)
         if first is not None and first.time < page.now - RACING_S:
             return verdict  # kept long before: its race is over, it stayed (one read, no second lookup)
-        lookups = TxnLookups(index, txn, dedup.config, None)
+        lookups = TxnLookups(index, txn, judging.config, None)
         lookups.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        found = matches(Page(page.verdict, page.fp, page.stage, page.now, lookups, dedup._judging()))
+        found = matches(Page(page.verdict, page.fp, page.stage, page.now, lookups, judging))
         claims = txn.claims([m.doc.doc_id for m in found]) if found else []
         claimed = [(c, m) for c, m in zip(claims, found) if c is not None]
         if claimed:

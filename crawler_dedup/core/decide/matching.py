@@ -9,14 +9,14 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .churn import churn_digest, same_but_churn
-from .conceptual import cosine
+from ..page.conceptual import cosine
 from .guards import headline_coverage, same_headline, titles_disagree
-from .records import DocRecord, Extra, canonical_url
+from ..index.records import DocRecord, Extra, canonical_url
 from .sites import same_site
 from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
-from .tokens import tokenize
-from .verdict import Guard, Reason, Thresholds
-from .visible import PageView, containment, main_shingles, sampled_containment
+from ..page.tokens import tokenize
+from ..verdict import Guard, Reason, Thresholds
+from ..page.visible import PageView, containment, main_shingles, sampled_containment
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 CHROME_SHARE = 0.5  # a main text this much in its page's chrome (visible.py) needs an agreeing title too

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .index import canonical_url
+from ..index.records import canonical_url
 
 # -- policies --------------------------------------------------------------------------------
 # each key maps a page to a sort value, best first; a policy is an order of keys (as Nutch's

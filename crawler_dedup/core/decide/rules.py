@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .decide import Evidence, Match, exact_match, near_match, supersedes, thresholds_for, unchanged, visible_containment
+from .matching import Evidence, Match, exact_match, near_match, supersedes, thresholds_for, unchanged, visible_containment
 from .guards import same_headline
-from .records import DocRecord, canonical_url
-from .verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
+from ..index.records import DocRecord, canonical_url
+from ..verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
 
 if TYPE_CHECKING:
-    from ..config import DedupConfig
-    from .fingerprint import Fingerprinted
+    from ...config import DedupConfig
+    from ..page.fingerprint import Fingerprinted
 
 
 class SiteEvidence(Protocol):

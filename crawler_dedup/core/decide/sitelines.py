@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import xxhash
 
-from .features import shingles
-from .records import canonical_url
+from ..page.features import shingles
+from ..index.records import canonical_url
 from .sites import registered_domain
-from .tokens import tokenize
+from ..page.tokens import tokenize
 
 MIN_WORDS = 5  # lines shorter than this (a menu entry, "Share") are never filed, so never boilerplate
 HOLDERS = 4  # pages a line is filed for: the page, the one compared and GUARD_PAGES others are enough

@@ -14,8 +14,8 @@ import functools
 
 import numpy as np
 
-from .features import _mix
-from .sketch import resemblance, sketch
+from ..page.features import _mix
+from ..page.sketch import resemblance, sketch
 
 _QMULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                    0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
@@ -176,7 +176,7 @@ def make_verifier(name: str) -> Verifier:
         return VERIFIERS[name]
     import importlib
 
-    from ..exceptions import ConfigError
+    from ...exceptions import ConfigError
 
     module, _, attr = name.rpartition(".")
     try:

@@ -25,7 +25,7 @@ from datetime import timezone
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Mapping
 
-from ..exceptions import StoreDamaged
+from ...exceptions import StoreDamaged
 
 # doc id, fetched (seconds), kept (the record's time, seconds), run, body length, 8 bytes of its
 # digest, the ETag's and the Last-Modified's lengths (_AS_TIME: 4 bytes of seconds that format

@@ -13,14 +13,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from ..exceptions import DedupError, StoreDamaged, StoreError, StoreFormat
-from ..stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
+from ...exceptions import DedupError, StoreDamaged, StoreError, StoreFormat
+from ...stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
 from .fetches import Fetch
-from .index import NearDupIndex
-from .index_txn import TABLES, IndexTxn, table_name
+from .neardup import NearDupIndex
+from .txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, url_key
-from .sitelines import lines_of
+from ..decide.sitelines import lines_of
 from .tables import Plan
 
 LISTED = 20  # problems listed by name; the rest are counted

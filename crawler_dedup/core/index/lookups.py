@@ -8,12 +8,12 @@ object with these methods instead.
 
 from __future__ import annotations
 
-from .boilerplate import collapsed, text_lines
-from .guards import headline_keys
-from .index import NearDupIndex
-from .index_txn import IndexTxn
+from ..page.boilerplate import collapsed, text_lines
+from ..decide.guards import headline_keys
+from .neardup import NearDupIndex
+from .txn import IndexTxn
 from .records import DocRecord
-from .sitelines import SitePage
+from ..decide.sitelines import SitePage
 
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from ..exceptions import StoreFormat
-from ..stores.base import FORMAT_VERSION
+from ...exceptions import StoreFormat
+from ...stores.base import FORMAT_VERSION
 from .records import DocRecord, url_key
 
 logger = logging.getLogger(__name__)

@@ -16,16 +16,16 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from ..exceptions import StoreFormat
-from ..stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from ...exceptions import StoreFormat
+from ...stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
 from .fetches import doc_of as fetch_doc
-from .guards import headline_keys
-from .boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
-from .index_txn import TABLES, IndexTxn, table_name
+from ..decide.guards import headline_keys
+from ..page.boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
+from .txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
 from .records import DocRecord, Extra, canonical_url, probe_hashes, probe_low_bits, url_key
-from .simhash import hamming_many
-from .sitelines import HOLDERS, TITLED, holder_of, lines_of, title_key
+from ..page.simhash import hamming_many
+from ..decide.sitelines import HOLDERS, TITLED, holder_of, lines_of, title_key
 from .tables import Plan
 
 __all__ = ["DocRecord", "Extra", "IndexTxn", "NearDupIndex", "TABLES", "canonical_url", "migrate", "url_key"]

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conceptual import LsiModel, term_vector
-from .decide import Match, conceptual_match
-from .features import document_image, token_hashes
-from .weights import DocFrequencies
+from ..page.conceptual import LsiModel, term_vector
+from ..decide.matching import Match, conceptual_match
+from ..page.features import document_image, token_hashes
+from ..page.weights import DocFrequencies
 
 
 class Plugin:

@@ -12,7 +12,7 @@ import numpy as np
 import xxhash
 from w3lib.url import canonicalize_url
 
-from ..exceptions import StoreDamaged
+from ...exceptions import StoreDamaged
 
 # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
 _HEAD = struct.Struct(">QdIIIHHBI")

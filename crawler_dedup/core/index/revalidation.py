@@ -7,17 +7,15 @@ Deduplicator calls these; the Scrapy side is crawler_dedup/conditional.py.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from ..exceptions import DedupError
+from ...config import DedupConfig
+from ...exceptions import DedupError
 from .fetches import Fetch
-from .fingerprint import Fingerprinted
-from .index_txn import IndexTxn
+from ..page.fingerprint import Fingerprinted
+from .neardup import NearDupIndex
+from .txn import IndexTxn
 from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
-from .verdict import Revisit, Verdict
-
-if TYPE_CHECKING:
-    from .dedup import Deduplicator
+from ..verdict import Revisit, Verdict
 
 
 def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
@@ -30,10 +28,10 @@ def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
                          sketch=doc.sketch, digest=digest, shingles=doc.shingles, extras=extras, known=True)
 
 
-def entry(dedup: "Deduplicator", url: str) -> tuple[Fetch, bool] | None:
+def entry(index: NearDupIndex | None, run: int, url: str) -> tuple[Fetch, bool] | None:
     """What the index keeps of the URL's last response, and whether the run that fetched it was
-    killed; None when nothing (or on any doubt: the request goes out unconditional)."""
-    index = dedup.index
+    killed (`run`: this process's); None when nothing (or on any doubt: the request goes out
+    unconditional)."""
     if index is None or not url:
         return None
 
@@ -42,21 +40,20 @@ def entry(dedup: "Deduplicator", url: str) -> tuple[Fetch, bool] | None:
         if raw is None:
             return None
         found = Fetch.decode(raw)
-        return found, found.run != dedup.run and index.run_killed(txn, found.run)
+        return found, found.run != run and index.run_killed(txn, found.run)
     try:
         return index.read(read)
     except (DedupError, OSError):
         return None
 
 
-def not_modified(dedup: "Deduplicator", url: str, sent: dict[str, str], now: float | None = None
-                 ) -> tuple[Fingerprinted, Fetch, bool] | None:
+def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: str, sent: dict[str, str],
+                 now: float | None = None) -> tuple[Fingerprinted, Fetch, bool] | None:
     """A 304 to the conditional request that sent `sent` (Fetch.headers): the URL's kept page as
     steps 1-4 (decided as an unchanged revisit, `measure` not-modified), its entry, and whether
     the decision will pass the page on (then it needs the copy). None when the 304 cannot stand
     for the kept page (the entry or the page changed or left, or fell out of the window): the
     page is fetched again in full."""
-    index, cfg = dedup.index, dedup.config
     if index is None:
         return None
 
@@ -66,7 +63,7 @@ def not_modified(dedup: "Deduplicator", url: str, sent: dict[str, str], now: flo
         doc = None if found is None or found.headers() != sent else index.by_url(txn, url)
         if found is None or doc is None or doc.doc_id != found.doc_id:
             return None
-        return found, doc, doc.run != dedup.run and index.run_killed(txn, doc.run)
+        return found, doc, doc.run != run and index.run_killed(txn, doc.run)
     try:
         got = index.read(read)
     except (DedupError, OSError):
@@ -84,11 +81,13 @@ def not_modified(dedup: "Deduplicator", url: str, sent: dict[str, str], now: flo
     return fp, found, passed_on
 
 
-def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float) -> None:
+def file_fetch(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, *, filed: int | None, run: int,
+               max_age: float) -> None:
     """Keep the response's validators (and copy) for the URL's kept page, filed or unchanged, in
     the decision's transaction; an unchanged response with the validators kept already writes
-    nothing. A response without validators takes the URL's old ones out."""
-    doc_id = dedup.filed if dedup.filed is not None else (
+    nothing. A response without validators takes the URL's old ones out. `filed`: the doc id the
+    decision filed, `run` this process's, `max_age` DEDUP_CONDITIONAL_MAX_AGE."""
+    doc_id = filed if filed is not None else (
         verdict.doc_id if verdict.revisit == Revisit.UNCHANGED else None)
     if doc_id is None:  # not the URL's page (a copy of another URL's, a skip)
         return
@@ -98,16 +97,16 @@ def file_fetch(dedup: "Deduplicator", txn: IndexTxn, verdict: Verdict, fetched: 
         if raw is not None:
             txn.fetch_delete(key)
         return
-    if raw is not None and dedup.filed is None:
+    if raw is not None and filed is None:
         try:
             old: Fetch | None = Fetch.decode(raw)
         except DedupError:
             old = None
-        age = dedup.config.conditional_max_age
+        age = max_age
         if (old is not None and old.doc_id == doc_id and old.same_as(fetched) and not verdict.resent
                 and (old.copy is not None) == fetched.keep_copy
                 and (not age or fetched.fetched - old.fetched < age / 2)):
             return  # (a page passed on again is this run's now: its entry says so, see entry())
-    fetched.doc_id, fetched.run = doc_id, dedup.run
-    fetched.kept = now if dedup.filed is not None else (verdict.kept_at or now)
+    fetched.doc_id, fetched.run = doc_id, run
+    fetched.kept = now if filed is not None else (verdict.kept_at or now)
     txn.fetch_put(key, fetched.encode())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stores.base import MULTI, SINGLE, from_u64, u64
+from ...stores.base import MULTI, SINGLE, from_u64, u64
 
 # the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
 # id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's

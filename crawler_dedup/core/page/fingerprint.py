@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 
 from .boilerplate import template_keys
-from .sitelines import lines_of
+from ..decide.sitelines import lines_of
 from .visible import page_view
 from .extract import extract
 from .features import content_hash, shingles
-from .guards import looks_like_notice
-from .plugins import NoConceptual, Shingles, feature_plugin, is_pure
+from ..decide.guards import looks_like_notice
+from ..index.plugins import NoConceptual, Shingles, feature_plugin, is_pure
 from .simhash import simhash
 from .sketch import SKETCH_SIZE
 from .tokens import tokenize
-from .verdict import Skip, Step
-from .verify import Verifier, make_verifier
+from ..verdict import Skip, Step
+from ..decide.verify import Verifier, make_verifier
 
 
 @dataclass

@@ -27,7 +27,7 @@ import os
 import time
 
 from ...config import DedupConfig
-from ...core.policy import parse_policy
+from ...core.decide.policy import parse_policy
 from .. import sources
 from . import pass1_read, pass2_decide, pass3_write
 from .extract import Extractor, scan_extract, words_of

@@ -10,9 +10,9 @@ from collections import deque
 from typing import Callable, Iterable, Iterator
 
 from ...config import DedupConfig
-from ...core.extract import canonical_link
-from ...core.fingerprint import Fingerprinted, body_digest, extract_and_fingerprint
-from ...core.tokens import tokenize
+from ...core.page.extract import canonical_link
+from ...core.page.fingerprint import Fingerprinted, body_digest, extract_and_fingerprint
+from ...core.page.tokens import tokenize
 from ...core.verdict import Step
 from ..sources import PAGE, Entry
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ...core.policy import DEFAULT_POLICY
+from ...core.decide.policy import DEFAULT_POLICY
 from ...exceptions import ScanError
 from ..sources import Fields
 

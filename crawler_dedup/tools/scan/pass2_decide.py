@@ -14,7 +14,7 @@ import pickle
 import zlib
 
 from ...config import DedupConfig
-from ...core.policy import Page, rank
+from ...core.decide.policy import Page, rank
 from ...core.verdict import Action, Failure, Reason, Skip, Stage, Step, Verdict
 from ...deduplicator import Deduplicator
 from ...droplog import make_record, superseded_record

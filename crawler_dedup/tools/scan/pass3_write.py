@@ -11,7 +11,7 @@ import os
 from typing import Iterator
 
 from ...config import DedupConfig
-from ...core.policy import Page
+from ...core.decide.policy import Page
 from ...droplog import DropLog, dumps, iso_time
 from .. import sources
 from ..sources import DAMAGED, INFO, PAGE, RELATED, REVISIT
