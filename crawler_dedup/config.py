@@ -143,6 +143,13 @@ SETTINGS: tuple[Setting, ...] = (
         "the memory and the load; a duplicate group is kept once by claims, see docs/distributed.md) and "
         "keeps it in one slot on one server; `slot`: one slot on a cluster too (the layout of earlier "
         "versions, each write one transaction); `spread`: a cluster only")),
+    Setting("DEDUP_REDIS_RETRY", FLOAT, 30.0, lo=0, hi=3600, doc=(
+        "`DEDUP_BACKEND=redis`: seconds a page waits through a resharding, a failover or a node restarting "
+        "(the cluster's answers MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, and lost connections are tried "
+        "again until then) before it is kept unchecked (`dedup/errors/store`, named in the log); after such a "
+        "failure the next pages fail at once for three times as long, so an outage costs the crawl little "
+        "time. Longer than the cluster's `cluster-node-timeout` (15 s by default), so a failover costs time, "
+        "not recall; `0`: one try")),
     Setting("DEDUP_REDIS_URL", URL, "redis://localhost:6379/0", doc=(
         "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS "
         "(`?ssl_ca_certs=FILE` for a private CA), or a Redis Cluster node; see docs/distributed.md")),
@@ -270,6 +277,7 @@ class DedupConfig:
     min_tokens: int = _DEFAULTS["min_tokens"]
     redis_layout: str = _DEFAULTS["redis_layout"]
     redis_prefix: str = _DEFAULTS["redis_prefix"]
+    redis_retry: float = _DEFAULTS["redis_retry"]
     redis_url: str = _DEFAULTS["redis_url"]
     reset: bool = _DEFAULTS["reset"]
     revisit: str = _DEFAULTS["revisit"]
@@ -307,7 +315,7 @@ class DedupConfig:
     def idle_settings(self) -> list[str]:
         """Settings given a value of their own that the chosen backend never reads (a Redis URL
         under LMDB): each a warning at start, never silently ignored."""
-        only = {"redis": ("redis_url", "redis_prefix", "redis_layout"), "lmdb": ("lmdb_map_size", "lmdb_sync")}
+        only = {"redis": ("redis_url", "redis_prefix", "redis_layout", "redis_retry"), "lmdb": ("lmdb_map_size", "lmdb_sync")}
         return ["DEDUP_" + attr.upper() for backend, attrs in only.items() if self.backend != backend
                 for attr in attrs if getattr(self, attr) != _DEFAULTS[attr]]
 

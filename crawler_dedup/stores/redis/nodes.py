@@ -3,34 +3,47 @@ slots its keys hash to, with the cluster's redirections followed.
 
 A batch is a list of (key, command): each command touches the slot of its key only. They are
 grouped by the node that serves the slot and sent pipelined, to all nodes before any reply is
-read. A reply MOVED (the
-slot moved for good: a resharding, a failover) refreshes the slot map and sends the command
-again; ASK (the slot is moving and the key is already on the target) sends it to the target
-after ASKING; TRYAGAIN (a multi-key command during a move) and a lost connection (a node
-restarting) wait a little and send it again. Every command here is safe to send twice: the
-writes are idempotent (HSET, packed-set add and remove, DEL), except the claim, which a
-redirection replies to without running.
+read. A reply MOVED (the slot moved for good: a resharding, a failover) refreshes the slot map
+and sends the command again to the new owner; ASK (the slot is moving and the key is already on
+the target) sends it to the target after ASKING; TRYAGAIN (a multi-key command during a move),
+CLUSTERDOWN, LOADING, READONLY (a node that became a replica) and a lost connection (a node
+restarting, failing over) wait a little and send it again, until DEDUP_REDIS_RETRY has passed
+(retry.py).
+
+Sending again is safe for the commands here that are idempotent (HSET, DEL, the packed-set add
+and remove, a claim for a doc id that already has one) or harmless twice (INCR of a doc id
+counter: an id skipped). A command that is neither (the entry count that doubles the shards) is
+sent `once`: when its connection broke after it went out, it is not sent again and its reply is
+`LOST`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from ...exceptions import StoreError
+from .retry import Patience
 
-ATTEMPTS = 8  # a command redirected or cut off this often fails the call (the page is kept, counted)
+REDIRECTS = 5  # sent again at once after an ASK or a script loaded, before waiting counts
+LOST = object()  # the reply of a command sent once whose connection broke after it went out
 
 
 class Nodes:
     """Batches of single-slot commands on a cluster, a round trip a node."""
 
-    def __init__(self, client, redis_module, scripts: dict[str, str]):
+    def __init__(self, client, redis_module, scripts: dict[str, str], patience: Patience | None = None):
         self.client, self.redis = client, redis_module
         self.scripts = scripts  # name -> Lua source; sent as EVALSHA, loaded on a node that lacks it
+        self.patience = patience or Patience(0)
         self.sha: dict[str, str] = {}
         self.trips = 0  # node connections written to
         self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
+        self.retried = 0  # batches that needed more than one try (a redirection, a fault)
+        e = redis_module.exceptions
+        # answers that say: ask again (the map, after a refresh, or the node itself, after a pause)
+        self._again = (e.TryAgainError, e.ClusterDownError, e.BusyLoadingError, e.ReadOnlyError)
+        self._lost = (redis_module.ConnectionError, redis_module.TimeoutError, OSError)
 
     def node_of(self, key: bytes):
         return self.client.nodes_manager.get_node_from_slot(self.client.keyslot(key))
@@ -46,71 +59,123 @@ class Nodes:
             self.sha[name] = hashlib.sha1(self.scripts[name].encode()).hexdigest()
         return ("EVALSHA", self.sha[name], len(keys), *keys, *args)
 
-    def run(self, batch: list[tuple[bytes, tuple]]) -> list[Any]:
-        """The replies to (key, command) pairs, in order; errors other than redirections raise."""
+    def run(self, batch: list[tuple[bytes, tuple]], once: Iterable[int] = (), wait: float | None = None) -> list[Any]:
+        """The replies to (key, command) pairs, in order; errors other than the cluster's routine
+        answers raise. `once`: indexes of commands never sent twice (their reply LOST when their
+        connection broke after they went out); `wait`: seconds to try for, instead of
+        DEDUP_REDIS_RETRY (a failure then is not the store's: later calls still wait)."""
         replies: list[Any] = [None] * len(batch)
         todo = list(range(len(batch)))
+        single = set(once)
         self.waits += 1
         self.commands += len(batch)
         asking: dict[int, Any] = {}  # command -> the node an ASK sent it to
-        for attempt in range(ATTEMPTS):
-            groups: dict[str, tuple[Any, list[int]]] = {}
-            for i in todo:
-                node = asking.get(i) or self.node_of(batch[i][0])
-                groups.setdefault(node.name, (node, []))[1].append(i)
-            again: list[int] = []
-            refresh = False
-            # every node's commands go out before any reply is read: a batch costs one round trip
-            # however many nodes it touches
-            sent = []
-            try:
-                for node, members in groups.values():
-                    try:
-                        sent.append((node, members, self._send(node, [batch[i][1] for i in members],
-                                                               ask=any(i in asking for i in members))))
-                    except (self.redis.ConnectionError, self.redis.TimeoutError, OSError):
-                        again += members  # a node restarting or failed over: the map is read again
-                        refresh = True
-            except BaseException:
-                for _node, _members, (pool, conn, _count, _ask) in sent:  # replies never to be read
-                    conn.disconnect()
-                    pool.release(conn)
-                raise
-            received = []
-            for node, members, pending in sent:  # every connection read back before any reply acts
-                try:
-                    received.append((node, members, self._receive(*pending)))
-                except (self.redis.ConnectionError, self.redis.TimeoutError, OSError):
-                    again += members
-                    refresh = True
-            for node, members, got in received:
-                for i, reply in zip(members, got):
-                    asking.pop(i, None)
-                    if isinstance(reply, self.redis.exceptions.AskError):
-                        asking[i] = self._node(reply.host, reply.port)
-                        again.append(i)
-                    elif isinstance(reply, (self.redis.exceptions.MovedError, self.redis.exceptions.TryAgainError,
-                                            self.redis.exceptions.ClusterDownError)):
-                        again.append(i)
-                        refresh = refresh or isinstance(reply, self.redis.exceptions.MovedError)
-                    elif isinstance(reply, self.redis.exceptions.NoScriptError):
-                        self._load(node)
-                        again.append(i)
-                    elif isinstance(reply, Exception):
-                        raise StoreError(f"Redis Cluster: {reply}")
-                    else:
-                        replies[i] = reply
+        faults: dict[str, str] = {}  # node -> what went wrong there last
+        deadline = self.patience.deadline() if wait is None else time.monotonic() + wait
+        attempt = redirected = 0
+        while True:
+            before = len(faults)
+            again, refresh = self._try(batch, todo, asking, single, replies, faults)
             if not again:
+                self.patience.ok()
                 return replies
+            self.retried += attempt + redirected == 0
             todo = again
             if refresh:
                 self._refresh()
-            time.sleep(0.02 * attempt)
-        raise StoreError(f"Redis Cluster: {len(todo)} commands still redirected or cut off after {ATTEMPTS} tries")
+            if len(faults) == before and redirected < REDIRECTS:
+                redirected += 1  # (an ASK, a script to load: sent again at once, whatever the deadline)
+                continue
+            if not self.patience.pause(attempt, deadline):
+                break
+            attempt += 1
+        if wait is None:
+            self.patience.failed()
+        where = "; ".join(f"{node}: {what}" for node, what in faults.items()) or "redirected again and again"
+        waited = f"after {self.patience.seconds:g} s (DEDUP_REDIS_RETRY)" if attempt else "at once (a recent failure)"
+        raise StoreError(f"Redis Cluster: {len(todo)} of {len(batch)} commands not done {waited}: {where}")
+
+    def _try(self, batch, todo: list[int], asking: dict[int, Any], once: set[int], replies: list[Any],
+             faults: dict[str, str]) -> tuple[list[int], bool]:
+        """Send the commands `todo` once; (those to send again, whether the slot map is stale)."""
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        again: list[int] = []
+        refresh = False
+        for i in todo:
+            try:
+                node = asking.get(i) or self.node_of(batch[i][0])
+            except self.redis.exceptions.SlotNotCoveredError as exc:  # a node gone with its slots
+                faults["slot map"] = str(exc)
+                again.append(i)
+                refresh = True
+                continue
+            groups.setdefault(node.name, (node, []))[1].append(i)
+        # every node's commands go out before any reply is read: a batch costs one round trip
+        # however many nodes it touches
+        sent = []
+        try:
+            for name, (node, members) in groups.items():
+                try:
+                    sent.append((name, members, self._send(node, [batch[i][1] for i in members],
+                                                           ask=any(i in asking for i in members))))
+                except _NotSent as exc:  # no connection: nothing went out
+                    faults[name] = str(exc.__cause__)
+                    again += members
+                    refresh = True
+                except self._lost as exc:  # cut off while sending: a command may have gone out
+                    faults[name] = str(exc)
+                    again += self._lost_replies(members, once, replies)
+                    refresh = True
+        except BaseException:
+            for _name, _members, (pool, conn, _count, _ask) in sent:  # replies never to be read
+                conn.disconnect()
+                pool.release(conn)
+            raise
+        received = []
+        for name, members, pending in sent:  # every connection read back before any reply acts
+            try:
+                received.append((name, members, self._receive(*pending)))
+            except self._lost as exc:
+                faults[name] = str(exc)
+                again += self._lost_replies(members, once, replies)
+                refresh = True
+        e = self.redis.exceptions
+        for name, members, got in received:
+            for i, reply in zip(members, got):
+                asking.pop(i, None)
+                if isinstance(reply, e.MovedError):  # (a MovedError is an AskError: this first)
+                    again.append(i)
+                    refresh = True
+                elif isinstance(reply, e.AskError):
+                    asking[i] = self._node(reply.host, reply.port)
+                    again.append(i)
+                elif isinstance(reply, self._again):
+                    faults[name] = str(reply)
+                    again.append(i)
+                    refresh = refresh or isinstance(reply, (e.ClusterDownError, e.ReadOnlyError))
+                elif isinstance(reply, e.NoScriptError):
+                    self._load(name)
+                    again.append(i)
+                elif isinstance(reply, Exception):
+                    raise StoreError(f"Redis Cluster node {name}: {reply}")
+                else:
+                    replies[i] = reply
+        return again, refresh
+
+    @staticmethod
+    def _lost_replies(members: list[int], once: set[int], replies: list[Any]) -> list[int]:
+        """After a broken connection: the commands to send again (the others' replies are LOST)."""
+        for i in members:
+            if i in once:
+                replies[i] = LOST
+        return [i for i in members if i not in once]
 
     def _send(self, node, cmds: list[tuple], ask: bool) -> tuple:
         pool = self.client.get_redis_connection(node).connection_pool
-        conn = pool.get_connection()
+        try:
+            conn = pool.get_connection()
+        except self._lost as exc:
+            raise _NotSent() from exc
         # after an ASK each command gets its own ASKING, which lasts one command (harmless before a
         # command whose slot is not moving)
         packed = [c for cmd in cmds for c in (("ASKING",), cmd)] if ask else list(cmds)
@@ -147,8 +212,9 @@ class Nodes:
             raise StoreError(f"Redis Cluster: no node {host}:{port}")
         return node
 
-    def _load(self, node) -> None:
-        client = self.client.get_redis_connection(node)
+    def _load(self, name: str) -> None:
+        host, _, port = name.rpartition(":")
+        client = self.client.get_redis_connection(self._node(host, int(port)))
         for source in self.scripts.values():
             client.script_load(source)
 
@@ -157,3 +223,7 @@ class Nodes:
             self.client.nodes_manager.initialize()
         except Exception:  # noqa: BLE001 - the cluster is down: the next try fails and says so
             time.sleep(0.1)
+
+
+class _NotSent(Exception):
+    """No connection to the node: nothing of the batch went out (safe to send all of it again)."""

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from ...exceptions import StoreError
 from ..base import MULTI, SINGLE, T
+from .retry import Patience
 from .txn import _RedisTxn
 
 MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
@@ -27,8 +28,10 @@ class RedisStore:
     expire_apart = True  # DEDUP_WINDOW: expired pages leave in their own transactions (core/dedup.py)
 
     def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False, ttl_ms: int = 0,
-                 ttl_except: tuple[str, ...] = ("meta",), layout: str = "auto", expected_pages: int = 1_000_000):
+                 ttl_except: tuple[str, ...] = ("meta",), layout: str = "auto", expected_pages: int = 1_000_000,
+                 retry_s: float = 30.0):
         self.url, self.prefix, self.readonly = url, prefix, readonly
+        self.patience = Patience(retry_s)  # DEDUP_REDIS_RETRY (retry.py)
         self.ttl_ms, self.ttl_except = int(ttl_ms), ttl_except
         self.layout, self.expected_pages = layout, expected_pages
         self.location = f"{_safe_url(url)} prefix {prefix}"
@@ -67,7 +70,7 @@ class RedisStore:
         # DEDUP_WINDOW: keys outlive their last write by twice the window (pages leave the index
         # at one window, removed by the crawl; the TTL empties an index no crawl writes to)
         return cls(config.redis_url, config.redis_prefix, readonly=readonly, ttl_ms=2000 * int(config.window or 0),
-                   layout=config.redis_layout, expected_pages=config.expected_pages)
+                   layout=config.redis_layout, expected_pages=config.expected_pages, retry_s=config.redis_retry)
 
     def k(self, *parts: str | bytes) -> bytes:
         """A key under the prefix's hash tag (one cluster slot)."""
@@ -122,12 +125,12 @@ class RedisStore:
             from .nodes import Nodes
             from .spread_keys import SCRIPTS
 
-            self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH})
+            self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH}, self.patience)
             if not self.readonly:
                 node = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
                 node.hsetnx(self.meta_key, b"layout", b"spread")
                 node.hsetnx(self.meta_key, b"shards", FIRST_SHARDS)
-            self.map = ShardMap(self)
+            self.map = ShardMap(self, self.patience.seconds)
 
     def expiring(self) -> bool:
         """Whether the index's keys expire (DEDUP_WINDOW here, or in a crawl that wrote it)."""
@@ -200,7 +203,13 @@ class RedisStore:
             txn = self._txn(writing=True)
             try:
                 out = fn(txn)
-                if txn.commit():
+                try:
+                    committed = txn.commit()
+                except (self.redis.ConnectionError, self.redis.TimeoutError) as exc:
+                    if getattr(txn, "sent", True):  # (a spread commit is many idempotent steps: never run again)
+                        raise _CommitLost() from exc
+                    raise
+                if committed:
                     return out
             finally:
                 txn.close()
@@ -212,21 +221,35 @@ class RedisStore:
 
     def _moving(self, run: Callable[[], T]) -> T:
         """Run a transaction; when the cluster moved the index's slot (MOVED, ASK, CLUSTERDOWN,
-        TRYAGAIN), learn the new map and run it again on the slot's new node (nothing of the
-        failed try was applied: its commit never reached EXEC, or EXEC was refused)."""
-        moved = (self.redis.exceptions.AskError, self.redis.exceptions.ClusterDownError,
-                 self.redis.exceptions.TryAgainError)  # (MovedError is an AskError)
-        for attempt in range(5):
+        TRYAGAIN), a connection was lost before the commit went out, or the server is loading its
+        data, learn the new map and run it again, until DEDUP_REDIS_RETRY has passed (retry.py).
+        Nothing of the failed try was applied: its commit never reached EXEC, or EXEC was refused.
+        A commit whose reply was lost is not run again (it may have been applied): it fails."""
+        e = self.redis.exceptions
+        again = (e.AskError, e.ClusterDownError, e.TryAgainError, e.BusyLoadingError, e.ReadOnlyError,
+                 self.redis.ConnectionError, self.redis.TimeoutError)  # (MovedError is an AskError)
+        deadline, attempt = self.patience.deadline(), 0
+        while True:
             try:
-                return run()
-            except moved as exc:
-                if not self.cluster or attempt == 4:
-                    raise StoreError(f"Redis index {self.location}: the cluster moved its slot ({exc})") from exc
+                out = run()
+                self.patience.ok()
+                return out
+            except _CommitLost as exc:
+                raise StoreError(f"Redis index {self.location}: the reply to a commit was lost ({exc.__cause__}); "
+                                 "the page is kept unchecked") from exc
+            except again as exc:
+                if not Patience.pause(attempt, deadline):
+                    self.patience.failed()
+                    waited = f"after {self.patience.seconds:g} s (DEDUP_REDIS_RETRY)" if attempt else "at once"
+                    raise StoreError(f"Redis index {self.location}: {type(exc).__name__}: {exc} ({waited})") from exc
+                attempt += 1
                 self.moved()
-                time.sleep(0.05 * attempt)
             except self.redis.RedisError as exc:
                 raise StoreError(f"Redis index {self.location}: {exc}") from exc
-        raise AssertionError("unreachable")
+
+
+class _CommitLost(Exception):
+    """The connection broke after a commit went out: it may have been applied."""
 
 
 def _safe_url(url: str) -> str:

@@ -27,6 +27,7 @@ class _RedisTxn(BufferedTxn):
         self.got_single: dict[tuple[str, bytes], bytes | None] = {}
         self.got_multi: dict[tuple[str, bytes], list[bytes]] = {}
         self.purge: set[tuple[str, bytes]] = set()  # keys a scan met in a key list that Redis expired
+        self.sent = False  # the commit went out
 
     def _run(self, cmds: list[tuple], keys: list[bytes]) -> list[Any]:
         """Read: a writer first watches every key it reads (in the same round trip)."""
@@ -220,6 +221,7 @@ class _RedisTxn(BufferedTxn):
             return True
         keys.append(s.k("ttl"))  # keys expire: counts are taken from the keys left (readers check)
         keys.append(s.k("index"))  # there is an index under this prefix (a read-only open checks)
+        self.sent = True  # (from here a lost connection may have applied it: store.py does not run it again)
         replies = self.conn.run([("MULTI",), ("EVAL", _COMMIT, len(keys), *keys, *argv), ("EXEC",)])
         self.conn.watching = False  # EXEC ends the watches, run or not
         if replies[-1] is None:

@@ -1,0 +1,47 @@
+"""How long a call to Redis waits through the routine faults of a server or a cluster before it
+fails (and the page is kept unchecked): DEDUP_REDIS_RETRY.
+
+A resharding answers MOVED and ASK, a slot being migrated TRYAGAIN, a failover CLUSTERDOWN and
+lost connections until a replica takes over (the cluster's node timeout, 15 s by default, and an
+election), a restarting node LOADING. Each is tried again, with growing pauses, until the
+deadline: such a fault costs time, not recall. A call that gives up makes the following calls
+fail after one try for three times as long (a node that stays down costs one wait, not one a
+page), until a call succeeds.
+"""
+
+from __future__ import annotations
+
+import time
+
+PAUSE_MAX = 0.5  # seconds between two tries at most
+
+
+class Patience:
+    """One store's waiting policy, shared by its calls."""
+
+    def __init__(self, seconds: float):
+        self.seconds = max(0.0, float(seconds))
+        self.failing_until = 0.0  # monotonic: until then a call makes one try
+        self.gave_up = 0  # calls that waited to their deadline and failed
+
+    def deadline(self) -> float:
+        """When a call starting now stops trying (now, during the quick failures after a give-up)."""
+        now = time.monotonic()
+        return now if now < self.failing_until else now + self.seconds
+
+    def failed(self) -> None:
+        """A call gave up: the next ones fail at once for a while."""
+        self.gave_up += 1
+        self.failing_until = time.monotonic() + 3 * self.seconds
+
+    def ok(self) -> None:
+        self.failing_until = 0.0
+
+    @staticmethod
+    def pause(attempt: int, deadline: float) -> bool:
+        """Sleep before try `attempt` + 1; False when the deadline leaves no time for it."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(PAUSE_MAX, 0.01 * 2 ** attempt, left))
+        return True
