@@ -177,8 +177,10 @@ def test_the_shards_double_as_the_index_grows_and_every_entry_moves(redis_cluste
 
     stream = texts(240)
 
+    settings = dict(backend="redis", redis_url=redis_cluster, store_text=False, redis_retry=0)
+
     def decide(prefix: str) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
-        with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix=prefix, store_text=False) as d:
+        with Deduplicator(redis_prefix=prefix, **settings) as d:
             verdicts = [d.check(url, text=text) for url, text in stream]
             kept = [(url, text) for (url, text), v in zip(stream, verdicts) if v.action == "keep"]
         return [(v.action, v.duplicate_of) for v in verdicts], kept
@@ -192,13 +194,15 @@ def test_the_shards_double_as_the_index_grows_and_every_entry_moves(redis_cluste
     cluster, nodes = _nodes(redis_cluster)
     meta = cluster.hgetall("{grow}:m")
     assert int(meta[b"shards"]) >= 512, meta
-    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="grow", store_text=False) as d:
+    with Deduplicator(redis_prefix="grow", **settings) as d:
         again = [d.check(url, text=text) for url, text in kept]
         assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(again, kept))
         copies = [d.check(url + "?copy", text=text) for url, text in kept]
         assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(copies, kept))
-        for _ in range(2000):  # commits move the old shards, one each
-            if b"growing" not in cluster.hgetall("{grow}:m"):
+        monkeypatch.setattr(growth, "ENTRIES_PER_SHARD", 10**6)  # no more doubling: let the last one end
+        for _ in range(4000):  # commits move the old shards, then delete them, one each
+            meta = cluster.hgetall("{grow}:m")
+            if b"growing" not in meta and b"sweeping" not in meta:
                 break
             d.check(f"https://filler.example/{_}", text=f"filler page {_} " * 40)
     levels = {k.split(b":")[2] for ks in _keys(nodes, "grow") for k in ks if k.startswith(b"grow:h")}
@@ -233,3 +237,58 @@ def test_a_page_removed_from_the_spread_layout_leaves_no_entry(redis_cluster, ar
                              "--redis", redis_cluster, "-s", "DEDUP_REDIS_PREFIX=removal"],
                             capture_output=True, text=True, timeout=120)
     assert expire.returncode == 2 and "no time index" in expire.stderr, expire.stderr
+
+
+def test_a_mover_killed_mid_growth_leaves_no_entry_behind(redis_cluster, monkeypatch):
+    """Growth survives a process killed while it moves a shard: the shard was handed out with a
+    lease and is not marked moved, so once the lease runs out another process moves it; growth
+    ends only when every entry is in the new level. Every kept page is found again after (its URL,
+    its copy), and `index verify` is clean. (Growth once counted a shard moved before moving it:
+    a mover killed in between lost the shard's entries, and the last shard's loss kept the growth
+    from ever ending.)"""
+    import sys
+
+    from crawler_dedup.core.index.integrity import verify
+    from crawler_dedup.stores.redis import growth
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from redis_backend import texts
+
+    stream = texts(120)
+    monkeypatch.setattr(growth, "ENTRIES_PER_SHARD", 2)
+    monkeypatch.setattr(growth, "GRACE_S", 0.0)
+    monkeypatch.setattr(growth, "REFRESH_S", 0.0)
+    monkeypatch.setattr(growth, "LEASE_S", 0.5)
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="grow-killed", store_text=False,
+                    redis_retry=0)
+    cluster, nodes = _nodes(redis_cluster)
+    kept: list[tuple[str, str]] = []
+    with Deduplicator(**settings) as d:
+        store = d.index.store
+        killed = None
+        for url, text in stream:
+            if d.check(url, text=text).action == "keep":
+                kept.append((url, text))
+            if killed is None and store.map.growing:
+                killed = store.map.task()  # taken by a mover that dies now: never moved, never done
+                assert killed is not None and killed[0] == growth.GROWING
+        assert killed is not None, "the shards never grew"
+        monkeypatch.setattr(growth, "ENTRIES_PER_SHARD", 10**6)  # no more doubling: let this growth end
+        for n in range(4000):
+            meta = cluster.hgetall("{grow-killed}:m")
+            if b"growing" not in meta and b"sweeping" not in meta:
+                break
+            d.check(f"https://filler.example/{n}", text=f"filler page {n} " * 40)
+        else:
+            raise AssertionError(f"the growth never ended: {meta}")
+        levels = {k.split(b":")[2] for ks in _keys(nodes, "grow-killed") for k in ks if k.startswith(b"grow-killed:h")}
+        assert levels == {meta[b"shards"]}, levels  # the old level is gone, all of it
+        again = [d.check(url, text=text) for url, text in kept]
+        assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(again, kept))
+        copies = [d.check(url + "?copy", text=text) for url, text in kept]
+        assert all(v.action == "drop" and v.duplicate_of == url for v, (url, _) in zip(copies, kept))
+        report = verify(d.index)
+        assert report.ok, report.problems[:5]
+    cluster.close()

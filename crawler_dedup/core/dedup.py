@@ -30,7 +30,7 @@ from .index.records import DocRecord, Extra, canonical_url
 from .index.txn import IndexTxn
 from .page.boilerplate import template_keys
 from .index import revalidation
-from .decide.claims import confirm, settle
+from .decide.claims import AGAIN, confirm, settle
 from .index.lookups import TxnLookups
 from .index.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .decide.rules import Decision, Judging, Page, decide
@@ -43,6 +43,7 @@ from .page.visible import page_view
 logger = logging.getLogger(__name__)
 
 EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
+AGAIN_MAX = 3  # a page decided again this often (each time the page it matched withdrew), then kept
 
 __all__ = ["Deduplicator", "Pending", "Verdict", "extract_and_fingerprint", "extract_step", "fp_hex"]
 
@@ -84,6 +85,7 @@ class Deduplicator:
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
         self.filed: int | None = None  # the doc id the last decision filed
+        self._looked: tuple = (None, None)  # the last decision's (URL's kept page, site lines): claims
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, new_run: bool = True) -> "Deduplicator":
@@ -241,7 +243,7 @@ class Deduplicator:
         except Exception as exc:
             return self.failed(verdict, Failure.FINGERPRINT, exc), None
 
-    def decide_many(self, pages: list[Pending]) -> list[Verdict]:
+    def decide_many(self, pages: list[Pending], _again: int = 0) -> list[Verdict]:
         """Steps 5-8 for prepared pages, in order, in one write transaction and one durable
         commit (group commit): each page sees the pages kept before it, as if checked one by
         one. Fails open like check(): a store failure keeps them all; a failure on one page
@@ -252,7 +254,7 @@ class Deduplicator:
         # batch were decided is fingerprinted again
         again = len(pages) > 1 and not self.pure
 
-        filed: list[tuple[int, int]] = []  # (page, doc id) of the pages filed, for claims
+        filed: list[tuple[int, int, tuple]] = []  # (page, doc id, what its first look read) of the pages filed: claims
 
         def run(txn: IndexTxn) -> list[Verdict]:
             for plugin in self.plugins:
@@ -269,7 +271,7 @@ class Deduplicator:
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched))
                 if self.filed is not None:
-                    filed.append((len(out) - 1, self.filed))
+                    filed.append((len(out) - 1, self.filed, self._looked))
             return out
 
         for plugin in self.plugins:
@@ -291,30 +293,40 @@ class Deduplicator:
             plugin.end(committed=True)
         self.commits += 1
         if not getattr(self.index.store, "serializable", True):
-            verdicts = self._claimed(pages, verdicts, filed)
+            verdicts = self._claimed(pages, verdicts, filed, _again)
         kept = sum(v.action != Action.DROP and v.doc_id is not None and not v.skipped for v in verdicts)
         if self.config.window and kept and getattr(self.index.store, "expire_apart", False):
             self._expire_apart(max(p.now for p in pages) - self.config.window, EXPIRE_BATCH * kept)
         return verdicts
 
-    def _claimed(self, pages: list[Pending], verdicts: list[Verdict], filed: list[tuple[int, int]]) -> list[Verdict]:
+    def _claimed(self, pages: list[Pending], verdicts: list[Verdict], filed: list[tuple[int, int, tuple]],
+                 again: int) -> list[Verdict]:
         """A store without transactions across its keys (the spread Redis layout): each filed page
-        claims its order and looks again (claims.py); a store failure there keeps the page."""
-        out = list(verdicts)
-        index, judging = self.index, self.judging()
+        claims its order and is decided again over the pages before it (claims.py); a drop waits
+        for the page it names to stay, and is decided again when that page withdrew. A store
+        failure there keeps the page."""
+        index, judging, cfg = self.index, self.judging(), self.config
         assert index is not None
-        for i, doc_id in filed:
+        out = list(verdicts)
+        for i, doc_id, (prior, site) in filed:
             try:
-                out[i] = confirm(index, judging, pages[i], verdicts[i], doc_id)
+                out[i] = confirm(index, judging, pages[i], verdicts[i], doc_id,
+                                 lambda txn, site=site: TxnLookups(index, txn, cfg, site), prior)
             except (DedupError, OSError) as exc:
                 out[i] = self.failed(verdicts[i], Failure.STORE, exc)
-        mine = {i for i, _ in filed}
-        for i, verdict in enumerate(verdicts):  # drops name the copy that stays (claims.settle)
-            if i not in mine and verdict.is_duplicate:
-                try:
-                    out[i] = settle(index, judging, pages[i], verdict)
-                except (DedupError, OSError):
-                    pass  # (the drop stands, named after the page it matched)
+        for i, verdict in enumerate(out):
+            if not verdict.is_duplicate or verdict.doc_id is None:
+                continue
+            try:
+                got = settle(index, verdict, pages[i].now)
+            except (DedupError, OSError):
+                continue  # (the drop stands, named after the page it matched)
+            if got != AGAIN:
+                out[i] = got  # type: ignore[assignment]
+            elif again < AGAIN_MAX:
+                out[i] = self.decide_many([pages[i]], again + 1)[0]
+            else:
+                out[i] = self.failed(pages[i].verdict, Failure.STORE, "the pages it matched withdrew, each in turn")
         return out
 
     def _expire_apart(self, cutoff: float, limit: int) -> None:
@@ -340,6 +352,7 @@ class Deduplicator:
         look.prefetch(verdict.url, fp, verdict.title)
         page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
+        self._looked = (page.prior, site)
         verdict = self._apply(txn, page, decide(page), site)
         if fetched is not None and verdict.url:
             revalidation.file_fetch(txn, verdict, fetched, now, filed=self.filed, run=self.run,

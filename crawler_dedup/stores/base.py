@@ -29,7 +29,8 @@ Transactions (`Store.read(fn)` / `Store.write(fn)` call `fn(txn)` and return its
 A store that cannot give transactions across its keys (a Redis Cluster's spread layout) says so
 with `serializable = False`: its write(fn) applies fn's changes key by key when fn returns (each
 key's change atomic, none of them if fn raised, counters at once), and it offers `claim(doc_id)
--> order` (from one counter, atomic with its record), `claims(doc_ids)` and `unclaim(doc_id)`,
+-> order` (from one counter, atomic with its record; the same order when the doc id has one),
+`confirm(doc_id)` (the page stays), `claims(doc_ids) -> [Claim | None]` and `unclaim(doc_id)`,
 with which the Deduplicator keeps a duplicate group once (core/decide/claims.py). `ordered = False`
 says its tables cannot be scanned in key order cheaply: the index keeps no time table and leaves
 DEDUP_WINDOW to the keys' expiry.
@@ -37,13 +38,20 @@ DEDUP_WINDOW to the keys' expiry.
 
 from __future__ import annotations
 
-from typing import Callable, ContextManager, Iterator, Mapping, Protocol, TypeVar
+from typing import Callable, ContextManager, Iterator, Mapping, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
 
 SINGLE, MULTI = "single", "multi"
+
+
+class Claim(NamedTuple):
+    """A filed page's place among the pages filed at the same moment (a store without transactions)."""
+
+    order: int  # from one counter: the page filed and claimed earlier has the smaller
+    confirmed: bool  # its second look is done and it stays (until then it may withdraw)
 
 FORMAT_VERSION = 4  # 2: sketch postings, shingle counts; 3: time index, digest in records; 4: URL table
 MIGRATABLE = (3,)  # older formats NearDupIndex.open upgrades in place

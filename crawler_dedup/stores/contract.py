@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from ..exceptions import StoreError
-from .base import MULTI, SINGLE, from_u64, u64
+from .base import MULTI, SINGLE, Claim, from_u64, u64
 
 TABLES = {"one": SINGLE, "two": SINGLE, "many": MULTI, "more": MULTI}
 
@@ -228,9 +228,13 @@ class StoreContract:
         s = self.opened()
         first, second = s.write(lambda t: t.claim(10)), s.write(lambda t: t.claim(3))
         assert first < second  # the order they were taken in, whatever the doc ids
-        assert s.read(lambda t: t.claims([10, 3, 99])) == [first, second, None]
+        assert s.write(lambda t: t.claim(10)) == first  # claimed again (a re-sent command): the same order
+        assert s.read(lambda t: t.claims([10, 3, 99])) == [Claim(first, False), Claim(second, False), None]
+        s.write(lambda t: t.confirm(3))
+        assert s.read(lambda t: t.claims([3])) == [Claim(second, True)]
+        assert s.write(lambda t: t.claim(3)) == second
         s.write(lambda t: t.unclaim(10))
-        assert s.read(lambda t: t.claims([10, 3])) == [None, second]
+        assert s.read(lambda t: t.claims([10, 3])) == [None, Claim(second, True)]
 
     def test_a_read_refuses_to_write(self):
         s = self.opened()

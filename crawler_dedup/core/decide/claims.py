@@ -1,36 +1,44 @@
 """A duplicate group kept once on a store whose writes are not one transaction (the spread Redis
-layout, stores/redis/spread.py): claims, and a second look.
+layout, stores/redis/spread.py): claims, and a second look that is the rule chain itself.
 
-A page the rules kept is filed first (its buckets, postings and record written), then it takes
-an order from one counter (`claim`, atomic with the record of that order), then it reads its
-lookups again. Of two near-duplicates filed at the same moment by two crawlers, the one that
-claimed later always sees the earlier: its entries were written before its claim, the other's
-claim came before its own, and its reads after. So a page that now finds a near-duplicate with
-an earlier claim withdraws (its entries and its claim out) and is dropped against it; one that
-finds only later claims, or pages that have not claimed yet (they will see it), stays. A page
-found without a claim that was there before (settled long ago) matched in the first look, so the
-second look only meets pages filed at the same time.
+A page the rules kept is filed first (its buckets, postings and record written), then it takes an
+order from one counter (`claim`, atomic with the record of that order), then it is decided again
+by the same chain of rules (rules.py), with the same guards, overrides and settings, over the
+pages that came before it: those claimed before it, and those filed long enough ago to have
+settled (`Racing`). Pages claimed after it, or filed at the same moment and not claimed yet, are
+left out: they claim later and see it. Of two near-duplicates filed at the same moment by two
+crawlers, the one that claimed later always sees the earlier (its entries were written before
+its claim, the other's claim came before its own, and its reads after), so the result is the
+decisions of one process taking the pages in claim order. A page the second look keeps is
+confirmed (`confirm`: it stays); one it drops or keeps unfiled (a `never_drop` page that matches)
+withdraws: its entries and its claim come out, and the entries it shared with the page it
+matched (an exact digest, a response digest, a URL) go back to that page.
 
-A page the rules drop against a kept page that is still racing (filed, not claimed yet) waits for
-the claims to settle (`settle`), and is dropped against the copy with the earliest claim among
-its matches: the one that stays. What this does not cover: two crawlers fetching the same URL at
-the same moment may both keep it (scrapy-redis's request filter makes that rare).
+A page dropped against a kept page that is still racing (filed, not confirmed yet) waits for it
+to settle (`settle`): when that page stays, the drop stands; when it withdrew, the page is
+decided again (`AGAIN`), so `duplicate_of` always names a page that stays kept. A page whose
+process died before confirming stays; waiting for it ends when it has been filed RACING_S.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
-from .matching import Evidence, Match, exact_match, near_match, thresholds_for, visible_containment
-from .guards import same_headline
-from ..index.lookups import TxnLookups
-from .rules import Judging, Page, matched
+from ...stores.base import Claim
+from ..index.records import Extra
 from ..verdict import Action, Reason, Stage, Verdict
+from .rules import Judging, Page, decide
 
 if TYPE_CHECKING:
+    from ..index.lookups import TxnLookups
     from ..index.neardup import NearDupIndex
+    from ..index.records import DocRecord
     from ..page.fingerprint import Fingerprinted
+
+RACING_S = 30.0  # a kept page filed this long ago without a claim (or a confirmation) has settled
+SETTLE_S = 5.0  # a drop waits this long at most for the page it matched to settle
+AGAIN = "again"  # settle(): the page matched withdrew, decide this one again
 
 
 class Prepared(Protocol):
@@ -46,94 +54,121 @@ class Prepared(Protocol):
     def now(self) -> float: ...
 
 
-def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict, doc_id: int) -> Verdict:
-    """The kept page's second look (see above): its verdict, or a drop against an earlier claim.
-    `judging`: what the rules decide with in this process (the Deduplicator's)."""
+class Racing:
+    """The rules' lookups for a page's second look: the pages that came before it only (claimed
+    before it, or settled), never itself. Wraps the page's TxnLookups."""
+
+    def __init__(self, look: TxnLookups, txn, own: int, order: int, now: float):
+        self.inner, self.txn, self.own, self.order, self.now = look, txn, own, order, now
+        self.site = look.site
+        self._claims: dict[int, Claim | None] = {}
+        self._fp: Fingerprinted | None = None
+
+    def prefetch(self, url: str | None, fp: Fingerprinted, title: str | None = None) -> None:
+        self._fp = fp
+        self.inner.prefetch(url, fp, title)
+
+    def _before(self, docs: list[DocRecord]) -> list[DocRecord]:
+        ids = [d.doc_id for d in docs if d.doc_id is not None and d.doc_id != self.own and d.doc_id not in self._claims]
+        if ids:
+            self._claims.update(zip(ids, self.txn.claims(ids)))
+        out = []
+        for doc in docs:
+            if doc.doc_id is None or doc.doc_id == self.own:
+                continue
+            claim = self._claims.get(doc.doc_id)
+            if claim.order < self.order if claim is not None else doc.time < self.now - RACING_S:
+                out.append(doc)
+        return out
+
+    def by_url(self, url: str) -> DocRecord | None:
+        found = self.inner.by_url(url)
+        return found if found is not None and self._before([found]) else None
+
+    def run_killed(self, run: int) -> bool:
+        return self.inner.run_killed(run)
+
+    def exact(self, digest: bytes) -> DocRecord | None:
+        """The page kept before this one with these words (the exact entry may name this page or a
+        later copy: the one written last; then the pages under the same fingerprint are asked)."""
+        found = self.inner.exact(digest)
+        if found is not None and self._before([found]):
+            return found
+        if self._fp is None:
+            return None
+        index, txn = self.inner.index, self.inner.txn
+        same = [d for d in index.docs(txn, self._fp.fingerprint) if d.extras.get(Extra.DIGEST) == digest]
+        before = self._before(same)
+        return min(before, key=lambda d: (self._claims.get(d.doc_id or 0) or Claim(0, True)).order) if before else None
+
+    def candidates(self, fp: Fingerprinted) -> list[DocRecord]:
+        return self._before(self.inner.candidates(fp))
+
+    def headed(self, title: str | None) -> list[DocRecord]:
+        return self._before(self.inner.headed(title))
+
+    def template_collapsed(self, fp: Fingerprinted) -> bool:
+        return self.inner.template_collapsed(fp)
+
+
+def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict, doc_id: int,
+            lookups: Callable[..., TxnLookups], prior: DocRecord | None) -> Verdict:
+    """The kept page's second look (see above): its verdict when it stays (the second look's when
+    that one flags it or replaces a copy), else the chain's decision with the page withdrawn
+    (`rule` claim when dropped). `lookups(txn)`: the page's lookups in the second look's
+    transaction (the Deduplicator's, with its site lines); `prior`: the URL's kept page its first
+    look found."""
     config = judging.config
 
     def run(txn) -> Verdict | None:
         order = txn.claim(doc_id)
-        look = TxnLookups(index, txn, config, None)
-        look.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        second = Page(page.verdict, page.fp, page.stage, page.now, look, judging, stale=doc_id)
-        found = matches(second)
-        claims = txn.claims([m.doc.doc_id for m in found]) if found else []
-        earlier = [(c, m) for c, m in zip(claims, found) if c is not None and c < order]
-        if not earlier:
-            return None  # later pages, or ones that have not claimed yet: they see this one and withdraw
-        _, match = min(earlier, key=lambda pair: pair[0])
-        index.remove(txn, doc_id)
+        racing = Racing(lookups(txn), txn, doc_id, order, page.now)
+        racing.prefetch(page.verdict.url, page.fp, page.verdict.title)
+        second = Page(page.verdict, page.fp, page.stage, page.now, racing, judging, prior=prior)
+        decision = decide(second)
+        if decision.file:
+            for gone in decision.remove:  # (a copy it replaces as its canonical URL; the first look's are out)
+                if gone != doc_id:
+                    index.remove(txn, gone)
+            txn.confirm(doc_id)
+            again = decision.verdict
+            if again.action == verdict.action and again.superseded == verdict.superseded:
+                return None
+            return again.but(doc_id=doc_id) if again.action == Action.KEEP else again
+        heir = index.doc(txn, decision.verdict.doc_id) if decision.verdict.doc_id is not None else None
+        index.remove(txn, doc_id, heir=heir)
         txn.unclaim(doc_id)
-        dropped = matched(second.verdict, match, Action.FLAG if config.dry_run else Action.DROP)
-        return dropped.but(rule="claim", text=page.fp.text if config.store_text else None)
+        out = decision.verdict
+        if out.action in (Action.DROP, Action.FLAG):
+            out = out.but(rule="claim", text=page.fp.text if config.store_text else None)
+        return out
 
-    withdrawn = index.write(run)
-    return verdict if withdrawn is None else withdrawn
-
-
-SETTLE_TRIES = 25  # 10 ms apart: a page filed at the same moment claims within a few round trips
-RACING_S = 30.0  # a kept page this recent without a claim is still being filed; an older one settled
+    second = index.write(run)
+    return verdict if second is None else second
 
 
-def settle(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict) -> Verdict:
-    """A drop against another page, named after the copy that stays: of its matches that claimed,
-    the earliest (a match not claimed yet will see it and withdraw); waits while the only matches
-    are recent pages that have not claimed yet."""
+def settle(index: NearDupIndex, verdict: Verdict, now: float) -> Verdict | str:
+    """A drop against a kept page that may still be racing: the drop once that page stays (it
+    confirmed, or it has been filed RACING_S), AGAIN when it withdrew (decide the page again).
+    Waits SETTLE_S at most, then names it as it is."""
     kept_id = verdict.doc_id
-    if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT):
+    if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT, Reason.CONCEPTUAL):
         return verdict
 
-    def look(txn) -> Verdict | None:
-        first = index.doc(txn, kept_id)
-        if first is not None and first.time < page.now - RACING_S:
-            return verdict  # kept long before: its race is over, it stayed (one read, no second lookup)
-        lookups = TxnLookups(index, txn, judging.config, None)
-        lookups.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        found = matches(Page(page.verdict, page.fp, page.stage, page.now, lookups, judging))
-        claims = txn.claims([m.doc.doc_id for m in found]) if found else []
-        claimed = [(c, m) for c, m in zip(claims, found) if c is not None]
-        if claimed:
-            match = min(claimed, key=lambda pair: pair[0])[1]
-            return verdict if match.doc.doc_id == verdict.doc_id else matched(verdict, match, verdict.action).but(
-                rule=verdict.rule)
-        if found and all(m.doc.time < page.now - RACING_S for m in found):
-            return verdict  # settled long ago (their claims forgotten)
-        return None
+    def look(txn) -> Verdict | str | None:
+        doc = index.doc(txn, kept_id)
+        if doc is None:
+            return AGAIN  # withdrawn (or removed): its place is another's now
+        if doc.time < now - RACING_S:
+            return verdict  # kept long before: its race is over, it stayed (one read)
+        claim = txn.claims([kept_id])[0]
+        return verdict if claim is not None and claim.confirmed else None
 
-    for _ in range(SETTLE_TRIES):
+    deadline = time.monotonic() + SETTLE_S
+    while True:
         got = index.read(look)
         if got is not None:
             return got
+        if time.monotonic() >= deadline:
+            return verdict  # (its process died before confirming: it stays filed)
         time.sleep(0.01)
-    return verdict
-
-
-def matches(p: Page) -> list[Match]:
-    """Every kept page this one duplicates by the rules' tests (not only the best, as the chain
-    picks): the same words, a near candidate, one under the same headline holding its text."""
-    fp, title, url, look, judging = p.fp, p.verdict.title, p.verdict.url, p.look, p.judging
-    out: dict[int, Match] = {}
-    exact = look.exact(fp.digest)
-    if exact is not None and exact.doc_id is not None and p.usable(exact):
-        found, _ = exact_match(fp, title, exact, url)
-        if found is not None:
-            out[exact.doc_id] = found
-    thresholds = thresholds_for(p.config, fp.tokens)
-    for doc in look.candidates(fp):
-        if doc.doc_id is None or doc.doc_id in out or not p.usable(doc):
-            continue
-        found, _ = near_match(fp, title, [doc], thresholds, judging.score, judging.measure, url, look.site, p.stale)
-        if found is not None:
-            out[doc.doc_id] = found
-    share = p.config.visible_containment
-    if share and title:
-        evidence = None
-        for doc in look.headed(title):
-            if doc.doc_id is None or doc.doc_id in out or not p.usable(doc) or not same_headline(title, doc.title):
-                continue
-            evidence = evidence or Evidence.of(fp.text, title, fp.view)
-            value = visible_containment(evidence, doc)
-            if value is not None and value >= share:
-                out[doc.doc_id] = Match(doc, Reason.NEAR, (doc.fingerprint ^ fp.fingerprint).bit_count(), value,
-                                        "visible")
-    return list(out.values())

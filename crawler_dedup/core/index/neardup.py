@@ -279,15 +279,22 @@ class NearDupIndex:
         """For each line key, how many kept pages showed it outside their text (up to TEMPLATE_PAGES)."""
         return txn.template_counts([u64(k) for k in keys]) if keys else []
 
-    def remove(self, txn, doc_id: int) -> bool:
-        """Take a page out of every database; its fingerprint leaves the tables with its last page."""
+    def remove(self, txn, doc_id: int, heir: DocRecord | None = None) -> bool:
+        """Take a page out of every database; its fingerprint leaves the tables with its last page.
+        `heir`: the kept page it was a copy of (a page withdrawn on a store without transactions,
+        claims.py): an entry of one value the two shared (the URL, the exact words, the response's
+        bytes), which the later writer took, goes back to it."""
         doc = self.doc(txn, doc_id)
         if doc is None:
             return False
         txn.doc_delete(doc_id)
+        heir_id = heir.doc_id if heir is not None and heir.doc_id != doc_id else None
         key = url_key(doc.url) if doc.url else None
         if key is not None and txn.url_get(key) == doc_id:
-            txn.url_delete(key)
+            if heir_id is not None and heir is not None and heir.url and url_key(heir.url) == key:
+                txn.url_put(key, heir_id)
+            else:
+                txn.url_delete(key)
         fetch = txn.fetch_get(key) if key is not None else None
         if fetch is not None and fetch_doc(fetch) == doc_id:  # (its validators and copy leave with it)
             txn.fetch_delete(key)
@@ -297,12 +304,19 @@ class NearDupIndex:
         if not txn.fp_docs(doc.fingerprint):
             for table, key in enumerate(self.plan.keys(doc.fingerprint)):
                 txn.bucket_remove(table, key, doc.fingerprint)
+        shared = heir.extras if heir_id is not None and heir is not None else {}
         digest = doc.extras.get(Extra.DIGEST)
         if digest is not None and txn.exact_get(digest) == doc_id:
-            txn.exact_delete(digest)
+            if shared.get(Extra.DIGEST) == digest:
+                txn.exact_put(digest, heir_id)
+            else:
+                txn.exact_delete(digest)
         body = doc.extras.get(Extra.BODY)
         if body is not None and txn.body_get(body) == doc_id:
-            txn.body_delete(body)
+            if shared.get(Extra.BODY) == body:
+                txn.body_put(body, heir_id)
+            else:
+                txn.body_delete(body)
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
         for value in probe_hashes(doc, probes).tolist():
             txn.posting_remove(u64(value), doc_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...stores.base import MULTI, SINGLE, from_u64, u64
+from ...stores.base import MULTI, SINGLE, Claim, from_u64, u64
 
 # the index's tables in its store: meta; docs (doc id -> record); exact (content digest -> doc
 # id); urls (key of the canonical URL -> doc id); fps (fingerprint -> doc ids); mins (each page's
@@ -134,8 +134,12 @@ class IndexTxn:
         """The order of a filed page, from one counter (a store without transactions: claims.py)."""
         return self.raw.claim(doc_id)
 
-    def claims(self, doc_ids: list[int]) -> list[int | None]:
+    def claims(self, doc_ids: list[int]) -> list[Claim | None]:
         return self.raw.claims(doc_ids)
+
+    def confirm(self, doc_id: int) -> None:
+        """The filed page's second look is done: it stays (claims.py)."""
+        self.raw.confirm(doc_id)
 
     def unclaim(self, doc_id: int) -> None:
         self.raw.unclaim(doc_id)

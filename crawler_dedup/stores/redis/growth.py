@@ -1,4 +1,5 @@
-"""How many shards the spread layout's entries are cut into, growing with the index.
+"""How many shards the spread layout's entries are cut into, growing with the index, and the
+growth itself, safe against processes killed in the middle of it and against failovers.
 
 Redis packs a small hash (up to 128 fields, values up to 64 bytes: a listpack, about 25 bytes an
 entry here) and makes a larger one a hash table (about 65). So the index keeps about
@@ -7,12 +8,19 @@ ENTRIES_PER_SHARD entries a shard: it starts with FIRST_SHARDS and doubles when 
 - The count: every commit adds the entries it created to `entries` in the meta hash; a commit
   that finds it past the threshold doubles `shards` and notes the old count as `growing` (one
   script on the meta hash: once, whatever the number of crawlers).
-- While growing, a read looks in both levels (an entry is in the new one once written or moved
-  there), a write goes to the new one, a removal to both.
-- After GRACE_S (every process has read the new count by then: they read it every REFRESH_S),
-  commits move the old shards one by one into the new ones (merging a packed list with what was
-  written there since, keeping a value written there since), and the one that moves the last
-  ends the growth. Shard names carry their level, so two levels never share a key.
+- Moving (while `growing`): a read looks in both levels (an entry is in the new one once written
+  or moved there), a write goes to the new one, a removal to the old one first, then the new one.
+  After the grace (every process has read the new count by then: they read it every REFRESH_S,
+  and a write computed before it has been retried to its end), commits move the old shards one
+  at a time into the new ones. Any process can take any shard not moved yet: a shard is handed
+  out with a lease (`{P}:gl`), and marked moved (`{P}:gm`, a bit a shard) only once its entries
+  are in the new level; a mover killed or cut off leaves the lease to run out, and the shard is
+  handed out again. Moving a shard twice is harmless: entries are merged, never replaced.
+- Sweeping (`sweeping`, once every shard moved): reads look in the new level only; after the
+  grace again (no process reads the old level any more) the old shards are deleted, handed out
+  the same way. Until then the old level stays whole, so a reader never misses an entry: it is
+  in the old level until the new one has it.
+Shard names carry their level, so two levels never share a key.
 """
 
 from __future__ import annotations
@@ -20,54 +28,106 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import xxhash
+
+from ..base import MULTI
+from .spread_keys import OWN_KEYS, shard_name, table_code
+
 if TYPE_CHECKING:
     from .handle import StoreHandle
 
 FIRST_SHARDS = 64  # a new index's shards (a power of two)
 ENTRIES_PER_SHARD = 64  # doubled past this many entries a shard
 REFRESH_S = 1.0  # a process reads the shard count again this often
-GRACE_S = 5.0  # moving starts this long after a doubling (processes have the new count)
+GRACE_S = 5.0  # a phase starts this long (plus DEDUP_REDIS_RETRY) after the last one: processes caught up
+LEASE_S = 20.0  # a shard handed out and not done in this time is handed out again
+TASK_WAIT_S = 2.0  # growth's own steps wait this long through faults (a page's commit does not wait for them)
+
+GROWING, SWEEPING = b"growing", b"sweeping"
 
 SCRIPTS = {
-    # KEYS[1] the meta hash; ARGV: entries created, the shard count the caller has, now (ms).
-    # The new shard count (doubled when past the threshold and not growing already)
+    # KEYS[1] the meta hash; ARGV: entries created, the shard count the caller has, now (ms),
+    # entries a shard. The new shard count (doubled when past the threshold, and neither moving
+    # nor sweeping already: the last phase's end deleted its done bits and leases). One key, so it
+    # runs while its slot moves
     "grow": """
 local n = redis.call('HINCRBY', KEYS[1], 'entries', ARGV[1])
 local s = tonumber(redis.call('HGET', KEYS[1], 'shards') or ARGV[2])
-if n > s * tonumber(ARGV[4]) and not redis.call('HGET', KEYS[1], 'growing') then
-  redis.call('HSET', KEYS[1], 'growing', s, 'shards', s * 2, 'grown_at', ARGV[3], 'moved', 0)
+if n > s * tonumber(ARGV[4]) and not redis.call('HGET', KEYS[1], 'growing')
+    and not redis.call('HGET', KEYS[1], 'sweeping') then
+  redis.call('HSET', KEYS[1], 'growing', s, 'shards', s * 2, 'since', ARGV[3], 'left', s, 'cursor', 0)
   return s * 2
 end
 return s
 """,
-    # KEYS[1] the meta hash; ARGV: the old count. The old shard to move next (0-based), or -1
+    # KEYS: the meta hash, the done bits, the leases; ARGV: the old count the caller works on, now
+    # (ms), the lease (ms), the phase. An old shard to work on (0-based), or -1: none now
     "next": """
-local g = redis.call('HGET', KEYS[1], 'growing')
+local g = redis.call('HGET', KEYS[1], ARGV[4])
 if not g or g ~= ARGV[1] then return -1 end
-local m = redis.call('HINCRBY', KEYS[1], 'moved', 1)
-if m > tonumber(g) then return -1 end
-return m - 1
-""",
-    # KEYS[1] the meta hash; ARGV: the old count. Ends the growth once every old shard moved
-    "done": """
-if redis.call('HGET', KEYS[1], 'growing') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'growing', 'grown_at', 'moved')
+g = tonumber(g)
+local now = tonumber(ARGV[2])
+local c = tonumber(redis.call('HGET', KEYS[1], 'cursor') or 0)
+while c < g do
+  local i = c
+  c = c + 1
+  if redis.call('GETBIT', KEYS[2], i) == 0 then
+    redis.call('HSET', KEYS[1], 'cursor', c)
+    redis.call('HSET', KEYS[3], i, now + tonumber(ARGV[3]))
+    return i
+  end
 end
-return 1
+redis.call('HSET', KEYS[1], 'cursor', c)
+local leases = redis.call('HGETALL', KEYS[3])
+for j = 1, #leases, 2 do
+  if tonumber(leases[j + 1]) < now then
+    redis.call('HSET', KEYS[3], leases[j], now + tonumber(ARGV[3]))
+    return tonumber(leases[j])
+  end
+end
+return -1
+""",
+    # KEYS: the meta hash, the done bits, the leases; ARGV: the old count, the shard, the phase,
+    # now (ms). Marks the shard done (once); the last one ends the phase: moving turns to
+    # sweeping, sweeping to nothing. The shards left (-1: the phase is over already)
+    "done": """
+if redis.call('HGET', KEYS[1], ARGV[3]) ~= ARGV[1] then return -1 end
+redis.call('HDEL', KEYS[3], ARGV[2])
+if redis.call('SETBIT', KEYS[2], ARGV[2], 1) == 1 then return tonumber(redis.call('HGET', KEYS[1], 'left')) end
+local left = redis.call('HINCRBY', KEYS[1], 'left', -1)
+if left <= 0 then
+  redis.call('DEL', KEYS[2], KEYS[3])
+  if ARGV[3] == 'growing' then
+    redis.call('HDEL', KEYS[1], 'growing')
+    redis.call('HSET', KEYS[1], 'sweeping', ARGV[1], 'since', ARGV[4], 'left', ARGV[1], 'cursor', 0)
+  else
+    redis.call('HDEL', KEYS[1], 'sweeping', 'since', 'left', 'cursor')
+  end
+end
+return left
 """,
 }
 
+# the meta hash's fields that are growth's (left out of a scan of the meta table)
+FIELDS = (b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor", b"entries")
+
 
 class ShardMap:
-    """The shard count a process uses, read again every REFRESH_S."""
+    """The shard count a process uses, read again every REFRESH_S, and the growth's work."""
 
-    def __init__(self, store: "StoreHandle"):
+    def __init__(self, store: "StoreHandle", retry_s: float = 0.0):
         self.store = store
-        self.shards, self.growing, self.grown_at = FIRST_SHARDS, 0, 0
+        self.shards, self.growing, self.sweeping, self.since = FIRST_SHARDS, 0, 0, 0
         self.read_at = -1e9
+        self.grace_s = GRACE_S + retry_s  # (a write computed on the old count may be retried this long)
+
+    def keys(self) -> list[bytes]:
+        """The keys growth's scripts touch: the meta hash, the done bits, the leases (one slot)."""
+        s = self.store
+        return [s.meta_key, s.k("gm"), s.k("gl")]
 
     def levels(self) -> list[int]:
-        """The shard counts a read looks in: the current one, and the old one while growing."""
+        """The shard counts a read looks in: the current one, and the old one while moving."""
         self.refresh()
         return [self.shards, self.growing] if self.growing else [self.shards]
 
@@ -75,34 +135,99 @@ class ShardMap:
         if not force and time.monotonic() - self.read_at < REFRESH_S:
             return
         s = self.store
-        shards, growing, grown_at = s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, b"shards", b"growing",
-                                                                b"grown_at"))])[0]
+        got = s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, b"shards", b"growing", b"sweeping", b"since"))])[0]
+        self.learn(got)
+
+    def learn(self, got) -> None:
+        """The map from the meta hash's fields shards, growing, sweeping and since."""
+        shards, growing, sweeping, since = got
         self.shards = int(shards) if shards is not None else FIRST_SHARDS
         self.growing = int(growing) if growing is not None else 0
-        self.grown_at = int(grown_at) if grown_at is not None else 0
+        self.sweeping = int(sweeping) if sweeping is not None else 0
+        self.since = int(since) if since is not None else 0
         self.read_at = time.monotonic()
 
     def grow_command(self, created: int) -> tuple:
-        """The command that counts a commit's new entries (and doubles the count when due)."""
+        """The command that counts a commit's new entries (and doubles the count when due): not
+        idempotent, so sent once (nodes.py): a lost reply loses a count, never adds one twice."""
         s = self.store
         return s.nodes.script("grow", [s.meta_key], [created, self.shards, int(time.time() * 1000), ENTRIES_PER_SHARD])
 
     def after_commit(self, reply) -> None:
-        if reply is not None and int(reply) != self.shards:
+        if isinstance(reply, int) and reply != self.shards:
             self.refresh(force=True)
 
-    def moving(self) -> int | None:
-        """The old shard this process should move now, if the growth's grace is over."""
-        if not self.growing or time.time() * 1000 - self.grown_at < GRACE_S * 1000:
+    def task(self) -> tuple[bytes, int, int] | None:
+        """(phase, old count, shard) this process should work on now, once a phase's grace is over."""
+        phase, old = (GROWING, self.growing) if self.growing else (SWEEPING, self.sweeping)
+        if not old or time.time() * 1000 - self.since < self.grace_s * 1000:
             return None
         s = self.store
-        got = int(s.nodes.run([(s.meta_key, s.nodes.script("next", [s.meta_key], [self.growing]))])[0])
-        if got < 0:
+        now = int(time.time() * 1000)
+        # (three keys of one slot: while that slot is half moved, TRYAGAIN; growth waits, pages not)
+        got = s.nodes.run([(s.meta_key, s.nodes.script("next", self.keys(), [old, now, int(LEASE_S * 1000), phase]))],
+                          wait=TASK_WAIT_S)[0]
+        if not isinstance(got, int) or got < 0:
             self.refresh(force=True)
             return None
-        return got
+        return phase, old, got
 
-    def finish(self) -> None:
+    def done(self, phase: bytes, old: int, shard: int) -> None:
+        """The shard's work is done (its entries in the new level, or its old keys deleted)."""
         s = self.store
-        s.nodes.run([(s.meta_key, s.nodes.script("done", [s.meta_key], [self.growing]))])
-        self.refresh(force=True)
+        now = int(time.time() * 1000)
+        left = s.nodes.run([(s.meta_key, s.nodes.script("done", self.keys(), [old, shard, phase, now]))],
+                           wait=TASK_WAIT_S)[0]
+        if isinstance(left, int) and left <= 0:
+            self.refresh(force=True)
+
+
+def _read(store: "StoreHandle", names: list[bytes]) -> list[dict[bytes, bytes]]:
+    out = []
+    for stored in store.nodes.run([(n, ("HGETALL", n)) for n in names], wait=TASK_WAIT_S):
+        pairs = stored.items() if isinstance(stored, dict) else zip(stored[::2], stored[1::2])
+        out.append({bytes(f): bytes(v) for f, v in pairs})
+    return out
+
+
+def move(store: "StoreHandle", names: list[bytes], pexpire: int) -> None:
+    """Put an old shard's entries (`names`: its keys, a family and generation each) into the new
+    level: a packed list merged with what was written there since, a value kept if one was
+    written there since; then read the old shard again and take back from the new level what was
+    removed meanwhile (a removal reaches the old level first). The old shard stays until the
+    sweep. `pexpire`: the TTL of a generation's keys (DEDUP_WINDOW), or 0."""
+    s, count = store, store.map.shards
+    kinds = {table_code(t): k for t, k in s.kinds.items() if t not in OWN_KEYS and t != "meta"}
+    before = _read(s, names)
+
+    def target(name: bytes, f: bytes) -> bytes:
+        gen = name[len(s.prefix_b) + 2:].split(b":")[0]  # (the family and generation marks)
+        return shard_name(s.prefix_b, gen, count, xxhash.xxh64_intdigest(f) % count)
+
+    batch: list[tuple[bytes, tuple]] = []
+    for name, fields in zip(names, before):
+        for f, v in fields.items():
+            to = target(name, f)
+            if kinds.get(f[:2]) == MULTI:
+                values = [v[i:i + 8] for i in range(0, len(v), 8)]
+                batch.append((to, s.nodes.script("packed", [to], [f, pexpire, len(values), *values])))
+            else:
+                batch.append((to, ("HSETNX", to, f, v)))
+                if pexpire:
+                    batch.append((to, ("PEXPIRE", to, pexpire)))
+    if not batch:
+        return
+    s.nodes.run(batch, wait=TASK_WAIT_S)
+    undo: list[tuple[bytes, tuple]] = []
+    for name, fields, now in zip(names, before, _read(s, names)):
+        for f, v in fields.items():
+            to = target(name, f)
+            if kinds.get(f[:2]) == MULTI:
+                kept = now.get(f, b"")
+                gone = sorted({v[i:i + 8] for i in range(0, len(v), 8)} - {kept[i:i + 8] for i in range(0, len(kept), 8)})
+                if gone:
+                    undo.append((to, s.nodes.script("packed", [to], [f, 0, 0, *gone])))
+            elif f not in now:
+                undo.append((to, s.nodes.script("hdel_if", [to], [f, v])))
+    if undo:
+        s.nodes.run(undo, wait=TASK_WAIT_S)

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xxhash
 
-from ..base import MULTI, SINGLE, u64
+from ...exceptions import StoreError
+from ..base import MULTI, SINGLE, Claim, u64
 from .buffer import BufferedTxn
+from .growth import GROWING, TASK_WAIT_S, move
 from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, STORE_FIELDS, claim_field, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
@@ -47,29 +49,31 @@ class SpreadTxn(BufferedTxn):
         super().__init__(store, writing)
         self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
+        self._shard_levels: list[int] | None = None
 
     # -- keys -------------------------------------------------------------------------------
     def _where(self, table: str, key: bytes) -> tuple[bytes, bytes | None]:
         """(Redis key, hash field or None for a string) where a write goes."""
         return self._places(table, key)[0]
 
-    def _places(self, table: str, key: bytes) -> list[tuple[bytes, bytes | None]]:
+    def _places(self, table: str, key: bytes, level: int | None = None) -> list[tuple[bytes, bytes | None]]:
         """Where an entry may be, newest first: with DEDUP_WINDOW an entry lies in the shard of the
         generation it was written in (a generation is half a window; its keys expire whole), and
-        a read looks in the last GENERATIONS."""
+        a read looks in the last GENERATIONS; while the shards grow, in both levels (`level`: the
+        places in one of them only)."""
         s = self.s
         if table in OWN_KEYS:
-            return [(s.prefix_b + OWN_KEYS[table] + key, None)]
+            return [(s.prefix_b + OWN_KEYS[table] + key, None)] if level is None or level == self._levels()[0] else []
         if table == "meta":
-            return [(s.meta_key, key)]
+            return [(s.meta_key, key)] if level is None or level == self._levels()[0] else []
         field = table_code(table) + key
         h = xxhash.xxh64_intdigest(field)
         fam = family(table)
         return [(shard_name(s.prefix_b, fam + gen, count, h % count), field)
-                for count in self._levels() for gen in self._generations(table)]
+                for count in self._levels() if level is None or count == level for gen in self._generations(table)]
 
     def _levels(self) -> list[int]:
-        if not hasattr(self, "_shard_levels"):  # (one map a transaction: its reads and writes agree)
+        if self._shard_levels is None:  # (one map a transaction: its reads and writes agree)
             self._shard_levels = self.s.map.levels()
         return self._shard_levels
 
@@ -156,18 +160,27 @@ class SpreadTxn(BufferedTxn):
     def sequence(self, table, key, by=1, start=0):
         return self.incr(table, key, by, start)
 
-    # -- claims (core/dedup.py: the order of pages filed at once) -----------------------------
+    # -- claims (core/decide/claims.py: the order of pages filed at once) ----------------------
     def claim(self, doc_id: int) -> int:
+        """The page's order (the one it has when claimed already); the shard map comes with it, so
+        the second look that follows reads every level a page filed before it may be in."""
         s = self.s
         args = [claim_field(doc_id), claim_field(doc_id - CLAIMS_KEPT)]
-        return int(s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0])
+        got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
+        s.map.learn(got[1:])
+        self._shard_levels = None
+        return int(got[0])
 
-    def claims(self, doc_ids: list[int]) -> list[int | None]:
+    def confirm(self, doc_id: int) -> None:
+        s = self.s
+        s.nodes.run([(s.meta_key, s.nodes.script("confirm", [s.meta_key], [claim_field(doc_id)]))])
+
+    def claims(self, doc_ids: list[int]) -> list[Claim | None]:
         if not doc_ids:
             return []
         s = self.s
         got = s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, *[claim_field(d) for d in doc_ids]))])[0]
-        return [None if v is None else int(v) for v in got]
+        return [None if v is None else Claim(int(bytes(v).rstrip(b"k")), bytes(v).endswith(b"k")) for v in got]
 
     def unclaim(self, doc_id: int) -> None:
         self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, claim_field(doc_id)))])
@@ -267,13 +280,20 @@ class SpreadTxn(BufferedTxn):
 
     # -- commit -----------------------------------------------------------------------------
     def commit(self) -> bool:
-        """Apply the buffer, key by key (each change atomic on its key); always True."""
+        """Apply the buffer, key by key (each change atomic on its key); always True. While the
+        shards grow, removals go to the old level first, then the new one (growth.py: a shard
+        being moved takes back what was removed meanwhile)."""
         s, ttl = self.s, self.s.ttl_ms
+        levels = self._levels()
+        if len(levels) > 1:
+            first = self._removals(levels[1])
+            if first:
+                s.nodes.run(first)
         batch: list[tuple[bytes, tuple]] = []
         for (table, key), value in self.single.items():
             batch += self._single_change(table, key, value)
         for table, key in self.cleared:
-            batch += [(n, ("HDEL", n, f)) for n, f in self._places(table, key)]
+            batch += [(n, ("HDEL", n, f)) for n, f in self._places(table, key, levels[0])]
         fresh: list[tuple[bytes, Any, list[bytes], int]] = []  # new keys: created whole, if still new
         scripted: list[tuple[bytes, Any, list[bytes], list[bytes], int]] = []
         for pair in {*self.added, *self.removed}:
@@ -281,7 +301,7 @@ class SpreadTxn(BufferedTxn):
             adds, removes = sorted(self.added.get(pair, ())), sorted(self.removed.get(pair, ()))
             if not adds and not removes:
                 continue
-            places = self._places(table, key)
+            places = self._places(table, key, levels[0])
             (name, field), older = places[0], places[1:]
             pexpire = generation_ttl(ttl) if ttl and table not in s.ttl_except else 0
             if adds and not removes and self.got.get(pair) == [] and pair not in self.cleared:
@@ -301,43 +321,41 @@ class SpreadTxn(BufferedTxn):
         follow += [(n, s.nodes.script("packed", [n], [f, p, len(a), *a, *r])) for n, f, a, r, p in scripted]
         new = sum(map(bool, created)) + sum(1 for pair in self.single
                                             if self.single[pair] is not None and pair[0] != "fetches")
-        if new:  # (counted, so the shards double with the index: growth.py)
+        if new:  # (counted, so the shards double with the index: growth.py; sent once)
             follow.append((s.meta_key, s.map.grow_command(new)))
         if follow:
-            replies = s.nodes.run(follow)
+            replies = s.nodes.run(follow, once=[len(follow) - 1] if new else [])
             if new:
                 s.map.after_commit(replies[-1])
-        moving = s.map.moving()
-        if moving is not None:
-            self._move(moving)
+        try:
+            task = s.map.task()
+            if task is not None:
+                phase, old_count, shard = task
+                names = [shard_name(s.prefix_b, fam + g, old_count, shard) for fam in FAMILIES
+                         for g in self._generations("*")]
+                if phase == GROWING:
+                    move(s, names, generation_ttl(s.ttl_ms) if s.ttl_ms else 0)
+                else:  # (swept: read by no process any more)
+                    s.nodes.run([(n, ("DEL", n)) for n in names], wait=TASK_WAIT_S)
+                s.map.done(phase, old_count, shard)
+        except StoreError:
+            pass  # (the page is filed; the shard's lease runs out and another commit does it)
         return True
 
-    def _move(self, old: int) -> None:
-        """Move an old shard's entries into the new level (growth.py): a packed list merged with
-        what was written there since, a value kept if one was written there since."""
-        s, count, prev = self.s, self.s.map.shards, self.s.map.growing
-        pexpire = generation_ttl(s.ttl_ms) if s.ttl_ms else 0
-        kinds = {table_code(t): k for t, k in s.kinds.items() if t not in OWN_KEYS and t != "meta"}
-        for gen in (fam + g for fam in FAMILIES for g in self._generations("*")):
-            name = shard_name(s.prefix_b, gen, prev, old)
-            stored = s.nodes.run([(name, ("HGETALL", name))])[0]
-            pairs = stored.items() if isinstance(stored, dict) else zip(stored[::2], stored[1::2])
-            batch: list[tuple[bytes, tuple]] = []
-            for f, v in pairs:
-                f, v = bytes(f), bytes(v)
-                target = shard_name(s.prefix_b, gen, count, xxhash.xxh64_intdigest(f) % count)
-                if kinds.get(f[:2]) == MULTI:
-                    values = [v[i:i + 8] for i in range(0, len(v), 8)]
-                    batch.append((target, s.nodes.script("packed", [target], [f, pexpire, len(values), *values])))
-                else:
-                    batch.append((target, ("HSETNX", target, f, v)))
-                    if pexpire:
-                        batch.append((target, ("PEXPIRE", target, pexpire)))
-            if batch:
-                s.nodes.run(batch)
-            s.nodes.run([(name, ("DEL", name))])
-        if old == prev - 1:
-            s.map.finish()
+    def _removals(self, level: int) -> list[tuple[bytes, tuple]]:
+        """This transaction's removals in the old level (while the shards grow)."""
+        s = self.s
+        out: list[tuple[bytes, tuple]] = []
+        for (table, key), value in self.single.items():
+            if value is None and table not in OWN_KEYS and table != "meta":
+                out += [(n, ("HDEL", n, f)) for n, f in self._places(table, key, level)]
+        for table, key in self.cleared:
+            out += [(n, ("HDEL", n, f)) for n, f in self._places(table, key, level)]
+        for (table, key), values in self.removed.items():
+            if values:
+                out += [(n, s.nodes.script("packed", [n], [f, 0, 0, *sorted(values)]))
+                        for n, f in self._places(table, key, level)]
+        return out
 
     def close(self) -> None:
         pass

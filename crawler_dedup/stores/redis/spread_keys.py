@@ -26,6 +26,12 @@ if #vals == 0 then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', 
 if tonumber(ARGV[2]) > 0 and #vals > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return #vals
 """,
+    # KEYS[1] a shard; ARGV: field, value. The field deleted if it still holds that value (a move
+    # taken back for an entry removed while it was moved: growth.py)
+    "hdel_if": """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+""",
     # KEYS[1] a hash (ARGV[1] its field) or a string (ARGV[1] ''); ARGV[2] by, ARGV[3] start. A
     # counter as the contract keeps it, 8 bytes big-endian (exact to 2^53)
     "incr": """
@@ -46,12 +52,28 @@ if ARGV[1] == '' then redis.call('SET', KEYS[1], out) else redis.call('HSET', KE
 return v
 """,
     # KEYS[1] the meta hash; ARGV: the doc id's claim field, an old claim's field. The order, atomic
-    # with its record; one key, so it runs while its slot moves (a script of several keys waits)
+    # with its record; the one it has when claimed already (a command sent again after a lost
+    # reply gets the order it got); and the shard map as it is now (the second look reads every
+    # level a page may be in). One key, so it runs while its slot moves (a script of several keys
+    # waits)
     "claim": """
-local o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
-redis.call('HSET', KEYS[1], ARGV[1], o)
-redis.call('HDEL', KEYS[1], ARGV[2])
-return o
+local got = redis.call('HGET', KEYS[1], ARGV[1])
+local o
+if got then o = tonumber(string.match(got, '^%d+')) else
+  o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+  redis.call('HSET', KEYS[1], ARGV[1], o)
+  redis.call('HDEL', KEYS[1], ARGV[2])
+end
+local function f(name) return redis.call('HGET', KEYS[1], name) or false end
+return {o, f('shards'), f('growing'), f('sweeping'), f('since')}
+""",
+    # KEYS[1] the meta hash; ARGV[1] the claim field. The page stays: its order marked `k`
+    "confirm": """
+local got = redis.call('HGET', KEYS[1], ARGV[1])
+if not got then return 0 end
+local o = string.match(got, '^%d+')
+redis.call('HSET', KEYS[1], ARGV[1], o .. 'k')
+return 1
 """,
 }
 
@@ -75,7 +97,8 @@ def generation_ttl(ttl_ms: int) -> int:
 
 
 # the meta hash's fields that are the store's, not the index's (the claims' are b"\x00c..."): left out of a scan
-STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"grown_at", b"moved", b"entries"))
+STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor",
+                          b"entries", b"grown_at", b"moved"))  # (the last two: growth before its leases)
 
 
 # Redis packs a hash only while every value is 64 bytes or less: a table whose lists grow longer

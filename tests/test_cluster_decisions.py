@@ -1,0 +1,219 @@
+"""One decision procedure on a Redis Cluster's spread layout (core/decide/claims.py): a filed
+page's second look is the rule chain itself, with its guards, overrides and settings, over the
+pages claimed before it; a drop names a page that stays; a page that withdraws gives back the
+entries it shared. Real 3-node cluster; races are made exact with barriers between two
+Deduplicators (two crawler processes, each its own connections)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.core import dedup as dedup_module
+from crawler_dedup.core.index.integrity import verify
+from crawler_dedup.core.verdict import Action, Guard
+from crawler_dedup.stores.redis import spread
+
+from .test_sitelines import _words
+
+
+@pytest.fixture
+def cluster(redis_cluster, request):
+    """Settings of a fresh spread index on the session's cluster."""
+    return dict(backend="redis", redis_url=redis_cluster, redis_prefix=f"chain-{request.node.name}"[:60])
+
+
+@pytest.fixture(scope="module")
+def texts(articles):
+    bodies = [body for _, body in articles]
+    return {"story": _words(bodies[2], 180), "other": _words(bodies[5], 250), "third": _words(bodies[9], 250),
+            "promo": _words(bodies[6], 150)}
+
+
+def test_a_page_kept_as_its_sites_boilerplate_stays_kept(cluster, texts):
+    """The site-lines guard keeps a page whose text is all its site's boilerplate beside its match;
+    the second look applies the same guard (it once dropped such a page, `rule: claim`)."""
+    promo = texts["promo"]
+    with Deduplicator(**cluster) as d:
+        d.check("https://a.example/1", text=f"{texts['story']}\n{promo}", title="A")
+        d.check("https://a.example/2", text=f"{_words(texts['other'], 90)}\n{promo}", title="A")
+        d.check("https://a.example/4", text=f"{texts['third']}\n{promo}", title="A")
+        shell = d.check("https://a.example/5", text=promo, title="A")
+        assert (shell.action, shell.guard, shell.rule) == (Action.KEEP, Guard.BOILERPLATE, "keep")
+        assert d.index.read(lambda t: d.index.by_url(t, "https://a.example/5")) is not None
+
+
+def test_revisit_keep_keeps_an_update_that_copies_another_urls_page(cluster):
+    """DEDUP_REVISIT=keep: a revisit whose new text is another URL's page is an update, kept and
+    filed for its URL; the second look keeps it too (it once withdrew it, and its URL left the index)."""
+    a = " ".join(f"alpha{i} plain words of alpha text" for i in range(20))
+    b = " ".join(f"beta{i} plain words of beta text" for i in range(20))
+    with Deduplicator(revisit="keep", **cluster) as d:
+        d.check("https://s/a", text=a)
+        d.check("https://s/b", text=b)
+        v = d.check("https://s/b", text=a)
+        assert (v.action, v.revisit) == (Action.KEEP, "updated")
+        kept = d.index.read(lambda t: d.index.by_url(t, "https://s/b"))
+        assert kept is not None and kept.doc_id == v.doc_id
+        assert d.check("https://s/c", text=a).duplicate_of in ("https://s/a", "https://s/b")
+        assert verify(d.index).ok
+
+
+def test_the_boilerplate_guard_holds_in_the_second_look(cluster):
+    """DEDUP_BOILERPLATE: an app shell matching another is kept (its text is lines kept pages show
+    outside their own); the second look guards it the same way."""
+    from .test_boilerplate import SHELL, article
+
+    with Deduplicator(boilerplate=True, **cluster) as d:
+        got = {name: d.check(f"https://valley.example/{name}", html=html) for name, html in
+               [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL), ("a2", article(2, 2))]}
+    assert not got["app/2"].would_drop and got["app/2"].guard == "boilerplate"
+    assert not got["a2"].would_drop
+
+
+class Race:
+    """Pages checked at the same moment by several processes: every first look happens before any
+    of them is filed, then the filed pages claim and look again in the order given."""
+
+    def __init__(self, monkeypatch, n: int, order: list[int]):
+        self.filing = threading.Barrier(n, timeout=60)
+        self.turns = [threading.Event() for _ in range(n)]
+        self.order, self.local = order, threading.local()
+        commit, confirm = spread.SpreadTxn.commit, dedup_module.confirm
+        race = self
+
+        def commit_after_all_looked(txn):
+            if getattr(race.local, "me", None) is not None and getattr(race.local, "first", True):
+                race.local.first = False
+                race.filing.wait()
+            return commit(txn)
+
+        def confirm_in_turn(*args, **kw):
+            me = race.local.me
+            race.turns[me].wait(timeout=60)
+            try:
+                return confirm(*args, **kw)
+            finally:
+                race.next_turn(me)
+
+        monkeypatch.setattr(spread.SpreadTxn, "commit", commit_after_all_looked)
+        monkeypatch.setattr(dedup_module, "confirm", confirm_in_turn)
+        self.turns[order[0]].set()
+
+    def next_turn(self, me: int) -> None:
+        at = self.order.index(me)
+        if at + 1 < len(self.order):
+            self.turns[self.order[at + 1]].set()
+
+    def run(self, checks):
+        """checks[i](): process i's decision; their verdicts."""
+        out: list = [None] * len(checks)
+
+        def go(i):
+            self.local.me = i
+            try:
+                out[i] = checks[i]()
+            finally:
+                self.next_turn(i) if not self.turns[i].is_set() else None
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(len(checks))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        return out
+
+
+def test_racing_byte_identical_copies_leave_the_kept_page_its_entries(cluster, articles, monkeypatch):
+    """Two processes file the same bytes under two URLs at once; the later claim withdraws. The
+    kept page keeps its exact-text and response-digest entries (the withdrawal once deleted them:
+    later byte-identical copies then matched only as `near`, and `index verify` reported
+    dangling digest entries)."""
+    from crawler_dedup.core.page.fingerprint import body_digest
+
+    html = articles[3][0]
+    body = body_digest(html)
+    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two:
+        race = Race(monkeypatch, 2, order=[0, 1])
+        first, second = race.run([lambda: one.check("https://x.example/a", html=html, body=body),
+                                  lambda: two.check("https://y.example/a", html=html, body=body)])
+        monkeypatch.undo()
+        assert (first.action, second.action, second.rule) == (Action.KEEP, Action.DROP, "claim")
+        assert second.duplicate_of == "https://x.example/a"
+        report = verify(one.index)
+        assert report.ok, report.problems
+        later = one.check("https://z.example/a", html=html, body=body)
+        assert (later.action, later.reason, later.duplicate_of) == (Action.DROP, "exact", "https://x.example/a")
+        assert one.known(body) is not None  # the fast path still knows the bytes
+
+
+def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypatch):
+    """A ~ B and B ~ D, but A !~ D. A and B are filed at once, A claims first; D is checked while
+    B is still racing and matches B only. B then withdraws against A, so D is decided again and
+    kept: a drop never names a page that left (it once named B, settled after a wait)."""
+    def text(words: list[str]) -> str:
+        return " ".join(words)
+
+    base = [f"w{i}" for i in range(300)]
+    a = base[:200]  # A and B share 150 of 200 words, B and D share 150, A and D 100
+    b = base[50:250]
+    d_words = base[100:300]
+    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two, Deduplicator(**cluster) as three:
+        confirm = dedup_module.confirm  # (the real one: B's turn is held by b_after_d, not by the race)
+        race = Race(monkeypatch, 2, order=[0, 1])
+        got_d: list = []
+        released = threading.Event()
+
+        def b_after_d(*args, **kw):  # B's second look waits until D has been dropped against B
+            if getattr(race.local, "me", None) == 1:
+                released.wait(timeout=60)
+            return confirm(*args, **kw)
+
+        monkeypatch.setattr(dedup_module, "confirm", b_after_d)
+
+        tries: list[int] = []
+        decide_many = three.decide_many
+
+        def counted(pages, *again):
+            tries.append(again[0] if again else 0)
+            return decide_many(pages, *again)
+
+        three.decide_many = counted  # type: ignore[method-assign]
+
+        def check_d():
+            got_d.append(three.check("https://d.example/d", text=text(d_words), title="D"))
+
+        watcher = threading.Thread(target=check_d)
+
+        def b_then_d():
+            return two.check("https://b.example/b", text=text(b), title="B")
+
+        race.turns[1].set()  # (B's turn is held by b_after_d instead)
+
+        def start_d_when_b_filed():
+            import time
+
+            index = three.index
+            for _ in range(1000):  # B is filed: D may now be checked
+                if index.read(lambda t: index.by_url(t, "https://b.example/b")) is not None:
+                    break
+                time.sleep(0.01)
+            watcher.start()
+            time.sleep(1.0)  # D found B and waits for it to settle
+            released.set()
+
+        helper = threading.Thread(target=start_d_when_b_filed)
+        helper.start()
+        threads_out = race.run([lambda: one.check("https://a.example/a", text=text(a), title="A"), b_then_d])
+        helper.join(timeout=60)
+        watcher.join(timeout=60)
+        monkeypatch.undo()
+        first, second = threads_out
+        assert first.action == Action.KEEP
+        assert (second.action, second.duplicate_of) == (Action.DROP, "https://a.example/a")
+        assert tries == [0, 1]  # dropped against B, then decided again when B withdrew
+        (late,) = got_d
+        assert (late.action, late.error) == (Action.KEEP, None), late  # decided again: B withdrew, A is no copy of D
+        assert verify(one.index).ok
