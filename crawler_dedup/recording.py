@@ -59,6 +59,10 @@ class Recorder:
         inc = self.inc
         if verdict.error:
             self.failure(verdict.error)
+            inc(keys.UNCHECKED)
+            if verdict.url and verdict.error != Failure.OPEN:  # (named: a later crawl can check it; an
+                # index that never opened is one error, logged at start)
+                logger.warning("Dedup kept unchecked: %s (%s error)", verdict.url, verdict.error)
             return verdict
         if verdict.skipped:
             self.skip(verdict.url, verdict.skipped)
@@ -159,14 +163,18 @@ class Recorder:
         dropped = get(keys.DROPPED, 0) + get(keys.FLAGGED, 0)
         revisits = get(keys.REVISITS, 0)
         asked, not_modified = get(keys.CONDITIONAL, 0), get(keys.NOT_MODIFIED, 0)
+        unchecked = get(keys.UNCHECKED, 0)
+        errors = ", ".join(f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(self.stats.get_stats().items())
+                           if k.startswith(keys.prefix(keys.ERRORS)) and v)
         logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s; drop log: %s",
+            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s%s; drop log: %s",
             checked, get(keys.KEPT, 0), dropped, "flagged" if self.config.dry_run else "dropped",
             100.0 * dropped / checked if checked else 0.0,
             f"; {revisits} revisits: {get(keys.REVISITS_UNCHANGED, 0)} unchanged, {get(keys.REVISITS_UPDATED, 0)} "
             f"updated, {get(keys.REVISITS_COPY, 0)} now copies of another URL's page" if revisits else "",
             f"; {asked} conditional requests, {not_modified} answered 304 ({_size(get(keys.NOT_MODIFIED_BYTES, 0))} "
             "not downloaded)" if asked else "",
+            f"; {unchecked} kept unchecked (errors: {errors}; each named above)" if unchecked else "",
             self.config.droplog,
         )
 

@@ -39,6 +39,7 @@ NOT_MODIFIED_BYTES = "dedup/not_modified/bytes"
 REFETCHED = "dedup/conditional/refetched"
 SKIPPED = "dedup/skipped/<why>"
 ERRORS = "dedup/errors/<where>"
+UNCHECKED = "dedup/unchecked"
 
 STATS: tuple[Stat, ...] = (
     Stat(CHECKED, "pages looked up in the index (= kept + dropped + flagged)"),
@@ -85,7 +86,10 @@ STATS: tuple[Stat, ...] = (
                   "`dedup_never_drop` page that matched another URL's kept page), `checked_as_response` (the item "
                   "of a page the middleware already checked)"),
     Stat(ERRORS, "kept because a step failed (`extract`, `fingerprint`, `store`, `droplog`, `open`, `internal`); "
-                 "logged once per kind"),
+                 "the error logged once per kind"),
+    Stat(UNCHECKED, "pages kept unchecked because a step failed (the sum of `dedup/errors/<where>`), each named in a "
+                    "`Dedup kept unchecked: URL` log line (but when the index could not be opened at all) and counted "
+                    "in the closing line"),
 )
 
 # earlier names, still counted beside the new ones for one release
