@@ -651,3 +651,20 @@ def test_a_redis_password_never_shows_in_messages():
     with pytest.raises(StoreError) as info:
         store.open()
     assert "s3cret-pw" not in str(info.value)
+
+
+def test_a_moved_slot_refreshes_the_slot_map(redis_cluster, articles):
+    """After a resharding, a MOVED answer makes the spread layout learn the new owner of the slot
+    (the next command goes there first), where it once followed MOVED as a one-off ASK and kept
+    asking the old node for every key of the slot."""
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="moved-map") as d:
+        assert d.check("https://a/1", text=articles[4][1]).action == "keep"
+        store = d.index.store
+        key = store.meta_key
+        before = store.nodes.node_of(key).name
+        _move_slot(redis_cluster, key)
+        assert store.nodes.node_of(key).name == before  # (not learned yet)
+        store.nodes.run([(key, ("HGET", key, b"shards"))])
+        assert store.nodes.node_of(key).name != before
+        v = d.check("https://b/1", text=articles[4][1])
+        assert (v.action, v.duplicate_of, v.error) == ("drop", "https://a/1", None)

@@ -102,23 +102,31 @@ def test_four_processes_racing_on_every_group_keep_it_once(redis_cluster, articl
     assert sorted(kept) == list(range(len(texts))), kept
 
 
-def test_a_node_restarted_mid_crawl_costs_no_page(tmp_path, articles):
+def test_a_node_restarted_mid_crawl_costs_no_page(tmp_path, articles, caplog):
     """A node of the cluster stops (its data on disk) and comes back: the pages decided while it is
-    down are kept and counted as store errors (never dropped unseen, never a failed crawl), and
-    afterwards copies of the pages kept before are dropped again."""
+    down (past DEDUP_REDIS_RETRY) are kept and counted as store errors (never dropped unseen,
+    never a failed crawl), the message names the node, and after the first page has waited its
+    time the next ones fail at once (an outage costs one wait, not one a page); afterwards copies
+    of the pages kept before are dropped again."""
+    import logging
+
     procs, ports, url = start_cluster(tmp_path, "--appendonly", "yes")
     try:
-        settings = dict(backend="redis", redis_url=url, redis_prefix="restart")
+        settings = dict(backend="redis", redis_url=url, redis_prefix="restart", redis_retry=1)
         with Deduplicator(**settings) as d:
             for n in range(4):
                 assert d.check(f"https://a/{n}", text=articles[n][1]).action == "keep"
             procs[1].send_signal(signal.SIGTERM)  # a clean stop: its append-only file is complete
             procs[1].wait(timeout=20)
-            down = d.check("https://b/0", text=articles[0][1])
-            assert (down.action, down.error) == ("keep", "store")
+            with caplog.at_level(logging.WARNING):
+                down = [d.check(f"https://b/{n}", text=articles[n][1]) for n in range(4)]
+            assert [(v.action, v.error) for v in down] == [("keep", "store")] * 4
+            said = " ".join(r.getMessage() for r in caplog.records)
+            assert f"127.0.0.1:{ports[1]}" in said and "after 1 s (DEDUP_REDIS_RETRY)" in said
+            assert d.index.store.patience.gave_up == 1  # one page waited; the next failed at once
             procs[1] = cluster_node(ports[1], tmp_path, "--appendonly", "yes")
             wait_cluster_ok(ports)
-            time.sleep(0.5)
+            time.sleep(3.5)  # (past the quick failures after the give-up: three times DEDUP_REDIS_RETRY)
             after = [d.check(f"https://c/{n}", text=articles[n][1]) for n in range(4)]
         assert [(v.action, v.duplicate_of) for v in after] == [("drop", f"https://a/{n}") for n in range(4)]
     finally:
@@ -292,3 +300,73 @@ def test_a_mover_killed_mid_growth_leaves_no_entry_behind(redis_cluster, monkeyp
         report = verify(d.index)
         assert report.ok, report.problems[:5]
     cluster.close()
+
+
+def test_a_lost_reply_never_applies_a_command_twice(redis_cluster, articles, monkeypatch):
+    """A connection that breaks after the commands went out (the reply lost, the commands run):
+    what is sent again is idempotent (a claim re-sent for its doc id gets the order it got), and
+    the entry count that doubles the shards is not sent again (once, its reply LOST). A page's
+    claim once came back as a second order, and both copies of a pair could withdraw."""
+    from crawler_dedup.stores.redis import nodes as nodes_module
+
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="lost-reply", store_text=False) as d:
+        store = d.index.store
+        assert d.check("https://a/0", text=articles[0][1]).action == "keep"
+        meta = store.client.hgetall(store.meta_key)
+        claims, entries = int(meta[b"claims"]), int(meta[b"entries"])
+        receive = nodes_module.Nodes._receive
+        cut = {"left": 0}
+
+        def lose_the_reply(self, pool, conn, count, ask):
+            out = receive(self, pool, conn, count, ask)  # (the commands ran)
+            if cut["left"]:
+                cut["left"] -= 1
+                raise store.redis.ConnectionError("connection cut before the reply")
+            return out
+
+        monkeypatch.setattr(nodes_module.Nodes, "_receive", lose_the_reply)
+        cut["left"] = 1
+        order = store.write(lambda t: t.claim(10_000))
+        assert store.write(lambda t: t.claim(10_000)) == order
+        assert int(store.client.hget(store.meta_key, "claims")) == claims + 1  # one order taken, not two
+        cut["left"] = 1
+        got = store.nodes.run([(store.meta_key, store.map.grow_command(5))], once=[0])
+        assert got == [nodes_module.LOST]
+        assert int(store.client.hget(store.meta_key, "entries")) == entries + 5  # counted once
+        monkeypatch.undo()
+        assert d.check("https://b/0", text=articles[0][1]).duplicate_of == "https://a/0"
+
+
+def test_an_index_whose_meta_was_lost_with_a_node_refuses_to_start_over(tmp_path, articles):
+    """The node holding the index's meta hash (plan, counters, claims) restarts without
+    persistence while the other nodes keep the rest: the running crawl keeps its pages unchecked
+    (never files one under a doc id given already), and the next crawl refuses to open the index,
+    in one line naming the fix (it once made a new plan and filed over the old pages silently)."""
+    from crawler_dedup.exceptions import StoreDamaged
+
+    procs, ports, url = start_cluster(tmp_path)  # no persistence, as the docs' old example ran it
+    try:
+        settings = dict(backend="redis", redis_url=url, redis_prefix="lost-meta", store_text=False)
+        with Deduplicator(**settings) as d:
+            for n in range(6):
+                assert d.check(f"https://a/{n}", text=articles[n][1]).action == "keep"
+            store = d.index.store
+            holder = store.nodes.node_of(store.meta_key)
+            records = [b"lost-meta:d:" + n.to_bytes(8, "big") for n in range(1, 7)]
+            staying = {k: store.client.get(k) for k in records if store.nodes.node_of(k).name != holder.name}
+            at = ports.index(holder.port)
+            procs[at].kill()
+            procs[at].wait(timeout=20)
+            procs[at] = cluster_node(ports[at], tmp_path)  # back, empty, with its cluster config
+            wait_cluster_ok(ports)
+            time.sleep(0.5)
+            assert not store.client.exists(store.meta_key)
+            later = d.check("https://b/9", text=articles[9][1])
+            assert (later.action, later.error) == ("keep", "store")
+            assert staying and {k: store.client.get(k) for k in staying} == staying  # nothing filed over them
+        with pytest.raises(StoreDamaged, match=r"lost its meta hash.*new DEDUP_REDIS_PREFIX") as info:
+            Deduplicator(**settings).open()
+        assert "\n" not in str(info.value)
+    finally:
+        for proc in procs:
+            proc.kill()

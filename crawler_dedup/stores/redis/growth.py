@@ -51,6 +51,7 @@ SCRIPTS = {
     # nor sweeping already: the last phase's end deleted its done bits and leases). One key, so it
     # runs while its slot moves
     "grow": """
+if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return -1 end
 local n = redis.call('HINCRBY', KEYS[1], 'entries', ARGV[1])
 local s = tonumber(redis.call('HGET', KEYS[1], 'shards') or ARGV[2])
 if n > s * tonumber(ARGV[4]) and not redis.call('HGET', KEYS[1], 'growing')

@@ -6,7 +6,7 @@ lost connections until a replica takes over (the cluster's node timeout, 15 s by
 election), a restarting node LOADING. Each is tried again, with growing pauses, until the
 deadline: such a fault costs time, not recall. A call that gives up makes the following calls
 fail after one try for three times as long (a node that stays down costs one wait, not one a
-page), until a call succeeds.
+page; a node back answers that one try).
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ class Patience:
         return now if now < self.failing_until else now + self.seconds
 
     def failed(self) -> None:
-        """A call gave up: the next ones fail at once for a while."""
-        self.gave_up += 1
-        self.failing_until = time.monotonic() + 3 * self.seconds
+        """A call gave up: the next ones fail at once for a while (a quick failure changes nothing)."""
+        now = time.monotonic()
+        if now >= self.failing_until:
+            self.gave_up += 1
+            self.failing_until = now + 3 * self.seconds
 
     def ok(self) -> None:
-        self.failing_until = 0.0
+        """A call succeeded (the quick failures still run their time: a call that touches only the
+        nodes that are up says nothing of the one that is down)."""
 
     @staticmethod
     def pause(attempt: int, deadline: float) -> bool:

@@ -153,7 +153,8 @@ class SpreadTxn(BufferedTxn):
         if (table, key) in self.single:  # (put in this transaction: applied first, then counted)
             self.commit_one(table, key)
         name, field = self._where(table, key)
-        value = int(self.s.nodes.run([(name, self.s.nodes.script("incr", [name], [field or b"", by, start]))])[0])
+        must = b"layout" if name == self.s.meta_key else b""  # (a lost meta hash never counts again from 0)
+        value = int(self.s.nodes.run([(name, self.s.nodes.script("incr", [name], [field or b"", by, start, must]))])[0])
         self.got[(table, key)] = u64(value)
         return value
 

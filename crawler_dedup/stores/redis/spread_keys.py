@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import xxhash
 
+# (a meta hash without its `layout` field was lost, a node restarted without persistence: the
+# counters and claims would start over under ids and orders given already, so the scripts refuse
+# with NOMETA; store.py refuses such an index at open)
 SCRIPTS = {
     # KEYS[1] a shard; ARGV: field, TTL ms, number of values to add, the values to add, the values to remove
     "packed": """
@@ -32,9 +35,11 @@ return #vals
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """,
-    # KEYS[1] a hash (ARGV[1] its field) or a string (ARGV[1] ''); ARGV[2] by, ARGV[3] start. A
+    # KEYS[1] a hash (ARGV[1] its field) or a string (ARGV[1] ''); ARGV[2] by, ARGV[3] start; ARGV[4]
+    # a field the hash must have ('layout' in the meta hash: one without it was lost), or ''. A
     # counter as the contract keeps it, 8 bytes big-endian (exact to 2^53)
     "incr": """
+if ARGV[4] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[4]) == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local cur
 if ARGV[1] == '' then cur = redis.call('GET', KEYS[1]) else cur = redis.call('HGET', KEYS[1], ARGV[1]) end
 local v = tonumber(ARGV[3])
@@ -57,6 +62,7 @@ return v
     # level a page may be in). One key, so it runs while its slot moves (a script of several keys
     # waits)
     "claim": """
+if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local got = redis.call('HGET', KEYS[1], ARGV[1])
 local o
 if got then o = tonumber(string.match(got, '^%d+')) else

@@ -9,11 +9,12 @@ import random
 import time
 from typing import Any, Callable
 
-from ...exceptions import StoreError
+from ...exceptions import StoreDamaged, StoreError
 from ..base import MULTI, SINGLE, T
 from .retry import Patience
 from .txn import _RedisTxn
 
+LEFTOVER_ROUNDS = 200  # SCAN rounds of 1,000 keys a node looked through for an index's keys without its meta
 MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
 
 
@@ -126,11 +127,37 @@ class RedisStore:
             from .spread_keys import SCRIPTS
 
             self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH}, self.patience)
+            meta = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
+            if not meta.hexists(self.meta_key, b"layout"):
+                self._refuse_leftovers()
             if not self.readonly:
                 node = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
                 node.hsetnx(self.meta_key, b"layout", b"spread")
                 node.hsetnx(self.meta_key, b"shards", FIRST_SHARDS)
             self.map = ShardMap(self, self.patience.seconds)
+
+    def _refuse_leftovers(self) -> None:
+        """No meta hash (plan, counters, claims) under the prefix: a new index, unless other keys of
+        it remain (the node holding the meta restarted without persistence, or the hash was deleted):
+        then starting over would file new pages over the old ones' ids. Refused, with the fix."""
+        from .spread_keys import escape
+
+        pattern = escape(self.prefix_b) + b":[dhf]*"
+        for node in self.nodes.primaries():
+            client = self.client.get_redis_connection(node)
+            cursor, rounds = 0, 0
+            while True:
+                cursor, found = client.scan(cursor=cursor, match=pattern, count=1000)
+                if found:
+                    raise StoreDamaged(
+                        f"the Redis index {self.location} has lost its meta hash {self.meta_key.decode()} (its plan, "
+                        f"counters and claims: a node restarted without persistence?) while other keys of it remain "
+                        f"(such as {bytes(found[0]).decode('latin-1')!r} on {node.name}); it cannot go on safely: "
+                        "crawl under a new DEDUP_REDIS_PREFIX (and delete the old keys), or bring the node back with "
+                        "its data (appendonly yes on every node)")
+                rounds += 1
+                if not cursor or rounds >= LEFTOVER_ROUNDS:
+                    break
 
     def expiring(self) -> bool:
         """Whether the index's keys expire (DEDUP_WINDOW here, or in a crawl that wrote it)."""
