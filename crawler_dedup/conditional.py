@@ -18,11 +18,12 @@ from scrapy.http import HtmlResponse, Request
 from .core.index.fetches import IF_HEADERS, Fetch, from_response
 from .core.page.fingerprint import body_digest
 from .core.verdict import Action, Reason
-from .stats import CONDITIONAL, NOT_MODIFIED, NOT_MODIFIED_BYTES, REFETCHED
+from .stats import CONDITIONAL, CONDITIONAL_REFUSED, NOT_MODIFIED, NOT_MODIFIED_BYTES, REFETCHED
 
 SENT = "dedup_conditional"  # meta: the validators this middleware sent ({"url", "headers"}); False: never
 LEAF = "dedup_leaf"  # meta: nothing on the page is to be followed (no copy needed for its 304)
 COPY_FLAG = "dedup_copy"  # the flag of a response built from the kept copy
+REFUSED = "dedup_conditional_refused"  # meta: asked again after the server refused our validators
 
 
 def blocked_by(settings) -> str | None:
@@ -84,6 +85,21 @@ def answered(request: Request, response) -> dict | None:
     return sent
 
 
+# 4xx answers to a request carrying our validators that say nothing of the page itself: it was
+# gone (404, 410), or the server is busy (429: Scrapy's retry middleware's)
+_NOT_THE_VALIDATORS = frozenset((404, 410, 429))
+
+
+def refused(request: Request, response) -> dict | None:
+    """The validators a 4xx refused (a 412 Precondition Failed, a firewall refusing replayed
+    validator bytes): ours, sent for this URL; else None. The request goes out again without them."""
+    sent = request.meta.get(SENT)
+    if (not 400 <= response.status < 500 or response.status in _NOT_THE_VALIDATORS or not isinstance(sent, dict)
+            or sent.get("url") != request.url):
+        return None
+    return sent
+
+
 async def not_modified(rt, request: Request, response, sent: dict, duplicate: type[Exception]):
     """The 304's page decided as an unchanged revisit: the kept copy for the spider to parse (its
     items dropped), `duplicate` raised when there is nothing to parse, or the request again,
@@ -123,13 +139,16 @@ def copy_response(request: Request, response, entry: Fetch, page: bytes) -> Html
                         protocol=response.protocol)
 
 
-def refetch(rt, request: Request, sent: dict) -> Request:
-    """The request again without our validators (the scheduler takes it anew)."""
+def refetch(rt, request: Request, sent: dict, refused: bool = False) -> Request:
+    """The request again without our validators (the scheduler takes it anew). `refused`: the
+    server refused them: its answer is kept without validators, so the next crawl asks plainly."""
     again = request.replace(dont_filter=True)
     for name in sent.get("headers", {}):
         again.headers.pop(name, None)
     again.meta[SENT] = False
-    rt.recorder.inc(REFETCHED)
+    if refused:
+        again.meta[REFUSED] = True
+    rt.recorder.inc(CONDITIONAL_REFUSED if refused else REFETCHED)
     return again
 
 
@@ -141,8 +160,10 @@ def fetched(rt, request: Request, response) -> Fetch | None:
         return None  # (without a copy only a leaf is ever asked: ask())
     try:
         copy = cfg.keeps_copies() and not leaf
-        return from_response(headers_of(response), response.status, response.body, body_digest(response.body),
-                             time.time(), copy)
+        headers = headers_of(response)
+        if request.meta.get(REFUSED):  # (the server refused its validators: none kept, none sent next time)
+            headers = {k: v for k, v in headers.items() if k.lower() not in ("etag", "last-modified")}
+        return from_response(headers, response.status, response.body, body_digest(response.body), time.time(), copy)
     except Exception:  # (odd headers: the page is decided, only not asked for next time)
         return None
 

@@ -51,6 +51,9 @@ class DedupMiddleware:
                                        request.url, exc)
                 rt.recorder.failure(Failure.INTERNAL)
                 return conditional.refetch(rt, request, sent)
+        refused = conditional.refused(request, response)
+        if refused is not None:  # (a 412, a firewall: the page itself may be fine)
+            return conditional.refetch(rt, request, refused, refused=True)
         if request.meta.get("dont_dedup"):
             rt.skip(response.url, Skip.DONT_DEDUP)
             rt.remember(response.url, "dont_dedup")  # and its items too

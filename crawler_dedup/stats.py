@@ -37,6 +37,7 @@ CONDITIONAL = "dedup/conditional"
 NOT_MODIFIED = "dedup/not_modified"
 NOT_MODIFIED_BYTES = "dedup/not_modified/bytes"
 REFETCHED = "dedup/conditional/refetched"
+CONDITIONAL_REFUSED = "dedup/conditional/refused"
 SKIPPED = "dedup/skipped/<why>"
 ERRORS = "dedup/errors/<where>"
 UNCHECKED = "dedup/unchecked"
@@ -79,6 +80,9 @@ STATS: tuple[Stat, ...] = (
     Stat(NOT_MODIFIED_BYTES, "body bytes those 304s did not download (the kept responses' lengths)"),
     Stat(REFETCHED, "304s that could not stand for the page (its entry changed or left the index, or the copy "
                     "it needed is missing): the page was requested again, unconditional"),
+    Stat(CONDITIONAL_REFUSED, "conditional requests the server refused with a 4xx (a 412 Precondition Failed, a firewall "
+                              "refusing replayed validators; not 404, 410 or 429): the page was requested again without "
+                              "them, and its URL keeps no validators, so the next crawl asks plainly"),
     Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names (a `superseded` drop-log line each)"),
     Stat(SKIPPED, "kept without a check: `not_html`, `status` (non-2xx), `empty`, `too_large`, `undecodable`, "
                   "`no_text` (no main text), `too_short`, `notice` (the text is a consent, paywall or login notice), "

@@ -388,3 +388,26 @@ def test_a_304_that_cannot_stand_for_the_page_is_refused(tmp_path, articles, req
         dedup.check(url, html=html, fetched=from_response({"ETag": '"v1"'}, 200, html, b"d" * 16, 0, True),
                     now=time.time() - 120)
         assert dedup.not_modified(url, {"If-None-Match": '"v1"'}) is None  # out of the window
+
+
+def test_a_server_refusing_validators_gets_the_request_again_without_them(tmp_path, articles, serve):
+    """A 412 (or a firewall's 4xx) to a conditional request: the request goes again without the
+    validators and the page is decided by its text, and the URL keeps none, so the next crawl asks
+    plainly (every recrawl of such a URL once failed until DEDUP_CONDITIONAL_MAX_AGE)."""
+    root = site(tmp_path, articles, 3)
+    server = serve(str(root), validators="refuse")  # sends validators, refuses them when they come back
+    urls = write_urls(tmp_path / "urls.txt", [f"{server.base_url}/a{i}.html" for i in range(3)])
+    crawl(tmp_path, urls, name="first")
+    assert entry(tmp_path, f"{server.base_url}/a0.html").validators
+    (root / "a2.html").write_bytes(edited(articles[2]))
+    proc, second = crawl(tmp_path, urls, name="second")
+    stats = dedup_stats(proc.stderr)
+    assert server.served.get(412, 0) == 3 and stats["dedup/conditional/refused"] == 3
+    assert [i["url"] for i in second] == [f"{server.base_url}/a2.html"]  # the update, found by its text
+    assert stats["dedup/revisits/unchanged"] == 2 and stats["dedup/revisits/updated"] == 1
+    kept = entry(tmp_path, f"{server.base_url}/a0.html")
+    assert kept is None or not kept.validators  # none kept: asked plainly next time
+    asked = len(server.asked)
+    proc, third = crawl(tmp_path, urls, name="third")
+    assert len(server.asked) == asked and server.served.get(412, 0) == 3  # no conditional request
+    assert dedup_stats(proc.stderr)["dedup/revisits/unchanged"] == 3

@@ -35,7 +35,8 @@ def test_a_rotted_record_is_a_counted_failure_that_keeps_the_page(tmp_path, arti
             assert (verdict.action, verdict.error) == ("keep", "store"), verdict
         assert d.check("https://other.test/2", text=articles[1][1]).action == "keep"  # the rest works
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warned) == 1 and "index verify" in warned[0] and "index rebuild" in warned[0], warned
+    # one line for the pages kept on it, one at most for the candidates decided without it
+    assert 1 <= len(warned) <= 2 and all("index verify" in w and "index rebuild" in w for w in warned), warned
     with pytest.raises(StoreDamaged, match="kept record 1 cannot be read"):
         with Deduplicator(dir=str(idx)) as d:
             d.index.read(lambda txn: d.index.doc(txn, 1))
@@ -63,7 +64,8 @@ def test_a_crawl_over_a_rotted_record_loses_no_request(tmp_path, articles, serve
     assert items + len(dropped) == 4, (items, dropped, stats)
     assert stats.get("dedup/errors/store", 0) >= 1, stats
     warnings = [line for line in proc.stderr.splitlines() if "index verify" in line]
-    assert len(warnings) == 1 and "WARNING" in warnings[0], warnings
+    # one line for the pages kept on it, one at most for the candidates decided without it
+    assert 1 <= len(warnings) <= 2 and all("WARNING" in w for w in warnings), warnings
 
 
 @pytest.mark.parametrize("loss", ["empty", "missing", "missing with its lock file"])

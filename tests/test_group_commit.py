@@ -78,6 +78,31 @@ def test_a_failing_page_fails_open_alone(tmp_path, articles):
         assert d.check("https://again/2", text=texts[2]).duplicate_of == "https://b/2"
 
 
+def test_a_damaged_record_met_in_a_batch_costs_its_page_only(tmp_path, articles, caplog):
+    """Lookups in a group commit meet a damaged kept record (bit rot). A page whose exact copy it
+    is (its words' entry names it) is kept unchecked and named; pages that only find it among their
+    candidates are decided on the others; the other pages of the batch are decided and filed as
+    ever (the whole batch was once kept unfiled: later copies of its pages kept too, logged once
+    against another URL)."""
+    import logging
+
+    texts = [gold for _, gold in articles[:5]]
+    with Deduplicator(dir=str(tmp_path / "idx"), lmdb_sync=False) as d:
+        damaged = d.check("https://s/0", text=texts[0]).doc_id
+        d.index.write(lambda txn: txn.doc_put(damaged, b"\x01" * 40))  # its bytes rot
+        edit = texts[0].replace(" ", " edited ", 1)  # a near copy: the record is among its candidates
+        batch = [texts[1], texts[0], edit, texts[2], texts[3]]
+        prepared = [d.prepare(f"https://b/{i}", text=t)[1] for i, t in enumerate(batch)]
+        with caplog.at_level(logging.WARNING):
+            verdicts = d.decide_many(prepared)
+        assert [(v.action, v.error) for v in verdicts] == [("keep", None), ("keep", "store"), ("keep", None),
+                                                           ("keep", None), ("keep", None)]
+        assert all(v.doc_id is not None for i, v in enumerate(verdicts) if i != 1)
+        assert "https://b/1" in caplog.text and f"kept record {damaged} cannot be read" in caplog.text
+        for i in (0, 2, 3, 4):  # filed: their copies are dropped
+            assert d.check(f"https://again/{i}", text=batch[i]).duplicate_of == f"https://b/{i}"
+
+
 def test_crawl_shares_commits_and_drops_one_of_each_pair(tmp_path, articles, serve):
     pages = {}
     for i, (html, _) in enumerate(articles[:6]):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import DedupConfig
-from ..exceptions import DedupError, StoreError
+from ..exceptions import DedupError, StoreDamaged, StoreError
 from .decide.churn import churn_digest, mask
 from .page.extract import canonical_link, page_title
 from .page.fingerprint import (
@@ -284,11 +284,13 @@ class Deduplicator:
         except Exception as exc:
             for plugin in self.plugins:
                 plugin.end(committed=False)  # undo what the aborted transaction did outside the store
+            if len(pages) > 1 and (isinstance(exc, StoreDamaged) or not isinstance(exc, (DedupError, OSError))):
+                # a damaged record one page's lookup met, or a bug: find its page, the others are
+                # decided and filed each in a transaction of its own
+                return [self.decide_many([page], _again)[0] for page in pages]
             if isinstance(exc, (DedupError, OSError)):
                 return [self.failed(page.verdict, Failure.STORE, exc) for page in pages]
-            if len(pages) == 1:  # a bug: find its page, keep the others' decisions
-                return [self.failed(pages[0].verdict, Failure.INTERNAL, exc)]
-            return [self.decide_many([page])[0] for page in pages]
+            return [self.failed(pages[0].verdict, Failure.INTERNAL, exc)]
         for plugin in self.plugins:
             plugin.end(committed=True)
         self.commits += 1

@@ -10,7 +10,8 @@ crawl measures the crawler rather than this server.
 `validators` makes it a server of each kind a recrawl meets: `none` sends no ETag nor
 Last-Modified; `honour` sends both (a strong ETag of the bytes, the file's time) and answers a
 conditional request with a bodiless 304 when nothing changed; `weak` the same with `W/` ETags;
-`ignore` sends them and always answers 200; `lie` answers every conditional request with 304.
+`ignore` sends them and always answers 200; `lie` answers every conditional request with 304;
+`refuse` answers every conditional request with 412 (a firewall refusing replayed validators).
 `served` counts the answers (200, 304) and the body bytes sent; `asked` lists the conditional
 requests (path, If-None-Match, If-Modified-Since, as received).
 """
@@ -29,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import xxhash
 
-VALIDATORS = ("none", "honour", "weak", "ignore", "lie")
+VALIDATORS = ("none", "honour", "weak", "ignore", "lie", "refuse")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -63,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, body, mtime = self._file(path)
         if status == 200 and self.server.validators != "none":
             headers, status = self._validated(dict(headers), body, mtime)
-            if status == 304:
+            if status in (304, 412):
                 body = b""
         with self.server.lock:
             self.server.served[status] = self.server.served.get(status, 0) + 1
@@ -86,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
             return headers, 200
         if kind == "lie":
             return headers, 304
+        if kind == "refuse":
+            return {}, 412
         if match is not None:  # (weak comparison, RFC 9110 13.1.2; If-Modified-Since is then ignored)
             tags = {t.strip().removeprefix("W/") for t in match.split(",")}
             return headers, 304 if etag.removeprefix("W/") in tags or "*" in tags else 200

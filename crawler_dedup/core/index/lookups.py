@@ -8,12 +8,17 @@ object with these methods instead.
 
 from __future__ import annotations
 
+import logging
+
+from ...exceptions import StoreDamaged
 from ..page.boilerplate import collapsed, text_lines
 from ..decide.guards import headline_keys
 from .neardup import NearDupIndex
 from .txn import IndexTxn
 from .records import DocRecord
 from ..decide.sitelines import SitePage
+
+logger = logging.getLogger(__name__)
 
 MAX_VERIFIED = 64  # candidates verified per page at most (a flood means a bad plan, not more work)
 
@@ -84,8 +89,28 @@ class TxnLookups:
         for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone
             batch = ids[start:start + MAX_VERIFIED]
             for doc_id, raw in zip(batch, txn.doc_get_many(batch)):
-                if raw is not None:
-                    out.append(DocRecord.decode(raw, doc_id))
+                doc = readable(raw, doc_id)
+                if doc is not None:
+                    out.append(doc)
                     if len(out) >= MAX_VERIFIED:
                         return out
         return out
+
+
+_said = [False]  # (one line a process: a damaged file has many damaged records)
+
+
+def readable(raw: bytes | None, doc_id: int) -> DocRecord | None:
+    """A candidate's record, or None when gone or damaged: a damaged record cannot be verified as a
+    match, so the page is decided on the others (said once in the log; `index verify` finds the
+    records, `index rebuild` salvages what can be read)."""
+    if raw is None:
+        return None
+    try:
+        return DocRecord.decode(raw, doc_id)
+    except StoreDamaged as exc:
+        if not _said[0]:
+            _said[0] = True
+            logger.warning("crawler-dedup: %s; pages whose candidates it is are decided without it "
+                           "(further damaged candidates are not logged)", exc)
+        return None

@@ -16,7 +16,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from ...exceptions import StoreFormat
+from ...exceptions import StoreDamaged, StoreFormat
 from ...stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
 from .fetches import doc_of as fetch_doc
 from ..decide.guards import headline_keys
@@ -273,7 +273,14 @@ class NearDupIndex:
         """The kept pages filed under a part of this title (guards.headline_keys), first found first."""
         keys = headline_keys(title)
         ids = txn.headed_docs(keys, HEADS_LIMIT) if keys else []
-        return [DocRecord.decode(raw, i) for i, raw in zip(ids, txn.doc_get_many(ids)) if raw is not None]
+        out = []
+        for i, raw in zip(ids, txn.doc_get_many(ids)):
+            try:
+                if raw is not None:
+                    out.append(DocRecord.decode(raw, i))
+            except StoreDamaged:
+                continue  # (a damaged record is no candidate: lookups.readable names it)
+        return out
 
     def boilerplate_counts(self, txn, keys: list[int]) -> list[int]:
         """For each line key, how many kept pages showed it outside their text (up to TEMPLATE_PAGES)."""
