@@ -26,7 +26,7 @@ from .core.index.fetches import Fetch
 from .core.page.fingerprint import Fingerprinted, body_digest
 from .core.page.extract import canonical_link
 from .core.verdict import Action, Failure, Skip, Stage, Step
-from .exceptions import ConfigError, DedupError, StoreDamaged
+from .exceptions import ConfigError, DedupError, StoreDamaged, StoreError
 from .recording import Recorder
 from .stats import COMMITS, FAST_SAME_BYTES, WORKERS_RESTARTED
 from .workers import WorkerPool
@@ -128,6 +128,8 @@ class DedupExtension:
             moved = opening.reset_index(dir_)
         except OSError as exc:
             raise ConfigError("DEDUP_RESET", True, f"a DEDUP_DIR that can be moved aside ({exc.strerror or exc})") from None
+        except StoreError as exc:  # another process writes it: moving it aside would lose its writes
+            raise ConfigError("DEDUP_RESET", True, f"an index no other process is using ({exc})") from None
         if moved:
             logger.info("crawler-dedup: DEDUP_RESET: the index %s was moved to %s; starting from an empty index",
                         cfg.dir, moved)

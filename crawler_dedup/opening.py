@@ -47,7 +47,7 @@ def spider_reset(spider) -> bool:
 def reset_index(path: str) -> str | None:
     """Move the index directory at `path` aside as `<path>.reset-<UTC time>` (never deleted);
     the moved path, or None when there was no index there."""
-    from .stores.lmdb.file import lost_signs
+    from .stores.lmdb.file import held_exclusive, lost_signs
 
     if not os.path.isfile(os.path.join(path, "data.mdb")) and not lost_signs(path):
         return None
@@ -56,7 +56,8 @@ def reset_index(path: str) -> str | None:
     while os.path.exists(target):
         n += 1
         target = f"{path.rstrip(os.sep)}.reset-{stamp}-{n}"
-    os.rename(path, target)
+    with held_exclusive(path, "DEDUP_RESET"):  # (StoreError when another process writes it)
+        os.rename(path, target)
     return target
 
 

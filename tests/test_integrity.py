@@ -303,3 +303,80 @@ def test_a_page_a_guard_kept_beside_its_match_is_whole(tmp_path, articles, capsy
         kept = d.check("https://news.test/b", text=gold, title="Storm closes schools across the northern districts today")
     assert kept.action == "keep" and kept.guard == "title"
     assert cli(["index", "verify", str(tmp_path / "idx")]) == 0, capsys.readouterr().out
+
+
+EXCLUSIVE = """
+import sys, time
+from crawler_dedup.stores import LmdbStore
+with LmdbStore(sys.argv[1]).exclusive("compact"):  # as compact and rebuild hold it, from check to swap
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_no_crawl_opens_an_index_between_compacts_check_and_its_swap(tmp_path):
+    """While `index compact` or `index rebuild` rewrites an index (from its check for other users
+    to its swap of data.mdb), a crawl that starts refuses to open it, saying why; it once opened
+    in between and wrote into the file about to be replaced."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.exceptions import StoreError
+
+    idx = tmp_path / "idx"
+    _build(idx, _texts(5))
+    rewriting = subprocess.Popen([sys.executable, "-c", EXCLUSIVE, str(idx)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rewriting.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match="being rewritten.*index compact"):
+            Deduplicator(dir=str(idx)).open()
+    finally:
+        rewriting.kill()
+        rewriting.wait()
+    with Deduplicator(dir=str(idx)) as d:  # done: it opens again
+        assert d.check("https://after.test/", text=" ".join(f"z{i}" for i in range(300))).action == "keep"
+
+
+def test_reset_refuses_an_index_another_process_is_writing(tmp_path):
+    """DEDUP_RESET moves the index aside only when no process writes it (it once checked only its
+    own process, and moved the folder from under a running crawl)."""
+    idx = tmp_path / "idx"
+    _build(idx, _texts(5))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(idx)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        got = subprocess.run([sys.executable, "-c", "import sys\nfrom crawler_dedup import opening\n"
+                              "opening.reset_index(sys.argv[1])", str(idx)], capture_output=True, text=True)
+        assert got.returncode != 0 and "open in another process" in got.stderr, got.stderr[-2000:]
+        assert os.path.isfile(idx / "data.mdb") and not list(tmp_path.glob("idx.reset-*"))
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_rebuild_never_brings_back_a_replaced_version_over_its_url(tmp_path):
+    """A page updated on a recrawl: its old record was removed, but LMDB's freed page still holds
+    a copy. When damage hides the live records around it, the rebuild scavenges the file's pages
+    for the records it lost, and must not file the stale copy over its URL (it once did, after the
+    readable records, so the old text took the URL's entry back from its update)."""
+    idx = tmp_path / "idx"
+    texts = _texts(120, seed=5)
+    with Deduplicator(dir=str(idx)) as d:
+        for i, text in enumerate(texts):
+            d.check(f"https://site.test/{i}", text=text)
+        old = d.index.read(lambda t: t.doc_get(2))
+        update = d.check("https://site.test/1", text=_texts(1, seed=99)[0])  # doc 2 out, a new record in
+        assert update.revisit == "updated" and update.doc_id > 120
+        neighbour = d.index.read(lambda t: t.doc_get(3))
+    data = (idx / "data.mdb").read_bytes()
+    assert data.count(old) >= 1  # the removed record's bytes are still on a freed page
+    page = data.rindex(neighbour) // 4096  # the live leaf page of the records around it (the newest copy): damaged
+    with open(idx / "data.mdb", "r+b") as fh:
+        fh.seek(page * 4096)
+        fh.write(random.Random(7).randbytes(4096))
+    got = _run("index", "rebuild", str(idx), "--yes")
+    assert got.returncode == 0, got.stderr
+    assert "were found on its pages" in got.stdout  # (the damage hid records, and the rebuild scavenged)
+    with Deduplicator(dir=str(idx)) as d:
+        kept = d.index.read(lambda t: d.index.by_url(t, "https://site.test/1"))
+        assert kept is not None and kept.doc_id == update.doc_id, kept
+        again = d.check("https://site.test/1", text=_texts(1, seed=99)[0])
+        assert (again.action, again.revisit) == ("drop", "unchanged")

@@ -115,6 +115,9 @@ class Repairable(Protocol):
 
     def refuse_if_used(self, what: str) -> None:
         """StoreError when another process has the store open."""
+    def exclusive(self, what: str) -> ContextManager[None]:
+        """While open, no other process has the store open nor opens it to write (StoreError when
+        one has it at the start): from the check to the swap."""
     def workspace(self, what: str) -> ContextManager[str]:
         """A scratch folder beside the store's file (one file system), removed afterwards."""
     def salvage_source(self, work: str) -> tuple["Store | None", Iterator[tuple[bytes, bytes]]]:

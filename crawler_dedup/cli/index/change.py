@@ -148,6 +148,9 @@ def rebuild(args) -> int:
         how = f"; damaged parts of the file hid up to {lost} doc ids, of which {got.scavenged} were found on its pages"
     else:
         how = ""
+    if got.stale:
+        how += (f" ({got.stale} found there were older versions of pages kept under a later id, replaced by an "
+                "update: not filed)")
     print(f"{where}: {got.pages} kept pages filed into a new index; {got.unreadable} unreadable records{how}"
           + f"; the old file is {got.damaged_copy} (delete it when the new index serves)")
     return 0

@@ -180,6 +180,7 @@ class Rebuilt:
     unreadable: int = 0  # records that could not be read
     lost_ranges: list[tuple[int, int]] = field(default_factory=list)  # doc ids a damaged part of the file hid
     scavenged: int = 0  # of `pages`, found on the file's leaf pages where the B-tree was damaged
+    stale: int = 0  # records found there of a URL kept under a later id: older versions, not filed
     walked: bool = True  # the table of kept pages could be read as a B-tree (else: leaf pages only)
     damaged_copy: str = ""  # where the old data.mdb went
 
@@ -264,8 +265,7 @@ def rebuild(store, site_lines: bool = True, progress: Callable[[int, int], None]
     """File the readable kept records of `store` into a new index, then put it in place and keep
     the old file beside it. `store` is unopened and Repairable (stores/base.py; the LMDB store):
     it knows its file, this knows the index. No crawl may use the index."""
-    store.refuse_if_used("rebuild")
-    with store.workspace("rebuild") as work:
+    with store.exclusive("rebuild"), store.workspace("rebuild") as work:
         source, rows = store.salvage_source(work)
         found_meta, found_docs = scavenge(rows)
         try:
@@ -341,8 +341,21 @@ def _refile(source, target, meta: dict[bytes, bytes], found_docs: dict[int, DocR
     got = salvage(source, stop, progress, into=file) if source is not None else Rebuilt(lost_ranges=[(1, stop)],
                                                                                         walked=False)
     # records on leaf pages the tables could not reach (only in what they lost: elsewhere a
-    # stale copy may be a page removed since)
+    # stale copy may be a page removed since); and not one whose URL was kept under a later doc
+    # id (ids only grow): it is an older version an update replaced, its record freed but not yet
+    # overwritten, and filing it would take the URL back from the update
     lost = [doc for doc_id, doc in sorted(found_docs.items()) if any(lo <= doc_id <= hi for lo, hi in got.lost_ranges)]
+    newest: dict[bytes, int] = {}
+    for doc in lost:
+        if doc.url:
+            newest[url_key(doc.url)] = max(newest.get(url_key(doc.url), 0), doc.doc_id or 0)
+    if newest:
+        keys = list(newest)
+        kept = target.read(lambda raw: [IndexTxn(raw).url_get(k) for k in keys])
+        newest = {k: max(at, held or 0) for (k, at), held in zip(newest.items(), kept)}
+    stale = [doc for doc in lost if doc.url and (doc.doc_id or 0) < newest[url_key(doc.url)]]
+    lost = [doc for doc in lost if not (doc.url and (doc.doc_id or 0) < newest[url_key(doc.url)])]
+    got.stale = len(stale)
     for i in range(0, len(lost), 1000):
         file(lost[i:i + 1000])
     got.pages += len(lost)

@@ -4,6 +4,7 @@ file, who else has it open, copying its tables, and reading its leaf pages witho
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from typing import Iterator
@@ -25,6 +26,9 @@ def damaged(location: str, exc: BaseException) -> StoreDamaged:
                         f"`crawler-dedup index verify --dir {location}` checks it, `crawler-dedup index rebuild "
                         f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
 
+WRITERS = "writers.lock"  # beside data.mdb: each process writing the index holds it shared; compact,
+# rebuild and DEDUP_RESET hold it exclusive from their check to their swap, so no crawl opens between
+
 
 def lost_signs(location: str) -> list[str]:
     """What shows that `location` held an index: its lock file, a drop log with lines, a damaged
@@ -33,7 +37,7 @@ def lost_signs(location: str) -> list[str]:
         names = os.listdir(location)
     except OSError:
         return []
-    signs = [n for n in names if n == "lock.mdb" or n.startswith("data.mdb.damaged-")]
+    signs = [n for n in names if n in ("lock.mdb", WRITERS) or n.startswith("data.mdb.damaged-")]
     try:
         if os.path.getsize(os.path.join(location, "droplog.jsonl")):
             signs.append("droplog.jsonl")
@@ -125,6 +129,42 @@ def other_users(env) -> list[int]:
         if fields and fields[0].isdigit() and int(fields[0]) != os.getpid():
             pids.append(int(fields[0]))
     return sorted(set(pids))
+
+
+def hold_shared(location: str) -> int:
+    """Take the writers' lock shared for a process about to write the index; its descriptor (the
+    lock lasts until it is closed). StoreError while compact, rebuild or a reset holds it."""
+    import fcntl
+
+    fd = os.open(os.path.join(location, WRITERS), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreError(f"the index at {location} is being rewritten (`crawler-dedup index compact` or `index "
+                         "rebuild`, or DEDUP_RESET, is running on it): start again when it is done") from None
+    return fd
+
+
+@contextlib.contextmanager
+def held_exclusive(location: str, what: str) -> Iterator[None]:
+    """The writers' lock exclusive for `what` (compact, rebuild, reset): StoreError when a process
+    writes the index; no process opens it for writing until the block ends."""
+    import fcntl
+
+    if not os.path.isdir(location):
+        yield
+        return
+    fd = os.open(os.path.join(location, WRITERS), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(f"the index at {location} is open in another process (a crawl?): stop it before "
+                             f"{what}") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def refuse_if_used(env, location: str, what: str) -> None:

@@ -11,14 +11,15 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Callable, Iterator
+from typing import Callable, ContextManager, Iterator
 
 import lmdb
 import numpy as np
 
 from ...exceptions import StoreDamaged, StoreError, StoreFull
 from ..base import MULTI, SINGLE, T, TxnBase
-from .file import _DAMAGED, check_file, check_not_lost, copy_tables, damaged, leaf_rows, refuse_if_used
+from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, held_exclusive, hold_shared, leaf_rows,
+                   refuse_if_used)
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -111,6 +112,7 @@ class LmdbStore:
         self.map_size, self.sync, self.readonly = map_size, sync, readonly
         self.env: lmdb.Environment | None = None
         self.dbs: dict[str, object] = {}
+        self._writers: int | None = None  # the writers' lock, held shared while open for writing (file.py)
 
     @classmethod
     def from_config(cls, config, readonly: bool = False) -> "LmdbStore":
@@ -133,6 +135,7 @@ class LmdbStore:
                 return
             check_not_lost(self.location)
             os.makedirs(self.location, exist_ok=True)
+            self._writers = hold_shared(self.location)  # (compact, rebuild, reset wait for none, refuse)
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 16, sync=self.sync,
                 # one fsync a commit, not two: the meta page follows with the next commit; a power
@@ -187,6 +190,9 @@ class LmdbStore:
             self.env.close()
             self.env = None
         self.dbs = {}
+        if self._writers is not None:
+            os.close(self._writers)
+            self._writers = None
 
     def _run(self, fn, write: bool):
         if self.env is None:
@@ -235,6 +241,11 @@ class LmdbStore:
         (bytes before, bytes after). Every table is copied entry by entry into a new file: LMDB's
         own compacting copy (mdb_env_copy2 with MDB_CP_COMPACT) crashes the process on a
         dupsort key with a few hundred values, which `times` has when many pages share a second."""
+        self.refuse_if_used("compact")  # (names the processes; the lock below closes the gap after it)
+        with held_exclusive(self.location, "`index compact`"):
+            return self._compact()
+
+    def _compact(self) -> tuple[int, int]:
         data = os.path.join(self.location, "data.mdb")
         check_file(self.location)
         before = os.path.getsize(data)
@@ -276,6 +287,16 @@ class LmdbStore:
             refuse_if_used(env, self.location, what)
         finally:
             env.close()
+
+    def exclusive(self, what: str) -> ContextManager[None]:
+        """No other process writes the index, nor opens it to write, until the block ends (the
+        writers' lock, file.py), and none other reads it as the block starts: StoreError if one does."""
+        @contextlib.contextmanager
+        def both() -> Iterator[None]:
+            self.refuse_if_used(what)  # (names the processes; the lock closes the gap after the check)
+            with held_exclusive(self.location, f"`index {what}`"):
+                yield
+        return both()
 
     @contextlib.contextmanager
     def workspace(self, what: str) -> Iterator[str]:
