@@ -91,7 +91,13 @@ def main(argv=None) -> int:
                     rules[record.get("rule")] = rules.get(record.get("rule"), 0) + 1
         scored = score(manifest, drops)
         keys = [list(c.scan_iter(count=1000)) for c in clients]
-        used = sum(c.memory_usage(k, samples=0) or 0 for c, ks in zip(clients, keys) for k in ks)
+        kinds: dict[str, int] = {}
+        for c, ks in zip(clients, keys):
+            for k in ks:
+                kind = _kind(k)
+                kinds[kind] = kinds.get(kind, 0) + (c.memory_usage(k, samples=0) or 0)
+        used = sum(kinds.values())
+        meta = cluster.hgetall("{bench}:m")
         kept = max(1, len(manifest["items"]) - len(drops))
         grown = dataset() - before
         for c in clients:
@@ -102,13 +108,30 @@ def main(argv=None) -> int:
             "exits": exits, "seconds": round(seconds, 1), "precision": scored.get("precision"),
             "recall": scored.get("recall"), "false_drops": scored.get("false_drops"), "rules": rules,
             "keys_per_node": [len(k) for k in keys], "largest_share": round(max(map(len, keys)) / max(1, sum(map(len, keys))), 3),
-            "key_bytes_per_kept": round(used / kept), "dataset_per_kept": round(grown / kept),
+            "key_bytes_per_kept": round(used / kept),
+            "key_bytes_per_kept_by_kind": {k: round(v / kept) for k, v in sorted(kinds.items())},
+            "shards": {f.decode(): int(meta[f]) for f in (b"shards", b"growing", b"sweeping") if f in meta},
+            "dataset_per_kept": round(grown / kept),
             "dataset_per_kept_without_command_stats": round(plain / kept)}))
         return 0 if not any(exits) else 1
     finally:
         for node in nodes:
             node.kill()
         server.shutdown()
+
+
+def _kind(key: bytes) -> str:
+    """What a key of the spread index holds: records, fetch entries, a family of shards (its level
+    aside), the meta hash and growth's keys."""
+    if key.startswith(b"{"):
+        return "meta"
+    mark = key.split(b":")[1]
+    if mark == b"d":
+        return "records"
+    if mark == b"f":
+        return "fetches (own keys)"
+    family = {b"h": "shards", b"hm": "shards: postings", b"hb": "shards: simhash buckets", b"hf": "shards: fetches"}
+    return family.get(mark.rstrip(b"0123456789"), mark.decode("latin-1"))
 
 
 if __name__ == "__main__":

@@ -109,3 +109,55 @@ def test_candidates_equal_brute_force_after_removals(kind, seed, size):
                 (1, ids[i]) for i in range(size) if i not in gone)
         finally:
             index.store.close()
+
+
+def _sketch(seed: int, shingles: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.unique(rng.integers(0, 2**63, shingles, dtype=np.uint64) * np.uint64(2))[:128]
+
+
+@given(st.integers(0, 10**6), st.sampled_from([130, 1000, 10**4, 10**5]))
+@settings(max_examples=40, deadline=None)
+def test_a_short_record_keeps_each_hash_to_16_bits_past_its_leading_zeros(seed, shingles):
+    """A coarse record (the Redis spread layout's) keeps 2 bytes a sketch hash: the 16 bits below
+    the sketch's common leading zeros, so it holds 16 bits of each hash whatever the page's size;
+    compared with a page's sketch cut to the same bits, resemblance is what the whole sketches give
+    (within the cut's rounding); its posting hashes come back whole for removal; its extras'
+    lengths are varints."""
+    from crawler_dedup.core.decide.verify import coarsened
+    from crawler_dedup.core.index.records import Extra, probe_hashes, probe_low_bits
+    from crawler_dedup.core.page.sketch import kept_bits, resemblance
+
+    sketch = _sketch(seed, shingles)
+    record = DocRecord(url="https://a.example/x", fingerprint=7, sketch=sketch, tokens=300, time=1.0, shingles=shingles,
+                       title="A title", extras={Extra.PROBE_LOW: probe_low_bits(sketch[:8]), Extra.DIGEST: b"d" * 16,
+                                                "tx": b"t" * 300},
+                       coarse=True)
+    raw = record.encode()
+    assert len(raw) < 130 + 2 * sketch.size + 400  # (8 bytes a hash: over 1,000)
+    back = DocRecord.decode(raw, 5)
+    assert back.coarse and back.bits >= 16 and back.extras == record.extras
+    assert (back.sketch == (sketch & kept_bits(back.bits))).all()  # each hash's high bits, in order
+    assert (probe_hashes(back, 8) == sketch[:8]).all()
+    other = np.unique(np.concatenate([sketch[::2], _sketch(seed + 1, shingles)]))[:128]
+    whole = resemblance(other, sketch)
+    assert abs(resemblance(coarsened(other, back.bits), np.unique(back.sketch)) - whole) <= 0.05
+
+
+def test_a_coarse_record_of_the_earlier_kind_still_reads():
+    """Records the spread layout wrote before (each hash's high 24 bits, 5-byte posting tails,
+    extras with 4-byte lengths) decode as they were: their sketch, and the posting hashes whole."""
+    import struct
+
+    from crawler_dedup.core.index.records import _COARSE, _HEAD, Extra, probe_hashes
+
+    sketch = _sketch(3, 5000)
+    low40 = (sketch[:8] & np.uint64((1 << 40) - 1)).astype(">u8").view(np.uint8).reshape(-1, 8)[:, 3:].tobytes()
+    extras = {Extra.DIGEST: b"d" * 16, Extra.PROBE_LOW: low40, Extra.PROBES: bytes([8])}
+    head = _HEAD.pack(7, 1.0, 300, 5000, 1, sketch.size, 1, 0 | _COARSE, 3)
+    body = (sketch >> np.uint64(40)).astype(">u4").view(np.uint8).reshape(-1, 4)[:, 1:].tobytes()
+    tail = b"".join(struct.pack(">BI", len(k), len(v)) + k.encode() + v for k, v in sorted(extras.items()))
+    doc = DocRecord.decode(head + body + b"T" + b"u:x" + tail, 9)
+    assert doc.coarse and doc.bits == 24 and doc.title == "T" and doc.url == "u:x" and doc.extras == extras
+    assert (doc.sketch == (sketch & np.uint64(0xFFFFFF0000000000))).all()
+    assert (probe_hashes(doc, 8) == sketch[:8]).all()

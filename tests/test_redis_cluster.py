@@ -370,3 +370,29 @@ def test_an_index_whose_meta_was_lost_with_a_node_refuses_to_start_over(tmp_path
     finally:
         for proc in procs:
             proc.kill()
+
+
+def test_fetch_entries_are_packed_into_shards_unless_they_carry_copies(redis_cluster):
+    """A URL's fetch entry (its validators) is a field of a shard of its own family by default (a
+    key of its own costs about 150 bytes of Redis memory for a 56-byte value); with copies of the
+    bodies kept (DEDUP_CONDITIONAL_COPY=True) it is a key of its own, too long to pack. Each way
+    reads the other's, and removing an entry takes it out of both places."""
+    from crawler_dedup.core.index.records import url_key
+
+    key, other = url_key("https://a.example/1"), url_key("https://a.example/2")
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="fetch-packed") as packed, \
+            Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="fetch-packed",
+                         conditional_copy=True) as apart:
+        assert not packed.index.store.fetch_copies and apart.index.store.fetch_copies
+        packed.index.write(lambda t: t.fetch_put(key, b"v" * 56))
+        apart.index.write(lambda t: t.fetch_put(other, b"w" * 900))
+        cluster, nodes = _nodes(redis_cluster)
+        own = [k for ks in _keys(nodes, "fetch-packed") for k in ks if k.startswith(b"fetch-packed:f:")]
+        assert own == [b"fetch-packed:f:" + other]  # the packed one is a field of an :hf shard
+        assert any(k.startswith(b"fetch-packed:hf") for ks in _keys(nodes, "fetch-packed") for k in ks)
+        for d in (packed, apart):
+            assert d.index.read(lambda t: (t.fetch_get(key), t.fetch_get(other))) == (b"v" * 56, b"w" * 900)
+        packed.index.write(lambda t: t.fetch_delete(other))
+        apart.index.write(lambda t: t.fetch_delete(key))
+        assert packed.index.read(lambda t: (t.fetch_get(key), t.fetch_get(other))) == (None, None)
+        cluster.close()

@@ -26,7 +26,7 @@ from .page.fingerprint import (
 )
 from .index.fetches import Fetch
 from .index.neardup import NearDupIndex
-from .index.records import DocRecord, Extra, canonical_url
+from .index.records import DocRecord, Extra, canonical_key, canonical_url
 from .index.txn import IndexTxn
 from .page.boilerplate import template_keys
 from .index import revalidation
@@ -39,6 +39,7 @@ from .index.tables import choose_plan
 from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 from .decide.verify import make_verifier
 from .page.visible import page_view
+from .decide.matching import thin_view
 
 logger = logging.getLogger(__name__)
 
@@ -380,7 +381,8 @@ class Deduplicator:
             index.remove(txn, doc_id)
         self.filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
-                           site_keys=site.keys if site is not None else None, body=fp.body)
+                           site_keys=site.keys if site is not None else None,
+                           body=fp.body if cfg.store_text else None)  # (the fast path reads the kept text)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         cutoff = page.cutoff
@@ -401,12 +403,14 @@ class Deduplicator:
             record.extras[Extra.CHROME] = bytes([min(100, round(fp.view.chrome * 100))])
             if cfg.store_text:  # (the rule compares with the kept text; filed under its title's parts: index.add)
                 record.extras[Extra.VISIBLE] = fp.view.sample().astype(">u4").tobytes()
+            else:  # no text to compare with: a thin view of both texts (visible.py)
+                record.extras.update(thin_view(fp.text, verdict.title, fp.view))
         if not cfg.store_text and mask(fp.text) != fp.text:  # (with the text stored, compared from it)
             digest = churn_digest(fp.text)
             if digest != fp.digest:
                 record.extras[Extra.CHURN] = digest
         if verdict.canonical and canonical_url(verdict.canonical) != canonical_url(verdict.url):
-            record.extras[Extra.CANONICAL] = verdict.canonical.encode("utf-8", "surrogatepass")
+            record.extras[Extra.CANONICAL] = canonical_key(verdict.canonical)
         return record
 
     def _score(self, fp, doc: DocRecord) -> tuple[float, float]:

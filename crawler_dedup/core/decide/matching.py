@@ -11,12 +11,13 @@ import numpy as np
 from .churn import churn_digest, same_but_churn
 from ..page.conceptual import cosine
 from .guards import headline_coverage, same_headline, titles_disagree
-from ..index.records import DocRecord, Extra, canonical_url
+from ..index.records import DocRecord, Extra, canonical_url, names_as_canonical
 from .sites import same_site
 from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
 from ..page.tokens import tokenize
 from ..verdict import Guard, Reason, Thresholds
-from ..page.visible import PageView, containment, main_shingles, sampled_containment
+from ..page.visible import (PageView, containment, main_in, main_shingles, sampled_containment, thin_contained,
+                            thin_main, thin_visible)
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 CHROME_SHARE = 0.5  # a main text this much in its page's chrome (visible.py) needs an agreeing title too
@@ -177,18 +178,47 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
         inside = sampled_containment(page.shingles, np.frombuffer(sampled, dtype=">u4").astype(np.uint32))
         if inside is not None:
             found.append(inside)
+    thin = doc.extras.get(Extra.VISIBLE_THIN)
+    if thin is not None and page.shingles.size >= MIN_CONTAINED and (view is None or view.chrome < CHROME_SHARE):
+        inside = thin_contained(page.shingles, thin)
+        if inside is not None:
+            found.append(inside)
     kept_chrome = doc.extras.get(Extra.CHROME, b"\x00")[0] / 100
-    text = doc.text if view is not None and kept_chrome < CHROME_SHARE else None
+    if view is None or kept_chrome >= CHROME_SHARE:
+        return max(found) if found else None
+    text = doc.text
+    kept_main = doc.extras.get(Extra.MAIN_THIN) if text is None else None
     if text is not None:
         theirs = Evidence.of(text, doc.title, None)
         if theirs.shingles.size >= MIN_CONTAINED:
-            shown = containment(theirs.shingles, view.visible)  # type: ignore[union-attr]
-            fuller = containment(theirs.shingles, page.shingles) >= shown * FULLER
-            misread = (page.coverage is not None and theirs.coverage is not None
-                       and page.coverage < ABOUT and theirs.coverage >= ABOUT)
-            if fuller or misread:
-                found.append(shown)
+            shown: float | None = containment(theirs.shingles, view.visible)
+            fuller = containment(theirs.shingles, page.shingles) >= shown * FULLER  # type: ignore[operator]
+            kept_coverage = theirs.coverage
+        else:
+            shown = None
+    elif kept_main is not None and int.from_bytes(doc.extras.get(Extra.MAIN_SHINGLES, b""), "big") >= MIN_CONTAINED:
+        shown = main_in(kept_main, view.visible)  # (estimated on the kept main text's thin sample)
+        inside = main_in(kept_main, page.shingles)
+        fuller = shown is not None and inside is not None and inside >= shown * FULLER
+        said = doc.extras.get(Extra.HEADLINE, b"\xff")[0]
+        kept_coverage = None if said == 255 else said / 100
+    else:
+        shown = None
+    if shown is not None:
+        misread = (page.coverage is not None and kept_coverage is not None
+                   and page.coverage < ABOUT and kept_coverage >= ABOUT)
+        if fuller or misread:
+            found.append(shown)
     return max(found) if found else None
+
+
+def thin_view(text: str, title: str | None, view: PageView) -> dict[str, bytes]:
+    """What a kept page files for the visible-text rule when its text is not stored: thin samples
+    of its visible and main texts, its main text's size and how much of its headline it names."""
+    mine = Evidence.of(text, title, view)
+    coverage = 255 if mine.coverage is None else min(100, round(mine.coverage * 100))
+    return {Extra.VISIBLE_THIN: thin_visible(view.visible), Extra.MAIN_THIN: thin_main(mine.shingles),
+            Extra.MAIN_SHINGLES: min(mine.shingles.size, 65535).to_bytes(2, "big"), Extra.HEADLINE: bytes([coverage])}
 
 
 def conceptual_match(fp, candidates: Iterable[DocRecord], threshold: float) -> Match | None:
@@ -225,6 +255,6 @@ def supersedes(url: str, canonical: str | None, kept: DocRecord) -> bool:
     """The canonical rule: the kept page names `url` as its rel=canonical (or og:url), so the
     page at `url` is the one to keep, unless the two name each other (the first kept stays)."""
     named = kept.extras.get(Extra.CANONICAL)
-    if not named or canonical_url(named.decode("utf-8", "surrogatepass")) != canonical_url(url):
+    if not named or not names_as_canonical(named, url):
         return False
     return not (canonical and canonical_url(canonical) == canonical_url(kept.url))

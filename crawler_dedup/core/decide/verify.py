@@ -15,18 +15,15 @@ import functools
 import numpy as np
 
 from ..page.features import _mix
-from ..page.sketch import resemblance, sketch
+from ..page.sketch import kept_bits, resemblance, sketch
 
 _QMULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                    0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
 
 
-_HIGH = np.uint64(0xFFFFFF0000000000)
-
-
-def coarsened(sketch: np.ndarray) -> np.ndarray:
-    """A sketch as a coarse record keeps it (each hash's high 24 bits), to compare with one."""
-    return np.unique(sketch & _HIGH)
+def coarsened(sketch: np.ndarray, bits: int = 24) -> np.ndarray:
+    """A sketch as a coarse record keeps it (each hash's high `bits` bits), to compare with one."""
+    return np.unique(sketch & kept_bits(bits))
 
 
 def sketch_scores(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> tuple[float, float]:
@@ -128,7 +125,9 @@ class Verifier:
 
     def score(self, fp, doc, config) -> tuple[float, float]:
         """(score for DEDUP_THRESHOLD, containment or 0)."""
-        return sketch_scores(coarsened(fp.sketch) if doc.coarse else fp.sketch, fp.shingles, doc.sketch, doc.shingles)
+        if doc.coarse:  # (both cut to the record's bits; two of its hashes may have become one)
+            return sketch_scores(coarsened(fp.sketch, doc.bits), fp.shingles, np.unique(doc.sketch), doc.shingles)
+        return sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
 
 
 class QGramVerifier(Verifier):

@@ -265,7 +265,7 @@ class NearDupIndex:
             headline = title_key(record.url, record.title)
             if headline is not None:
                 txn.title_add(headline, doc_id, TITLED)
-        if Extra.VISIBLE in record.extras:  # kept with its view (DEDUP_VISIBLE_CONTAINMENT): found by its title
+        if Extra.VISIBLE in record.extras or Extra.VISIBLE_THIN in record.extras:  # kept with its view: found by its title
             txn.heads_add(headline_keys(record.title), doc_id, HEADS_LIMIT)
         return doc_id
 
@@ -335,7 +335,7 @@ class NearDupIndex:
         titled = title_key(doc.url, doc.title)
         if titled is not None:
             txn.title_remove(titled, doc_id)
-        if Extra.VISIBLE in doc.extras:
+        if Extra.VISIBLE in doc.extras or Extra.VISIBLE_THIN in doc.extras:
             txn.heads_remove(headline_keys(doc.title), doc_id)
         return True
 

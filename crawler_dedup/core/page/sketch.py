@@ -33,3 +33,8 @@ def resemblance(a: np.ndarray, b: np.ndarray, size: int = SKETCH_SIZE) -> float:
     twice = merged[1:] == merged[:-1]
     rank = np.cumsum(~twice)
     return int(np.count_nonzero(twice & (rank < size))) / min(size, int(rank[-1]) + 1)
+
+
+def kept_bits(bits: int) -> np.uint64:
+    """The mask of the high `bits` bits of a hash (a coarse record's precision: records.py)."""
+    return np.uint64(((1 << 64) - 1) ^ ((1 << (64 - bits)) - 1))

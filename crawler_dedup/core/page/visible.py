@@ -26,6 +26,12 @@ from .tokens import tokenize
 W = 5  # words a shingle: exact containment of 5-word shingles is what the benchmark's reference measures
 SAMPLE = 4  # a kept page files the visible shingles whose hash is 0 mod SAMPLE (a sample keeps containment)
 MAX_SAMPLE = 2048  # at most this many (the smallest): a huge page's sample is a bottom-k of it
+# without the kept texts (DEDUP_STORE_TEXT=False, as a Redis index is run for its memory) a kept
+# page files a thinner view instead: a sample of its visible text and one of its main text
+THIN_VISIBLE = 32  # the visible shingles whose hash is 0 mod this, as their high 16 bits
+THIN_MAIN = 32  # the main text's shingles whose hash is 0 mod this, as their high 24 bits (compared with a
+# page's whole visible text: 24 bits keep chance matches under 0.02% of a long page's shingles)
+MAX_THIN = 128  # values of each at most (the smallest: a huge page's sample is a bottom-k of it)
 MAX_CHARS = 2_000_000  # markup read (a huge page: its first part)
 WEAK_SHARE = 0.6  # a weak chrome element holding this share of the page's words is a wrapper, not chrome
 
@@ -83,6 +89,45 @@ def sampled_containment(main: np.ndarray, visible_sample: np.ndarray, at_least: 
     if mine.size < at_least:
         return None
     return float(np.isin(mine, visible_sample, assume_unique=True).mean())
+
+
+def thin_visible(visible: np.ndarray) -> bytes:
+    """A kept page's thin visible sample (the record's `vt`): high 16 bits of the hashes 0 mod THIN_VISIBLE."""
+    picked = visible[visible % np.uint64(THIN_VISIBLE) == 0]
+    return np.unique((picked >> np.uint64(48)).astype(np.uint16))[:MAX_THIN].astype(">u2").tobytes()
+
+
+def thin_contained(main: np.ndarray, kept: bytes, at_least: int = 6) -> float | None:
+    """How much of a main text a kept page's thin visible sample holds (sampled_containment's
+    thin kind); None when the main text's own thin sample is too small to tell."""
+    theirs = np.frombuffer(kept, dtype=">u2").astype(np.uint16)
+    picked = main[main % np.uint64(THIN_VISIBLE) == 0]
+    mine = np.unique((picked >> np.uint64(48)).astype(np.uint16))
+    if theirs.size >= MAX_THIN:
+        mine = mine[mine <= theirs[-1]]
+    if mine.size < at_least:
+        return None
+    return float(np.isin(mine, theirs, assume_unique=True).mean())
+
+
+def thin_main(main: np.ndarray) -> bytes:
+    """A kept page's thin main-text sample (the record's `mt`): high 24 bits of the hashes 0 mod
+    THIN_MAIN, 3 bytes each, the smallest MAX_THIN."""
+    picked = main[main % np.uint64(THIN_MAIN) == 0]
+    high = np.unique(picked >> np.uint64(40))[:MAX_THIN]
+    return high.astype(">u4").view(np.uint8).reshape(-1, 4)[:, 1:].tobytes()
+
+
+def main_in(kept: bytes, values: np.ndarray) -> float | None:
+    """How much of a kept page's main text (its thin sample) `values` holds (a page's visible or
+    main shingles); None for an empty sample."""
+    three = np.frombuffer(kept, dtype=np.uint8).reshape(-1, 3).astype(np.uint32)
+    theirs = (three[:, 0] << 16) | (three[:, 1] << 8) | three[:, 2]
+    if not theirs.size:
+        return None
+    cut = theirs.max()
+    mine = np.unique((values >> np.uint64(40)).astype(np.uint32))
+    return float(np.isin(theirs, mine[mine <= cut], assume_unique=True).mean())
 
 
 def containment(main: np.ndarray, visible: np.ndarray) -> float:

@@ -20,6 +20,7 @@ class StoreHandle(Protocol):
     meta_key: bytes
     ttl_ms: int
     ttl_except: tuple[str, ...]
+    fetch_copies: bool  # fetch entries carry body copies (DEDUP_CONDITIONAL_COPY): keys of their own
     trips: int  # round trips, for the benchmarks
     commands: int
 

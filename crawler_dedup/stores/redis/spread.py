@@ -33,7 +33,7 @@ from ...exceptions import StoreError
 from ..base import MULTI, SINGLE, Claim, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
-from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, STORE_FIELDS, claim_field, escape, family,
+from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, claim_field, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
 if TYPE_CHECKING:
@@ -62,15 +62,22 @@ class SpreadTxn(BufferedTxn):
         a read looks in the last GENERATIONS; while the shards grow, in both levels (`level`: the
         places in one of them only)."""
         s = self.s
-        if table in OWN_KEYS:
-            return [(s.prefix_b + OWN_KEYS[table] + key, None)] if level is None or level == self._levels()[0] else []
+        current = level is None or level == self._levels()[0]
+        own = (s.prefix_b + OWN_KEYS[table] + key, None) if table in OWN_KEYS else None
+        if own is not None and table not in PACKABLE:
+            return [own] if current else []
         if table == "meta":
-            return [(s.meta_key, key)] if level is None or level == self._levels()[0] else []
+            return [(s.meta_key, key)] if current else []
         field = table_code(table) + key
         h = xxhash.xxh64_intdigest(field)
         fam = family(table)
-        return [(shard_name(s.prefix_b, fam + gen, count, h % count), field)
-                for count in self._levels() if level is None or count == level for gen in self._generations(table)]
+        shards: list[tuple[bytes, bytes | None]] = [
+            (shard_name(s.prefix_b, fam + gen, count, h % count), field)
+            for count in self._levels() if level is None or count == level for gen in self._generations(table)]
+        if own is None or not current:
+            return shards
+        # (a fetch entry: written where the crawl keeps it, read in both places)
+        return [own, *shards] if s.fetch_copies else [*shards, own]
 
     def _levels(self) -> list[int]:
         if self._shard_levels is None:  # (one map a transaction: its reads and writes agree)
@@ -197,28 +204,35 @@ class SpreadTxn(BufferedTxn):
             rows = sorted((bytes(k), bytes(v)) for k, v in stored.items()
                           if bytes(k) not in STORE_FIELDS and not bytes(k).startswith(b"\x00c"))
         else:
-            own = table in OWN_KEYS
-            base = s.prefix_b + (OWN_KEYS[table] if own else b":h")
-            code = table_code(table)
-            names = self._keys(escape(base) + b"*")
             rows = []
-            for i in range(0, len(names), 500):
-                chunk = names[i:i + 500]
-                cmd = (lambda n: ("GET", n)) if own else (lambda n: ("HGETALL", n))
-                for name, reply in zip(chunk, s.nodes.run([(n, cmd(n)) for n in chunk])):
-                    if reply is None:
-                        continue
-                    if own:
-                        rows.append((name[len(base):], bytes(reply)))
-                    else:
-                        pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
-                        rows += [(bytes(f)[2:], bytes(v)) for f, v in pairs if bytes(f)[:2] == code]
-            if not own and s.kinds.get(table) == SINGLE:  # (one key in two generations: the newest)
+            for own in ([True, False] if table in PACKABLE else [table in OWN_KEYS]):
+                rows += self._list_keys(table, own)
+            if s.kinds.get(table) == SINGLE:  # (one key in two generations or two places: one)
                 rows = list({k: v for k, v in sorted(rows, key=lambda r: r[0])}.items())
             rows.sort()
         if self.s.kinds.get(table) == MULTI:
             rows = [(k, v[i:i + 8]) for k, v in rows for i in range(0, len(v), 8)]
         self.listed[table] = rows
+        return rows
+
+    def _list_keys(self, table: str, own: bool) -> list[tuple[bytes, bytes]]:
+        """A table's entries in keys of their own, or in the shards."""
+        s = self.s
+        base = s.prefix_b + (OWN_KEYS[table] if own else b":h")
+        code = table_code(table)
+        names = self._keys(escape(base) + b"*")
+        rows = []
+        for i in range(0, len(names), 500):
+            chunk = names[i:i + 500]
+            cmd = (lambda n: ("GET", n)) if own else (lambda n: ("HGETALL", n))
+            for name, reply in zip(chunk, s.nodes.run([(n, cmd(n)) for n in chunk])):
+                if reply is None:
+                    continue
+                if own:
+                    rows.append((name[len(base):], bytes(reply)))
+                else:
+                    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+                    rows += [(bytes(f)[2:], bytes(v)) for f, v in pairs if bytes(f)[:2] == code]
         return rows
 
     def _keys(self, pattern: bytes) -> list[bytes]:
@@ -269,11 +283,10 @@ class SpreadTxn(BufferedTxn):
         expire = ttl and table not in s.ttl_except
         places = self._places(table, key)
         name, field = places[0]
+        if value is None:  # (out of every place it may be in)
+            return [(n, ("DEL", n) if f is None else ("HDEL", n, f)) for n, f in places]
         if field is None:
-            return [(name, ("DEL", name) if value is None else (("SET", name, value, "PX", ttl) if expire
-                                                               else ("SET", name, value)))]
-        if value is None:
-            return [(n, ("HDEL", n, f)) for n, f in places]
+            return [(name, ("SET", name, value, "PX", ttl) if expire else ("SET", name, value))]
         out: list[tuple[bytes, tuple]] = [(name, ("HSET", name, field, value))]
         if expire:
             out.append((name, ("PEXPIRE", name, generation_ttl(ttl))))
@@ -320,8 +333,8 @@ class SpreadTxn(BufferedTxn):
             elif pexpire:
                 follow.append((name, ("PEXPIRE", name, pexpire)))
         follow += [(n, s.nodes.script("packed", [n], [f, p, len(a), *a, *r])) for n, f, a, r, p in scripted]
-        new = sum(map(bool, created)) + sum(1 for pair in self.single
-                                            if self.single[pair] is not None and pair[0] != "fetches")
+        new = sum(map(bool, created)) + sum(1 for (t, k), v in self.single.items()  # (entries of the shards)
+                                            if v is not None and self._places(t, k)[0][1] is not None)
         if new:  # (counted, so the shards double with the index: growth.py; sent once)
             follow.append((s.meta_key, s.map.grow_command(new)))
         if follow:
@@ -348,7 +361,7 @@ class SpreadTxn(BufferedTxn):
         s = self.s
         out: list[tuple[bytes, tuple]] = []
         for (table, key), value in self.single.items():
-            if value is None and table not in OWN_KEYS and table != "meta":
+            if value is None and table != "meta":
                 out += [(n, ("HDEL", n, f)) for n, f in self._places(table, key, level)]
         for table, key in self.cleared:
             out += [(n, ("HDEL", n, f)) for n, f in self._places(table, key, level)]

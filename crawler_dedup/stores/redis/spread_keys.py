@@ -85,8 +85,11 @@ return 1
 
 
 # tables whose entries are keys of their own (a record, a response's copy: too long for a packed
-# hash), under these marks after the prefix
+# hash), under these marks after the prefix. A fetch entry without a copy of its body (Redis's
+# default: DEDUP_CONDITIONAL_COPY=auto) is short: it goes to shards of its own family instead,
+# and is looked up in both places
 OWN_KEYS = {"docs": b":d:", "fetches": b":f:"}
+PACKABLE = frozenset(("fetches",))
 
 GENERATIONS = 3  # with DEDUP_WINDOW, generations a read looks in: a window and a half
 
@@ -110,14 +113,17 @@ STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"sweepin
 # Redis packs a hash only while every value is 64 bytes or less: a table whose lists grow longer
 # than 8 doc ids (mins: up to POSTING_LIMIT) has shards of its own, so the others stay packed
 LONG_TABLES = frozenset(("mins",))
-FAMILIES = (b"", b"m", b"b")
+FAMILIES = (b"", b"m", b"b", b"f")
 
 
 def family(table: str) -> bytes:
     """The shards a table's entries go to: the postings' (long lists), the simhash buckets' (their
-    lists grow with the index past 8 fingerprints: 10^7 pages fill 2^16 buckets 150 deep), the rest."""
+    lists grow with the index past 8 fingerprints: 10^7 pages fill 2^16 buckets 150 deep), the
+    fetch entries' (a long ETag makes a value past 64 bytes), the rest."""
     if table in LONG_TABLES:
         return b"m"
+    if table in PACKABLE:
+        return b"f"
     return b"b" if table[:1] == "t" and table[1:].isdigit() else b""
 
 

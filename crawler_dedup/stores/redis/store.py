@@ -30,8 +30,9 @@ class RedisStore:
 
     def __init__(self, url: str, prefix: str = "dedup", readonly: bool = False, ttl_ms: int = 0,
                  ttl_except: tuple[str, ...] = ("meta",), layout: str = "auto", expected_pages: int = 1_000_000,
-                 retry_s: float = 30.0):
+                 retry_s: float = 30.0, fetch_copies: bool = False):
         self.url, self.prefix, self.readonly = url, prefix, readonly
+        self.fetch_copies = fetch_copies  # fetch entries carry body copies: keys of their own (spread.py)
         self.patience = Patience(retry_s)  # DEDUP_REDIS_RETRY (retry.py)
         self.ttl_ms, self.ttl_except = int(ttl_ms), ttl_except
         self.layout, self.expected_pages = layout, expected_pages
@@ -71,7 +72,8 @@ class RedisStore:
         # DEDUP_WINDOW: keys outlive their last write by twice the window (pages leave the index
         # at one window, removed by the crawl; the TTL empties an index no crawl writes to)
         return cls(config.redis_url, config.redis_prefix, readonly=readonly, ttl_ms=2000 * int(config.window or 0),
-                   layout=config.redis_layout, expected_pages=config.expected_pages, retry_s=config.redis_retry)
+                   layout=config.redis_layout, expected_pages=config.expected_pages, retry_s=config.redis_retry,
+                   fetch_copies=config.keeps_copies())
 
     def k(self, *parts: str | bytes) -> bytes:
         """A key under the prefix's hash tag (one cluster slot)."""
