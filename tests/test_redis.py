@@ -87,9 +87,15 @@ def test_writers_racing_on_every_group_keep_it_once(where, request, articles):
     assert {g: len(urls) for g, urls in kept.items()} == {g: 1 for g in kept}, kept
 
 
-def test_an_unreachable_redis_fails_clearly_and_a_crawl_keeps_its_pages(articles):
-    with pytest.raises(StoreError, match="cannot open the Redis index redis://127.0.0.1:1/0"):
-        Deduplicator(backend="redis", redis_url="redis://127.0.0.1:1/0").open()
+def test_an_unreachable_redis_fails_clearly_and_a_crawl_keeps_its_pages(articles, caplog):
+    """Opening waits a little for a server that may be restarting (DEDUP_REDIS_RETRY, at most
+    10 s), saying so, then fails with one clear line."""
+    import logging
+
+    with caplog.at_level(logging.WARNING), \
+            pytest.raises(StoreError, match=r"cannot open the Redis index redis://127.0.0.1:1/0.*tried for 1 s"):
+        Deduplicator(backend="redis", redis_url="redis://127.0.0.1:1/0", redis_retry=1).open()
+    assert "does not answer" in caplog.text and "waiting up to 1 s" in caplog.text
 
 
 def test_scans_page_through_many_keys_and_see_the_transactions_own_changes(redis_server):
@@ -646,7 +652,7 @@ def test_a_redis_password_never_shows_in_messages():
     with pytest.raises(ConfigError) as info:  # a typo in the scheme: the value is shown, its password not
         DedupConfig.from_settings({"DEDUP_REDIS_URL": "redsi://u:s3cret-pw@127.0.0.1:1/0"})
     assert "s3cret-pw" not in str(info.value) and "redsi://u:***@127.0.0.1:1/0" in str(info.value)
-    store = RedisStore("redis://127.0.0.1:1/0?password=s3cret-pw", prefix="p")
+    store = RedisStore("redis://127.0.0.1:1/0?password=s3cret-pw", prefix="p", retry_s=0)
     assert "s3cret-pw" not in store.location and "password=***" in store.location
     with pytest.raises(StoreError) as info:
         store.open()

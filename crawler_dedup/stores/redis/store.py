@@ -5,6 +5,7 @@ transaction (txn.py), again when a write conflicted or the cluster moved the ind
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from typing import Any, Callable
@@ -14,6 +15,9 @@ from ..base import MULTI, SINGLE, T
 from .retry import Patience
 from .txn import _RedisTxn
 
+logger = logging.getLogger(__name__)
+
+OPEN_WAIT_S = 10.0  # opening waits this long at most for a server restarting or a cluster failing over
 LEFTOVER_ROUNDS = 200  # SCAN rounds of 1,000 keys a node looked through for an index's keys without its meta
 MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
 
@@ -83,6 +87,26 @@ class RedisStore:
         return out
 
     def open(self) -> None:
+        """Connect and find the layout; a server restarting or a cluster failing over is waited
+        for (DEDUP_REDIS_RETRY, retry.py), other errors fail at once."""
+        e = self.redis.exceptions
+        again = (self.redis.ConnectionError, self.redis.TimeoutError, e.ClusterDownError, e.TryAgainError)
+        wait = min(self.patience.seconds, OPEN_WAIT_S)  # (a wrong URL is told in seconds, not minutes)
+        deadline, attempt = time.monotonic() + wait, 0
+        while True:
+            try:
+                return self._open()
+            except again as exc:
+                self.close()
+                if attempt == 0 and wait:
+                    logger.warning("crawler-dedup: the Redis index %s does not answer (%s); waiting up to %g s for it "
+                                   "(a restart or a failover: DEDUP_REDIS_RETRY)", self.location, exc, wait)
+                if not Patience.pause(attempt, deadline):
+                    waited = f" (tried for {wait:g} s)" if attempt else ""
+                    raise StoreError(f"cannot open the Redis index {self.location}: {exc}{waited}") from None
+                attempt += 1
+
+    def _open(self) -> None:
         try:
             timeouts = {"socket_timeout": 10, "socket_connect_timeout": 5}
             self.client = self.redis.Redis.from_url(self.url, health_check_interval=30, **timeouts)
@@ -96,6 +120,9 @@ class RedisStore:
             self._choose_layout()
             if self.readonly and not self.client.exists(self.meta_key if self.spread else self.k("index")):
                 raise StoreError(f"no index in Redis {self.location}")
+        except (self.redis.ConnectionError, self.redis.TimeoutError, self.redis.exceptions.ClusterDownError,
+                self.redis.exceptions.TryAgainError):
+            raise  # (open() waits for these)
         except self.redis.RedisError as exc:
             self.close()
             raise StoreError(f"cannot open the Redis index {self.location}: {exc}") from exc
