@@ -175,9 +175,9 @@ class DedupExtension:
         )
         if self.conditional_blocked:
             logger.info("Dedup: no conditional requests in this crawl: %s", self.conditional_blocked)
-        if self.config.site_boilerplate and not self.config.store_text:
-            logger.warning("Dedup: DEDUP_SITE_BOILERPLATE needs the kept pages' texts, and DEDUP_STORE_TEXT is off: "
-                           "pages are compared on their whole texts only")
+        if self.config.site_boilerplate and not self.config.store_text:  # (as a Redis index is run: not a fault)
+            logger.info("Dedup: DEDUP_STORE_TEXT is off, so the site-boilerplate rule (DEDUP_SITE_BOILERPLATE) is too: "
+                        "pages are compared on their whole texts")
 
     def log_stats(self) -> None:
         self._prev_checked = self.recorder.periodic_line(self.config.logstats_interval, self._prev_checked)
