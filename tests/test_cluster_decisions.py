@@ -217,3 +217,20 @@ def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypa
         (late,) = got_d
         assert (late.action, late.error) == (Action.KEEP, None), late  # decided again: B withdrew, A is no copy of D
         assert verify(one.index).ok
+
+
+def test_one_url_fetched_by_two_crawlers_at_once_is_kept_once(cluster, articles, monkeypatch):
+    """Two crawlers fetch the same URL at the same moment and both file it: the later claim's
+    second look meets the earlier as the URL's kept page (a revisit: unchanged, dropped as such),
+    never as a copy of another page, and the URL's entry names the page that stays."""
+    text = articles[6][1]
+    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two:
+        race = Race(monkeypatch, 2, order=[0, 1])
+        first, second = race.run([lambda: one.check("https://x.example/same", text=text),
+                                  lambda: two.check("https://x.example/same", text=text)])
+        monkeypatch.undo()
+        assert first.action == Action.KEEP
+        assert (second.action, second.reason, second.duplicate_of) == (Action.DROP, "unchanged", "https://x.example/same")
+        kept = one.index.read(lambda t: one.index.by_url(t, "https://x.example/same"))
+        assert kept is not None and kept.doc_id == first.doc_id
+        assert verify(one.index).ok

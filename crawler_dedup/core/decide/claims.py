@@ -26,7 +26,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from ...stores.base import Claim
-from ..index.records import Extra
+from ..index.records import Extra, canonical_url
 from ..verdict import Action, Reason, Stage, Verdict
 from .rules import Judging, Page, decide
 
@@ -110,6 +110,14 @@ class Racing:
     def template_collapsed(self, fp: Fingerprinted) -> bool:
         return self.inner.template_collapsed(fp)
 
+    def same_url(self, url: str, fp: Fingerprinted) -> DocRecord | None:
+        """A page of this URL filed before this one at the same moment (another crawler fetched
+        it too): the one a serial crawl would have met as the URL's kept page. Found among the
+        candidates: the URL's entry names whichever wrote last."""
+        mine = canonical_url(url)
+        found = [self.exact(fp.digest), *self.candidates(fp)]
+        return next((d for d in found if d is not None and canonical_url(d.url) == mine), None)
+
 
 def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict, doc_id: int,
             lookups: Callable[..., TxnLookups], prior: DocRecord | None) -> Verdict:
@@ -124,7 +132,10 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
         order = txn.claim(doc_id)
         racing = Racing(lookups(txn), txn, doc_id, order, page.now)
         racing.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        second = Page(page.verdict, page.fp, page.stage, page.now, racing, judging, prior=prior)
+        before = prior
+        if before is None and page.verdict.url and config.revisit != "drop":
+            before = racing.same_url(page.verdict.url, page.fp)  # (a revisit of a page filed at the same moment)
+        second = Page(page.verdict, page.fp, page.stage, page.now, racing, judging, prior=before)
         decision = decide(second)
         if decision.file:
             for gone in decision.remove:  # (a copy it replaces as its canonical URL; the first look's are out)

@@ -41,6 +41,8 @@ ENTRIES_PER_SHARD = 64  # doubled past this many entries a shard
 REFRESH_S = 1.0  # a process reads the shard count again this often
 GRACE_S = 5.0  # a phase starts this long (plus DEDUP_REDIS_RETRY) after the last one: processes caught up
 LEASE_S = 20.0  # a shard handed out and not done in this time is handed out again
+SHARDS_A_PHASE = 256  # commits a phase (moving, sweeping) takes about, whatever the count: shards a commit grow
+MAX_A_COMMIT = 16  # with it, up to this many (one round trip for them all)
 TASK_WAIT_S = 2.0  # growth's own steps wait this long through faults (a page's commit does not wait for them)
 
 GROWING, SWEEPING = b"growing", b"sweeping"
@@ -158,28 +160,35 @@ class ShardMap:
         if isinstance(reply, int) and reply != self.shards:
             self.refresh(force=True)
 
-    def task(self) -> tuple[bytes, int, int] | None:
-        """(phase, old count, shard) this process should work on now, once a phase's grace is over."""
+    def task(self) -> tuple[bytes, int, list[int]] | None:
+        """(phase, old count, shards) this process should work on now, once a phase's grace is
+        over: a few shards a commit, more for a bigger index (a phase takes about SHARDS_A_PHASE
+        commits, so the old level's memory is given back soon)."""
         phase, old = (GROWING, self.growing) if self.growing else (SWEEPING, self.sweeping)
-        if not old or time.time() * 1000 - self.since < self.grace_s * 1000:
+        # (moving waits for writes computed on the old count, retried to their end; sweeping only
+        # for every process to have read that moving is over: the new level holds every entry)
+        grace = self.grace_s if phase == GROWING else GRACE_S
+        if not old or time.time() * 1000 - self.since < grace * 1000:
             return None
         s = self.store
         now = int(time.time() * 1000)
+        take = max(1, min(MAX_A_COMMIT, old // SHARDS_A_PHASE))
+        command = s.nodes.script("next", self.keys(), [old, now, int(LEASE_S * 1000), phase])
         # (three keys of one slot: while that slot is half moved, TRYAGAIN; growth waits, pages not)
-        got = s.nodes.run([(s.meta_key, s.nodes.script("next", self.keys(), [old, now, int(LEASE_S * 1000), phase]))],
-                          wait=TASK_WAIT_S)[0]
-        if not isinstance(got, int) or got < 0:
+        got = s.nodes.run([(s.meta_key, command)] * take, wait=TASK_WAIT_S)
+        shards = sorted({g for g in got if isinstance(g, int) and g >= 0})
+        if not shards:
             self.refresh(force=True)
             return None
-        return phase, old, got
+        return phase, old, shards
 
-    def done(self, phase: bytes, old: int, shard: int) -> None:
-        """The shard's work is done (its entries in the new level, or its old keys deleted)."""
+    def done(self, phase: bytes, old: int, shards: list[int]) -> None:
+        """The shards' work is done (their entries in the new level, or their old keys deleted)."""
         s = self.store
         now = int(time.time() * 1000)
-        left = s.nodes.run([(s.meta_key, s.nodes.script("done", self.keys(), [old, shard, phase, now]))],
-                           wait=TASK_WAIT_S)[0]
-        if isinstance(left, int) and left <= 0:
+        left = s.nodes.run([(s.meta_key, s.nodes.script("done", self.keys(), [old, shard, phase, now]))
+                            for shard in shards], wait=TASK_WAIT_S)
+        if any(isinstance(n, int) and n <= 0 for n in left):
             self.refresh(force=True)
 
 

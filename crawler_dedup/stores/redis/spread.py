@@ -344,14 +344,14 @@ class SpreadTxn(BufferedTxn):
         try:
             task = s.map.task()
             if task is not None:
-                phase, old_count, shard = task
-                names = [shard_name(s.prefix_b, fam + g, old_count, shard) for fam in FAMILIES
+                phase, old_count, shards = task
+                names = [shard_name(s.prefix_b, fam + g, old_count, shard) for shard in shards for fam in FAMILIES
                          for g in self._generations("*")]
                 if phase == GROWING:
                     move(s, names, generation_ttl(s.ttl_ms) if s.ttl_ms else 0)
                 else:  # (swept: read by no process any more)
                     s.nodes.run([(n, ("DEL", n)) for n in names], wait=TASK_WAIT_S)
-                s.map.done(phase, old_count, shard)
+                s.map.done(phase, old_count, shards)
         except StoreError:
             pass  # (the page is filed; the shard's lease runs out and another commit does it)
         return True
