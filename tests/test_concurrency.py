@@ -155,3 +155,23 @@ def test_four_processes_with_map_growth_decide_as_one_process(tmp_path, articles
     assert together == alone
     assert {a for _, a, _, _ in alone} == {"keep", "drop"}  # both kinds of decision were made
     assert os.path.getsize(os.path.join(path, "data.mdb")) > MAP  # the map did grow
+
+
+def _open_and_keep(folder: str) -> str:
+    from crawler_dedup import Deduplicator
+
+    with Deduplicator(dir=folder, lmdb_sync=False) as d:
+        return d.check(f"https://a.example/{os.getpid()}", text=" ".join(f"w{i}" for i in range(300))).action
+
+
+def test_processes_opening_a_new_folder_at_once_all_open_it(tmp_path):
+    """Four processes open one new DEDUP_DIR at the same moment: the first makes the file while
+    the others wait for it (the writers' lock), so none takes the half-made file for an index
+    that was lost."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    for n in range(5):
+        with ctx.Pool(4) as pool:
+            got = pool.map(_open_and_keep, [str(tmp_path / f"idx-{n}")] * 4)
+        assert sorted(got) == ["drop", "drop", "drop", "keep"], got

@@ -37,7 +37,7 @@ def lost_signs(location: str) -> list[str]:
         names = os.listdir(location)
     except OSError:
         return []
-    signs = [n for n in names if n in ("lock.mdb", WRITERS) or n.startswith("data.mdb.damaged-")]
+    signs = [n for n in names if n == "lock.mdb" or n.startswith("data.mdb.damaged-")]  # (WRITERS: the opener's own)
     try:
         if os.path.getsize(os.path.join(location, "droplog.jsonl")):
             signs.append("droplog.jsonl")
@@ -131,19 +131,37 @@ def other_users(env) -> list[int]:
     return sorted(set(pids))
 
 
-def hold_shared(location: str) -> int:
-    """Take the writers' lock shared for a process about to write the index; its descriptor (the
-    lock lasts until it is closed). StoreError while compact, rebuild or a reset holds it."""
+def writers_lock(location: str) -> tuple[int, bool]:
+    """Take the writers' lock for a process about to open the index to write: (its descriptor,
+    whether it is held exclusive). Exclusive when no other process writes the index: the caller
+    then checks and makes the file alone (two crawls starting at once on a new folder would
+    otherwise each see the other's half-made file), and turns it shared (`share`) once opened.
+    Shared when others write it (the file is whole). Waits a little while another process holds
+    it exclusive (one opening the index); StoreError past that (compact, rebuild or a reset)."""
     import fcntl
+    import time
 
     fd = os.open(os.path.join(location, WRITERS), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StoreError(f"the index at {location} is being rewritten (`crawler-dedup index compact` or `index "
-                         "rebuild`, or DEDUP_RESET, is running on it): start again when it is done") from None
-    return fd
+    deadline = time.monotonic() + 3.0
+    while True:
+        for mode, alone in ((fcntl.LOCK_EX, True), (fcntl.LOCK_SH, False)):
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return fd, alone
+            except BlockingIOError:
+                continue
+        if time.monotonic() > deadline:
+            os.close(fd)
+            raise StoreError(f"the index at {location} is being rewritten (`crawler-dedup index compact` or `index "
+                             "rebuild`, or DEDUP_RESET, is running on it): start again when it is done")
+        time.sleep(0.02)
+
+
+def share(fd: int) -> None:
+    """The writers' lock, held exclusive while the index was opened, turned shared."""
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_SH)
 
 
 @contextlib.contextmanager

@@ -18,8 +18,8 @@ import numpy as np
 
 from ...exceptions import StoreDamaged, StoreError, StoreFull
 from ..base import MULTI, SINGLE, T, TxnBase
-from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, held_exclusive, hold_shared, leaf_rows,
-                   refuse_if_used)
+from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, held_exclusive, leaf_rows,
+                   refuse_if_used, share, writers_lock)
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -133,9 +133,12 @@ class LmdbStore:
                     self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
                 return
-            check_not_lost(self.location)
-            os.makedirs(self.location, exist_ok=True)
-            self._writers = hold_shared(self.location)  # (compact, rebuild, reset wait for none, refuse)
+            if not os.path.isdir(self.location):
+                check_not_lost(self.location)
+                os.makedirs(self.location, exist_ok=True)
+            self._writers, alone = writers_lock(self.location)  # (file.py: compact, rebuild and reset refuse it)
+            if alone:
+                check_not_lost(self.location)  # (no other process is making the file)
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 16, sync=self.sync,
                 # one fsync a commit, not two: the meta page follows with the next commit; a power
@@ -144,6 +147,8 @@ class LmdbStore:
             )
             if self.env.info()["map_size"] < self.map_size:
                 self.env.set_mapsize(self.map_size)
+            if alone:
+                share(self._writers)
         except StoreError:
             self.close()
             raise
