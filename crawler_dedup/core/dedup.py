@@ -20,6 +20,7 @@ from .page.extract import canonical_link, page_title
 from .page.fingerprint import (
     Fingerprinted,
     extract_and_fingerprint,
+    extract_parsed,
     extract_step,
     fingerprint,
     fp_hex,
@@ -227,8 +228,10 @@ class Deduplicator:
 
     def _fingerprinted(self, verdict: Verdict, html, text) -> tuple[Verdict, Fingerprinted | Skip | None]:
         """Extract (unless given the text) and fingerprint; None when `verdict` is final."""
+        tree = None
         if text is None:
-            kind, value, title = extract_step(html, verdict.url, self.config.max_bytes, self.config.extract_mode)
+            kind, value, title, tree = extract_parsed(html, verdict.url, self.config.max_bytes,
+                                                      self.config.extract_mode)
             if kind == Step.ERROR:
                 return self.failed(verdict, Failure.EXTRACT, value), None
             if kind == Step.SKIPPED:
@@ -240,9 +243,12 @@ class Deduplicator:
         elif verdict.title is None and html and isinstance(html, (str, bytes)):
             verdict = verdict.but(title=page_title(html))
         try:
-            return verdict, self.fingerprint(text)
+            fp = self.fingerprint(text)
         except Exception as exc:
             return self.failed(verdict, Failure.FINGERPRINT, exc), None
+        if tree is not None and self.config.visible_containment and isinstance(fp, Fingerprinted):
+            fp.view = page_view(html, fp.text, tree=tree)  # (the parse extraction made: one a page)
+        return verdict, fp
 
     def decide_many(self, pages: list[Pending], _again: int = 0) -> list[Verdict]:
         """Steps 5-8 for prepared pages, in order, in one write transaction and one durable

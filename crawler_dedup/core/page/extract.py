@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html as htmllib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import trafilatura
@@ -18,6 +19,10 @@ _TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.I | re.S)
 class Extracted:
     text: str
     title: str | None
+    tree: Any = field(default=None, compare=False, repr=False)  # the page's one parse, for its view
+
+    def __reduce__(self):  # sent from a worker without its parse (an lxml tree cannot be pickled)
+        return (Extracted, (self.text, self.title))
 
 
 def page_title(html: bytes | str, limit: int = 524288) -> str | None:
@@ -112,20 +117,29 @@ def for_extraction(html: bytes | str) -> str:
     return markup[:MAX_MARKUP]
 
 
+def parse(html: bytes | str):
+    """The page's one parse: the lxml tree trafilatura would make of for_extraction's markup (it
+    copies a tree it is given, so the page's view can read the same parse afterwards); None when
+    the markup cannot be read."""
+    from trafilatura.utils import load_html
+
+    return load_html(for_extraction(html)) if html else None
+
+
 def extract(html: bytes | str, url: str | None = None, mode: str = "thorough") -> Extracted | None:
-    """Main text of a page, or None when there is none.
+    """Main text of a page, or None when there is none; with the parse it was read from.
 
     deduplicate=False: trafilatura's own LRU dedup would silently blank repeated
     paragraphs across pages and so hide exactly the duplicates we report. mode "fast" skips
     trafilatura's fallback extractors (readability, jusText).
     """
-    if not html:
+    tree = parse(html)
+    if tree is None:
         return None
     doc = trafilatura.bare_extraction(
-        for_extraction(html), url=url, deduplicate=False, include_comments=False, include_tables=True,
-        fast=(mode == "fast"),
+        tree, url=url, deduplicate=False, include_comments=False, include_tables=True, fast=(mode == "fast"),
     )
     text = getattr(doc, "text", None) if doc is not None else None
     if not text or not text.strip():
         return None
-    return Extracted(text=text, title=page_title(html))
+    return Extracted(text=text, title=page_title(html), tree=tree)

@@ -47,19 +47,25 @@ class Fingerprinted:
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
     """Step 1: (TEXT, text, title), (SKIPPED, Skip, None) or (ERROR, exception, None)."""
+    kind, value, title, _ = extract_parsed(html, url, max_bytes, mode)
+    return kind, value, title
+
+
+def extract_parsed(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None, Any]:
+    """extract_step, and the page's parse (an lxml tree, or None) for its view: one parse a page."""
     if not html:
-        return Step.SKIPPED, Skip.EMPTY, None
+        return Step.SKIPPED, Skip.EMPTY, None, None
     if not isinstance(html, (str, bytes, bytearray)):
-        return Step.SKIPPED, Skip.BAD_INPUT, None
+        return Step.SKIPPED, Skip.BAD_INPUT, None, None
     if len(html) > max_bytes:
-        return Step.SKIPPED, Skip.TOO_LARGE, None
+        return Step.SKIPPED, Skip.TOO_LARGE, None, None
     try:
         extracted = extract(bytes(html) if isinstance(html, bytearray) else html, url, mode)
     except Exception as exc:  # trafilatura/lxml on hostile markup: keep the page
-        return Step.ERROR, exc, None
+        return Step.ERROR, exc, None, None
     if extracted is None:
-        return Step.SKIPPED, Skip.NO_TEXT, None
-    return Step.TEXT, extracted.text, extracted.title
+        return Step.SKIPPED, Skip.NO_TEXT, None, None
+    return Step.TEXT, extracted.text, extracted.title, extracted.tree
 
 
 def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
@@ -89,7 +95,7 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
     """Steps 1-4 in a worker process: like extract_step, but (FINGERPRINT, Fingerprinted or the
     Skip, title) when the fingerprint depends on the text alone (plugins.is_pure); otherwise the
     text comes back, to be fingerprinted where the pages kept before are known."""
-    kind, value, title = extract_step(html, url, config.max_bytes, config.extract_mode)
+    kind, value, title, tree = extract_parsed(html, url, config.max_bytes, config.extract_mode)
     if kind != Step.TEXT or not is_pure(config):
         return kind, value, title
     key = (config.features, config.weighting)
@@ -101,7 +107,7 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
         if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:
             fp.lines = lines_of(fp.text, url)  # (the crawler's thread keeps only the lookup)
         if isinstance(fp, Fingerprinted) and config.visible_containment:
-            fp.view = page_view(html, fp.text)
+            fp.view = page_view(html, fp.text, tree=tree)
         return Step.FINGERPRINT, fp, title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title

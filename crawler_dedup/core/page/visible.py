@@ -7,8 +7,8 @@ little main text although one page shows the other's article whole. A page's vie
 word 5-shingles of all its visible text (rules.contained compares one page's main text with the
 other's visible text), and the share of its main text that sits in its chrome: navigation,
 header and footer, sidebars, consent and newsletter dialogs (a main text that is chrome is no
-evidence: decide.py, rules.contained). One lxml parse, about 2 ms a page, in the extraction
-workers.
+evidence: decide.py, rules.contained). It reads the parse extraction made (extract.parse), about
+1.5 ms a page in the extraction workers; given markup alone, it parses it.
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ MAX_THIN = 128  # values of each at most (the smallest: a huge page's sample is 
 MAX_CHARS = 2_000_000  # markup read (a huge page: its first part)
 WEAK_SHARE = 0.6  # a weak chrome element holding this share of the page's words is a wrapper, not chrome
 
-_HIDDEN = re.compile(r"<(script|style|noscript|template|svg|select|head)\b|<!--")  # on lowercased markup
+_UNSHOWN = ("script", "style", "noscript", "template", "svg", "select", "head")  # elements a reader never sees
+_HIDDEN = re.compile(r"<(" + "|".join(_UNSHOWN) + r")\b|<!--")  # on lowercased markup
 # a block element's boundary is a word boundary even in minified markup ("end</p><p>Next")
-_BLOCK = re.compile(r"<(?=/?(?:p|div|li|ul|ol|h[1-6]|br|tr|td|th|table|section|article|aside|header|footer|nav|"
-                    r"blockquote|pre|dd|dt|figure|figcaption|main|hr|form|label|button)\b)", re.I)
+_BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "br", "tr", "td", "th", "table", "section",
+           "article", "aside", "header", "footer", "nav", "blockquote", "pre", "dd", "dt", "figure", "figcaption", "main",
+           "hr", "form", "label", "button")
+_BLOCK = re.compile(r"<(?=/?(?:" + "|".join(_BLOCKS) + r")\b)", re.I)  # (on markup, when no parse is given)
 _NAME = re.compile(r"[^a-z0-9]+")
 # Chrome, told by markup alone. Strong: a consent or cookie dialog, any size (it can be most of a
 # thin page's words). Weak: navigation, header and footer, sidebars, sign-up boxes, unless the
@@ -54,6 +57,12 @@ _WRAPPERS = frozenset("wrap wrapper layout container content contents main body 
                       "active".split())
 _NEVER = frozenset(("html", "body", "main", "article"))
 _ANY_NAME = re.compile("|".join(sorted(_STRONG_NAMES | _WEAK_NAMES)), re.I)  # a quick no for most elements
+
+
+# the elements _kind may call chrome (the rest have no class, id or role, and a plain tag): picked
+# by lxml in C, which halves the walk (a name test in XPath would cost ten times the walk)
+_CANDIDATES = ("//*[@class or @id or @role or @aria-modal or "
+               + " or ".join(f"self::{t}" for t in sorted(_WEAK_TAGS | {"dialog"})) + "]")
 
 
 @dataclass
@@ -93,8 +102,13 @@ def sampled_containment(main: np.ndarray, visible_sample: np.ndarray, at_least: 
 
 def thin_visible(visible: np.ndarray) -> bytes:
     """A kept page's thin visible sample (the record's `vt`): high 16 bits of the hashes 0 mod THIN_VISIBLE."""
-    picked = visible[visible % np.uint64(THIN_VISIBLE) == 0]
-    return np.unique((picked >> np.uint64(48)).astype(np.uint16))[:MAX_THIN].astype(">u2").tobytes()
+    return thin_values(visible).astype(">u2").tobytes()
+
+
+def thin_values(values: np.ndarray) -> np.ndarray:
+    """The thin sample of 5-shingle hashes as thin_visible files it, unpacked (uint16, sorted)."""
+    picked = values[values % np.uint64(THIN_VISIBLE) == 0]
+    return np.unique((picked >> np.uint64(48)).astype(np.uint16))[:MAX_THIN]
 
 
 def thin_contained(main: np.ndarray, kept: bytes, at_least: int = 6) -> float | None:
@@ -183,23 +197,40 @@ def _parser():
     return etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, recover=True)
 
 
-def page_view(html: str | bytes, text: str, main: np.ndarray | None = None) -> PageView | None:
-    """The view of a page whose extracted main text is `text`; None when the markup cannot be read."""
+@functools.lru_cache(maxsize=1)
+def _candidates():
     from lxml import etree
 
-    markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html)
-    markup = _BLOCK.sub("\n<", without(markup[:MAX_CHARS], _HIDDEN, sep=" ", hide_unclosed=False))
-    try:
-        root = etree.fromstring(markup, _parser())
-    except (etree.ParserError, ValueError):
-        return None
+    return etree.XPath(_CANDIDATES)
+
+
+def page_view(html: str | bytes | None, text: str, main: np.ndarray | None = None, tree=None) -> PageView | None:
+    """The view of a page whose extracted main text is `text`; None when the markup cannot be read.
+    `tree`: the page's parse already made (extract.parse), read instead of parsing `html` again;
+    it is changed (what a reader never sees cut out, block ends marked), so it must not be needed
+    afterwards."""
+    from lxml import etree
+
+    if tree is not None:
+        root = tree
+        etree.strip_elements(root, *_UNSHOWN, with_tail=False)
+        for el in root.iter(_BLOCKS):  # a block's ends are word boundaries even in minified markup
+            el.text = "\n" + el.text if el.text else "\n"
+            el.tail = "\n" + el.tail if el.tail else "\n"
+    else:
+        markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html or "")
+        markup = _BLOCK.sub("\n<", without(markup[:MAX_CHARS], _HIDDEN, sep=" ", hide_unclosed=False))
+        try:
+            root = etree.fromstring(markup, _parser())
+        except (etree.ParserError, ValueError):
+            return None
     if root is None:
         return None
     all_text = _text(root)
     words = len(all_text.split()) or 1
     chrome_text: list[str] = []
     chosen: set = set()  # the outermost chrome elements so far (document order: ancestors come first)
-    for el in root.iter(etree.Element):
+    for el in _candidates()(root):
         kind = _kind(el)
         if kind is None or (chosen and any(a in chosen for a in el.iterancestors())):
             continue
