@@ -81,6 +81,7 @@ class Guard(StrEnum):
     TITLE = "title"
     BOILERPLATE = "boilerplate"  # the page's text is its site's boilerplate (lines other pages show)
     CHROME = "chrome"  # a main text that is mostly its page's chrome, under another title
+    UNTRUSTED = "untrusted"  # a match on a main text that may not be the content, on pages that differ
 
 
 class Step(StrEnum):

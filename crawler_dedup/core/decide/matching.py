@@ -16,8 +16,8 @@ from .sites import same_site
 from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
 from ..page.tokens import tokenize
 from ..verdict import Guard, Reason, Thresholds
-from ..page.visible import (PageView, containment, main_in, main_shingles, sampled_containment, thin_contained,
-                            thin_main, thin_visible)
+from ..page.visible import (MAX_SAMPLE, MAX_THIN, PageView, containment, main_in, main_shingles, sample,
+                            sampled_containment, thin_contained, thin_main, thin_visible, thin_values)
 
 GUARD_TOKENS = 100  # a page of another site with a shorter text needs an agreeing title to be its copy
 CHROME_SHARE = 0.5  # a main text this much in its page's chrome (visible.py) needs an agreeing title too
@@ -27,6 +27,8 @@ ABOUT = 0.5  # a main text naming this share of its headline's words is about it
 SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are mostly template:
 SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
+ALIKE = 0.85  # an untrusted main text's match stands when each page shows this share of the other's visible text
+SHORT_ALIKE = 0.5  # a short text's match stands when each page shows at least this share of the other's
 
 Scorer = Callable[[object, DocRecord], "tuple[float, float]"]  # (score, containment) of a page and a kept page
 
@@ -82,7 +84,33 @@ def _guard(fp, title: str | None, doc: DocRecord, url: str | None) -> Guard | No
     site, chrome = same_site(url, doc.url), chrome_text(fp, doc)
     if not title_guarded(fp.tokens, title, doc.title, site, chrome):
         return None
+    if not chrome and site and fp.tokens >= GUARD_TOKENS and about_their_titles(fp, title, doc):
+        return None
     return Guard.CHROME if chrome else Guard.TITLE
+
+
+def coverages(fp, title: str | None, doc: DocRecord) -> tuple[float | None, float | None]:
+    """How much of its own headline each main text names: this page's, the kept page's (from its
+    text, else its record's `hc`)."""
+    mine = headline_coverage(title, frozenset(tokenize(fp.text)))
+    if doc.text is not None:
+        return mine, headline_coverage(doc.title, frozenset(tokenize(doc.text)))
+    said = doc.extras.get(Extra.HEADLINE, b"\xff")[0]
+    return mine, None if said == 255 else said / 100
+
+
+def about_their_titles(fp, title: str | None, doc: DocRecord) -> bool:
+    """The words the two main texts share name most of each page's headline (or one has no
+    headline to tell, and the other's is named): the title guard's reason, one block taken for
+    two pages' content (a sign-up box, "related stories", a product grid), names neither page's
+    headline, so two such texts are one article under two titles of its site (a syndicated or
+    print copy in the site's template). Needs the kept text (DEDUP_STORE_TEXT): a headline
+    line of each page's own is in no shared words."""
+    if doc.text is None:
+        return False
+    shared = frozenset(tokenize(fp.text)) & frozenset(tokenize(doc.text))
+    known = [c for c in (headline_coverage(title, shared), headline_coverage(doc.title, shared)) if c is not None]
+    return bool(known) and all(c >= ABOUT for c in known)
 
 
 def _distance(fp, doc: DocRecord) -> int:
@@ -142,6 +170,47 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
             best = (rank, Match(doc, Reason.NEAR, dist, value, how))
     guard = next((g for g in (Guard.TITLE, Guard.CHROME, Guard.BOILERPLATE) if g in guards), None)
     return (best[1] if best else None), guard
+
+
+def untrusted(chrome: float, coverage: float | None) -> bool:
+    """A main text that may not be the page's content: it names none of its headline's words, or
+    it is mostly its page's chrome and names few of them (a consent text, a forum engine's thread
+    chrome, a shop's banner taken for the page). Measured on the gold main texts of the dev split
+    (docs/tuning.md): such texts are where extraction missed the content."""
+    return coverage == 0.0 or (chrome >= CHROME_SHARE and (coverage is None or coverage < ABOUT))
+
+
+def trust_of(fp, title: str | None, doc: DocRecord) -> tuple[bool, bool]:
+    """(this page's main text untrusted, the kept page's), from the view, the kept record's chrome
+    share and each main text's headline coverage."""
+    view = getattr(fp, "view", None)
+    mine = untrusted(view.chrome if view is not None else 0.0, headline_coverage(title, frozenset(tokenize(fp.text))))
+    if doc.text is not None:
+        coverage = headline_coverage(doc.title, frozenset(tokenize(doc.text)))
+    else:
+        said = doc.extras.get(Extra.HEADLINE, b"\xff")[0]
+        coverage = None if said == 255 else said / 100
+    return mine, untrusted(doc.extras.get(Extra.CHROME, b"\x00")[0] / 100, coverage)
+
+
+def shown_alike(view: PageView, doc: DocRecord, at_least: int = 8) -> float | None:
+    """How alike the two pages' visible texts are: the smaller share of each page's visible
+    sample that the other's holds (both sampled the same way: the kept page's record holds its
+    sample); None when a sample is too small to tell or the kept page filed none."""
+    sampled = doc.extras.get(Extra.VISIBLE)
+    if sampled is not None:
+        theirs, mine, cap = np.frombuffer(sampled, dtype=">u4").astype(np.uint32), sample(view.visible), MAX_SAMPLE
+    elif (thin := doc.extras.get(Extra.VISIBLE_THIN)) is not None:
+        theirs, mine, cap = np.frombuffer(thin, dtype=">u2").astype(np.uint16), thin_values(view.visible), MAX_THIN
+    else:
+        return None
+    for capped in (theirs, mine):  # a capped sample is a bottom-k: compare under its cut
+        if capped.size >= cap:
+            theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
+    if theirs.size < at_least or mine.size < at_least:
+        return None
+    both = np.intersect1d(theirs, mine, assume_unique=True).size
+    return min(both / theirs.size, both / mine.size)
 
 
 @dataclass

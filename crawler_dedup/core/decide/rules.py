@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .matching import Evidence, Match, exact_match, near_match, supersedes, thresholds_for, unchanged, visible_containment
+from .matching import (ALIKE, SHORT_ALIKE, SHORT_TOKENS, Evidence, Match, exact_match, near_match, shown_alike, supersedes, thresholds_for, trust_of,
+                       unchanged, visible_containment)
 from .guards import same_headline
 from ..index.records import DocRecord, canonical_url
 from ..verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
@@ -182,6 +183,30 @@ def find_match(p: Page) -> Decision | None:
     return None
 
 
+def trusted_text(p: Page) -> Decision | None:
+    """A textual match on main texts that may not be their pages' content stands only with more
+    evidence. When neither main text is trusted (each names none of its headline, or is its page's
+    chrome: matching.untrusted), the two titles must name the same headline and the two pages show
+    nearly the same text (ALIKE of each one's visible sample in the other's): two pages of one
+    template whose extractions both took the template (a sign-up overlay, a forum engine's
+    chrome) differ where their content is. A short text (under SHORT_TOKENS words, mostly
+    template) on two pages that look unlike each other (under SHORT_ALIKE) is no match either."""
+    m, view = p.match, p.fp.view
+    if m is None or m.reason not in (Reason.EXACT, Reason.NEAR) or view is None or not p.config.visible_containment:
+        return None
+    if all(trust_of(p.fp, p.verdict.title, m.doc)):
+        alike = shown_alike(view, m.doc) if same_headline(p.verdict.title, m.doc.title) else 0.0
+        stands = alike is None or alike >= ALIKE
+    elif p.fp.tokens < SHORT_TOKENS:
+        alike = shown_alike(view, m.doc)
+        stands = alike is None or alike >= SHORT_ALIKE
+    else:
+        return None
+    if not stands:
+        p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)
+    return None
+
+
 def contained(p: Page) -> Decision | None:
     """No textual match: a kept page under the same headline whose visible text holds this page's
     main text, or whose main text this page's visible text holds (DEDUP_VISIBLE_CONTAINMENT of
@@ -275,7 +300,8 @@ def keep(p: Page) -> Decision:
 
 
 RULES: tuple[Rule, ...] = (
-    item_of_kept_response, out_of_window, revisit, find_match, contained, template_guard, canonical, never_drop,
+    item_of_kept_response, out_of_window, revisit, find_match, trusted_text, contained, template_guard, canonical,
+    never_drop,
     revisit_copy, item_of_matched_response, duplicate, keep,
 )
 

@@ -1,0 +1,94 @@
+"""Is a main text the page's content? One parse a page feeds its view (core/page/extract.py,
+visible.py), and the rules judge a main text before a match on it drops a page
+(decide/matching.py untrusted, about_their_titles; rules.trusted_text)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.core.page.extract import Extracted, extract
+from crawler_dedup.core.page.visible import page_view
+
+from tests.test_visible import OTHER, html, paragraphs, prose
+
+
+def test_the_view_read_from_extractions_parse_is_the_view_read_from_the_markup():
+    article, menu = prose(1, 300), "Home News Sport Weather Contact the newsroom today"
+    page = html("Storm", article, nav=menu, footer=prose(2, 60))
+    # minified markup: a block's end is a word boundary even without white space
+    page = page.replace("</p>\n", "</p>").replace("<noscript>", "") + "<noscript>never shown words</noscript>"
+    got = extract(page, "https://example.org/storm")
+    assert got is not None and got.tree is not None
+    from_markup = page_view(page, got.text)
+    from_tree = page_view(None, got.text, tree=got.tree)
+    assert from_markup is not None and from_tree is not None
+    assert np.array_equal(from_markup.visible, from_tree.visible)
+    assert from_markup.chrome == from_tree.chrome
+
+
+def test_an_extraction_crosses_a_process_without_its_parse():
+    got = extract(html("Storm", prose(3, 200)), "https://example.org/storm")
+    assert got is not None and got.tree is not None
+    back = pickle.loads(pickle.dumps(got))
+    assert back == got and back.tree is None and isinstance(back, Extracted)
+
+
+def _page(title: str, article: str, block: str) -> str:
+    """A page of one shop's template: its article, and a sign-up box whose markup names nothing
+    chrome-like (the extraction is told to take the box, as it did on the test split)."""
+    return (f"<html><head><title>{title}</title></head><body><div class='offer-strip'>{paragraphs(block)}</div>"
+            f"<div class='content'><h1>{title}</h1>{paragraphs(article)}</div></body></html>")
+
+
+def test_two_sites_on_one_forum_engine_whose_main_text_is_its_chrome_are_two_pages(tmp_path):
+    chrome = prose(40, 200, OTHER)  # the engine's thread chrome: names neither headline
+    one = _page("Harbour bridge reopens after the storm | Daily Forum", prose(41, 400), chrome)
+    two = _page("Council votes on the school budget | Town Forum", prose(42, 400), chrome)
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://forum.daily.example/t/1", html=one, text=chrome,
+                            title="Harbour bridge reopens after the storm | Daily Forum")
+        second = dedup.check("https://town.example/t/9", html=two, text=chrome,
+                             title="Council votes on the school budget | Town Forum")
+        # the first thread under a tracking URL shows the same page: a copy
+        third = dedup.check("https://forum.daily.example/t/1?utm_source=x", html=one, text=chrome,
+                            title="Harbour bridge reopens after the storm | Daily Forum")
+    assert first.action == "keep"
+    assert (second.action, second.guard, second.rule) == ("keep", "untrusted", "keep")
+    assert (third.action, third.duplicate_of) == ("drop", "https://forum.daily.example/t/1")
+
+
+def test_a_trusted_main_text_on_two_unlike_pages_still_matches(tmp_path):
+    # a main text about its headline is the content: another template around it is a syndicated copy
+    article = "Harbour bridge reopens after the storm. " + prose(43, 400)
+    title = "Harbour bridge reopens after the storm"
+    one = _page(title + " | Daily", article, prose(44, 100, OTHER))
+    two = _page(title + " | Wire", article, prose(45, 300))
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://daily.example/a", html=one, text=article, title=title + " | Daily")
+        second = dedup.check("https://wire.example/a", html=two, text=article, title=title + " | Wire")
+    assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", "https://daily.example/a")
+
+
+def test_one_article_under_two_titles_of_its_site_is_a_copy_but_a_shared_block_is_not(tmp_path):
+    article = ("The harbour bridge reopened on Monday after the storm closed it for a week. "
+               + prose(46, 400))
+    related = prose(47, 300, OTHER)  # "related stories": names neither headline
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://daily.example/news/bridge", html=_page("Harbour bridge reopens", article, ""),
+                            text=article, title="Harbour bridge reopens")
+        # the site's print edition of it, under a title of its own
+        second = dedup.check("https://daily.example/print/77", html=_page("Storm closed harbour bridge for a week",
+                                                                        article, ""),
+                             text=article, title="Storm closed harbour bridge for a week")
+        third = dedup.check("https://daily.example/news/budget", html=_page("Council votes on budget", prose(48, 300),
+                                                                          related),
+                            text=related, title="Council votes on budget")
+        fourth = dedup.check("https://daily.example/news/ferry", html=_page("Ferry timetable changes", prose(49, 300),
+                                                                          related),
+                             text=related, title="Ferry timetable changes")
+    assert first.action == "keep"
+    assert (second.action, second.duplicate_of) == ("drop", "https://daily.example/news/bridge")
+    assert third.action == "keep" and (fourth.action, fourth.guard) == ("keep", "title")
