@@ -92,3 +92,22 @@ def test_one_article_under_two_titles_of_its_site_is_a_copy_but_a_shared_block_i
     assert first.action == "keep"
     assert (second.action, second.duplicate_of) == ("drop", "https://daily.example/news/bridge")
     assert third.action == "keep" and (fourth.action, fourth.guard) == ("keep", "title")
+
+
+def test_a_hard_negative_twin_is_another_article_in_the_pages_own_template():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    from hard_negatives import twin
+
+    gold, donor = prose(50, 200), prose(51, 220, OTHER)
+    chrome = "Sign up for our newsletter and get free shipping on every order today"
+    page = html("Harbour bridge reopens", gold, nav=chrome)
+    got = twin(page.encode(), gold, donor, "Oven butter recipes")
+    assert got is not None
+    markup, replaced = got
+    assert replaced >= 0.8
+    text = markup.decode()
+    assert chrome in text and "<title>Oven butter recipes</title>" in text
+    assert gold.split(".")[0] not in text and donor.split()[0] in text
