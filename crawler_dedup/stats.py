@@ -55,7 +55,10 @@ STATS: tuple[Stat, ...] = (
     Stat(GUARDED, "kept although the index matched: `title` (an unrelated title on the same site, or a short text "
                   "under an unrelated title on another: a promo block, not the page); `chrome` (its main text, or the "
                   "kept page's, is mostly its page's chrome, such as one consent dialog on two sites, and the titles "
-                  "name different headlines); `boilerplate` (its text is its site's boilerplate: lines two other "
+                  "name different headlines); `untrusted` (neither main text names its page's headline, or each is "
+                  "mostly its page's chrome, on two pages of one template that do not show nearly the same text: the "
+                  "template's block taken for both pages' content); `boilerplate` (its text is its site's boilerplate: "
+                  "lines two other "
                   "pages of the site showed in their text (`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` "
                   "on mostly lines kept pages show outside their main text, with under 100 words of its own)"),
     Stat(DROPPED, "dropped (each with a drop-log line)"),

@@ -36,17 +36,22 @@ def test_an_extraction_crosses_a_process_without_its_parse():
     assert back == got and back.tree is None and isinstance(back, Extracted)
 
 
-def _page(title: str, article: str, block: str) -> str:
-    """A page of one shop's template: its article, and a sign-up box whose markup names nothing
-    chrome-like (the extraction is told to take the box, as it did on the test split)."""
+ENGINE = prose(60, 400, OTHER)  # the rest of a template's chrome: its menus, footer, side boxes, as large as a post
+
+
+def _page(title: str, article: str, block: str, engine: str = "") -> str:
+    """A page of one shop's or forum engine's template: its article, a sign-up box whose markup
+    names nothing chrome-like (the extraction is told to take the box, as it did on the test
+    split), and the template's other chrome (`engine`)."""
     return (f"<html><head><title>{title}</title></head><body><div class='offer-strip'>{paragraphs(block)}</div>"
-            f"<div class='content'><h1>{title}</h1>{paragraphs(article)}</div></body></html>")
+            f"<div class='content'><h1>{title}</h1>{paragraphs(article)}</div>"
+            f"<div class='engine-links'>{paragraphs(engine)}</div></body></html>")
 
 
 def test_two_sites_on_one_forum_engine_whose_main_text_is_its_chrome_are_two_pages(tmp_path):
     chrome = prose(40, 200, OTHER)  # the engine's thread chrome: names neither headline
-    one = _page("Harbour bridge reopens after the storm | Daily Forum", prose(41, 400), chrome)
-    two = _page("Council votes on the school budget | Town Forum", prose(42, 400), chrome)
+    one = _page("Harbour bridge reopens after the storm | Daily Forum", prose(41, 400), chrome, ENGINE)
+    two = _page("Council votes on the school budget | Town Forum", prose(42, 400), chrome, ENGINE)
     with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
         first = dedup.check("https://forum.daily.example/t/1", html=one, text=chrome,
                             title="Harbour bridge reopens after the storm | Daily Forum")
@@ -69,6 +74,20 @@ def test_a_trusted_main_text_on_two_unlike_pages_still_matches(tmp_path):
     with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
         first = dedup.check("https://daily.example/a", html=one, text=article, title=title + " | Daily")
         second = dedup.check("https://wire.example/a", html=two, text=article, title=title + " | Wire")
+    assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", "https://daily.example/a")
+
+
+def test_an_untrusted_text_moved_to_another_sites_template_is_a_syndicated_copy(tmp_path):
+    # a text naming none of either title (a foreign-language article under the template's title)
+    # on two pages of two templates: the text moved between them, it is not the template's
+    article = prose(61, 500, OTHER)
+    one = _page("Harbour bridge reopens after the storm", article, "", prose(62, 150))
+    two = _page("Council votes on the school budget | Wire", article, "", prose(63, 150))
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://daily.example/a", html=one, text=article,
+                            title="Harbour bridge reopens after the storm")
+        second = dedup.check("https://wire.example/b", html=two, text=article,
+                             title="Council votes on the school budget | Wire")
     assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", "https://daily.example/a")
 
 

@@ -28,7 +28,8 @@ SHORT_TOKENS = 100  # texts shorter than this (obituaries, product blurbs) are m
 SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholly inside the
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
 ALIKE = 0.85  # an untrusted main text's match stands when each page shows this share of the other's visible text
-SHORT_ALIKE = 0.5  # a short text's match stands when each page shows at least this share of the other's
+ONE_TEMPLATE = 0.3  # pages showing this much of each other's visible text share a template
+ARTICLE_TOKENS = 300  # main texts this long under two titles of one site may be one article (about_their_titles)
 
 Scorer = Callable[[object, DocRecord], "tuple[float, float]"]  # (score, containment) of a page and a kept page
 
@@ -84,7 +85,7 @@ def _guard(fp, title: str | None, doc: DocRecord, url: str | None) -> Guard | No
     site, chrome = same_site(url, doc.url), chrome_text(fp, doc)
     if not title_guarded(fp.tokens, title, doc.title, site, chrome):
         return None
-    if not chrome and site and fp.tokens >= GUARD_TOKENS and about_their_titles(fp, title, doc):
+    if not chrome and site and fp.tokens >= ARTICLE_TOKENS and about_their_titles(fp, title, doc):
         return None
     return Guard.CHROME if chrome else Guard.TITLE
 
@@ -108,7 +109,10 @@ def about_their_titles(fp, title: str | None, doc: DocRecord) -> bool:
     line of each page's own is in no shared words."""
     if doc.text is None:
         return False
-    shared = frozenset(tokenize(fp.text)) & frozenset(tokenize(doc.text))
+    theirs = tokenize(doc.text)
+    if len(theirs) < ARTICLE_TOKENS:  # a shell or notice lists the site's headlines in fewer words
+        return False
+    shared = frozenset(tokenize(fp.text)) & frozenset(theirs)
     known = [c for c in (headline_coverage(title, shared), headline_coverage(doc.title, shared)) if c is not None]
     return bool(known) and all(c >= ABOUT for c in known)
 
@@ -206,6 +210,25 @@ def shown_alike(view: PageView, doc: DocRecord, at_least: int = 8) -> float | No
         return None
     for capped in (theirs, mine):  # a capped sample is a bottom-k: compare under its cut
         if capped.size >= cap:
+            theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
+    if theirs.size < at_least or mine.size < at_least:
+        return None
+    both = np.intersect1d(theirs, mine, assume_unique=True).size
+    return min(both / theirs.size, both / mine.size)
+
+
+def template_alike(view: PageView, text: str, doc: DocRecord, at_least: int = 8) -> float | None:
+    """How alike the two pages are outside their main texts (shown_alike on what each shows
+    besides its main text): one template around two texts scores high, two sites' pages around
+    one article low. Needs the kept text (else the whole visible text is compared)."""
+    sampled = doc.extras.get(Extra.VISIBLE)
+    if sampled is None or doc.text is None:
+        return shown_alike(view, doc, at_least)
+    theirs = np.setdiff1d(np.frombuffer(sampled, dtype=">u4").astype(np.uint32), sample(main_shingles(doc.text)),
+                          assume_unique=True)
+    mine = np.setdiff1d(sample(view.visible), sample(main_shingles(text)), assume_unique=True)
+    for capped in (theirs, mine):
+        if capped.size >= MAX_SAMPLE:
             theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
     if theirs.size < at_least or mine.size < at_least:
         return None

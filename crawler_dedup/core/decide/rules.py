@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .matching import (ALIKE, SHORT_ALIKE, SHORT_TOKENS, Evidence, Match, exact_match, near_match, shown_alike, supersedes, thresholds_for, trust_of,
+from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, exact_match, near_match, shown_alike, supersedes,
+                       template_alike, thresholds_for, trust_of,
                        unchanged, visible_containment)
 from .guards import same_headline
 from ..index.records import DocRecord, canonical_url
@@ -184,26 +185,25 @@ def find_match(p: Page) -> Decision | None:
 
 
 def trusted_text(p: Page) -> Decision | None:
-    """A textual match on main texts that may not be their pages' content stands only with more
-    evidence. When neither main text is trusted (each names none of its headline, or is its page's
-    chrome: matching.untrusted), the two titles must name the same headline and the two pages show
-    nearly the same text (ALIKE of each one's visible sample in the other's): two pages of one
-    template whose extractions both took the template (a sign-up overlay, a forum engine's
-    chrome) differ where their content is. A short text (under SHORT_TOKENS words, mostly
-    template) on two pages that look unlike each other (under SHORT_ALIKE) is no match either."""
+    """A textual match where neither main text may be its page's content (each names none of its
+    headline, or is its page's chrome: matching.untrusted) needs more evidence when the two pages
+    share a template (over ONE_TEMPLATE of what each shows besides its main text in the other's): then the
+    shared text is the template's (a sign-up overlay, a shop's banner, a forum engine's thread
+    chrome taken for both pages' content), unless the titles name the same headline and the pages
+    show nearly the same text (ALIKE: a tracking-URL or churned copy). On pages of two templates
+    the text moved between them: a syndicated copy, as before."""
     m, view = p.match, p.fp.view
     if m is None or m.reason not in (Reason.EXACT, Reason.NEAR) or view is None or not p.config.visible_containment:
         return None
-    if all(trust_of(p.fp, p.verdict.title, m.doc)):
-        alike = shown_alike(view, m.doc) if same_headline(p.verdict.title, m.doc.title) else 0.0
-        stands = alike is None or alike >= ALIKE
-    elif p.fp.tokens < SHORT_TOKENS:
-        alike = shown_alike(view, m.doc)
-        stands = alike is None or alike >= SHORT_ALIKE
-    else:
+    if not all(trust_of(p.fp, p.verdict.title, m.doc)):
         return None
-    if not stands:
-        p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)
+    outside = template_alike(view, p.fp.text, m.doc)
+    if outside is None or outside < ONE_TEMPLATE:
+        return None
+    alike = shown_alike(view, m.doc)
+    if alike is not None and alike >= ALIKE and same_headline(p.verdict.title, m.doc.title):
+        return None
+    p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)
     return None
 
 
