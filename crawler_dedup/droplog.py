@@ -67,6 +67,8 @@ def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run:
         "duplicate_of_fingerprint": fp_hex(verdict.fingerprint), "stage": stage, "spider": spider,
         "measure": old["measure"], "kept_at": iso_time(old["time"]),
     }
+    if old.get("rule"):
+        record["rule"] = old["rule"]  # canonical (its rel=canonical names this page) or clean_url
     if old.get("title"):
         record["title"] = old["title"]
     if verdict.title:

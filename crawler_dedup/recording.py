@@ -128,8 +128,9 @@ class Recorder:
             self.failure(Failure.DROPLOG)
             self.error_once("droplog", "Dedup could not write the drop log %s (superseded %s): %s",
                             self.config.droplog, record["url"], exc)
-        logger.info("Dedup: %s %s %s (its rel=canonical names it)", verdict.url,
-                    "would supersede" if self.config.dry_run else "supersedes", record["url"])
+        why = "a cleaner URL of the same page" if record.get("rule") == "clean_url" else "its rel=canonical names it"
+        logger.info("Dedup: %s %s %s (%s)", verdict.url, "would supersede" if self.config.dry_run else "supersedes",
+                    record["url"], why)
         if self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
             return
         args = {"url": record["url"], "canonical_url": verdict.url, "record": record}

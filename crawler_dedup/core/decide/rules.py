@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, exact_match, near_match, shown_alike, supersedes,
                        template_alike, thresholds_for, trust_of,
                        unchanged, visible_containment)
+from .cleaner import cleaner
 from .guards import same_headline
 from ..index.records import DocRecord, canonical_url
 from ..verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
@@ -245,7 +246,26 @@ def canonical(p: Page) -> Decision | None:
     match = p.match
     if match is None or not p.config.canonical or not supersedes(p.verdict.url, p.verdict.canonical, match.doc):
         return None
-    p.verdict = p.verdict.but(superseded=superseded(match, p.config.store_text))
+    return supersede(p, match, "canonical")
+
+
+def clean_url(p: Page) -> Decision | None:
+    """DEDUP_PREFER_CLEAN_URL: a copy of the kept page under a cleaner URL of the same page (no
+    tracking or session parameters, a shorter query: cleaner.py) replaces it, as the canonical
+    rule does; the same URL is kept whatever order the copies come in. Not against a kept page
+    this page names as its rel=canonical."""
+    match = p.match
+    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL:
+        return None
+    url, named = p.verdict.url, p.verdict.canonical
+    if not url or not cleaner(url, match.doc.url) or (named and canonical_url(named) == canonical_url(match.doc.url)):
+        return None
+    return supersede(p, match, "clean_url")
+
+
+def supersede(p: Page, match: Match, rule: str) -> Decision | None:
+    """This page replaces the kept copy `match` (a dry run only flags that)."""
+    p.verdict = p.verdict.but(superseded={**superseded(match, p.config.store_text), "rule": rule})
     if p.config.dry_run:
         return Decision(p.verdict)  # flagged only: the kept copy stays, this page is not filed
     p.remove.append(int(match.doc.doc_id or 0))
@@ -301,7 +321,7 @@ def keep(p: Page) -> Decision:
 
 RULES: tuple[Rule, ...] = (
     item_of_kept_response, out_of_window, revisit, find_match, trusted_text, contained, template_guard, canonical,
-    never_drop,
+    clean_url, never_drop,
     revisit_copy, item_of_matched_response, duplicate, keep,
 )
 

@@ -1,0 +1,82 @@
+"""The clean URL wins (DEDUP_PREFER_CLEAN_URL): of a page's URLs that differ in tracking and
+session parameters only, the one a reader would cite is kept, whatever order they come in
+(core/decide/cleaner.py, rules.clean_url)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.core.decide.cleaner import cleaner, rank, same_page
+from tests.test_visible import html, prose
+
+CLEAN = "https://news.example/articles/bridge.html"
+TRACKED = CLEAN + "?utm_source=newsletter&utm_medium=email"
+SESSION = "https://news.example/articles/bridge.html;jsessionid=A1B2C3?ref_src=tw"
+PAGE = html("Harbour bridge reopens after the storm", prose(70, 400))
+
+
+def test_a_cleaner_url_is_the_same_page_without_tracking_or_session_parameters():
+    assert same_page(CLEAN, TRACKED) and cleaner(CLEAN, TRACKED) and not cleaner(TRACKED, CLEAN)
+    assert cleaner(CLEAN, SESSION) and cleaner(TRACKED, SESSION)  # a session id is worse than any tracking
+    assert same_page("https://a.example/p?id=7&utm_campaign=x", "https://a.example/p?utm_source=y&id=7")
+    # what names another page is never noise
+    assert not same_page("https://a.example/p?id=7", "https://a.example/p?id=8")
+    assert not same_page("https://a.example/p", "https://b.example/p")
+    assert not same_page("https://a.example/p", "https://a.example/print/p")
+    assert not cleaner(CLEAN, CLEAN)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations([CLEAN, TRACKED, SESSION, CLEAN + "?gclid=1", CLEAN + "?fbclid=22&utm_term=a"]))
+def test_the_order_is_total_so_the_same_url_wins_in_any_order(urls):
+    best = urls[0]
+    for url in urls[1:]:
+        if cleaner(url, best):
+            best = url
+    assert best == CLEAN == min(urls, key=rank)
+
+
+def _crawl(tmp_path, urls, **settings):
+    log = tmp_path / "droplog.jsonl"
+    with Deduplicator(dir=str(tmp_path / "idx"), droplog=str(log), **settings) as dedup:
+        verdicts = [dedup.check(url, html=PAGE) for url in urls]
+        kept = dedup.index.read(lambda txn: [dedup.index.by_url(txn, u) is not None for u in urls])
+    return verdicts, kept
+
+
+def test_the_clean_url_is_kept_whatever_order_the_copies_come_in(tmp_path):
+    for n, order in enumerate(itertools.permutations([CLEAN, TRACKED, SESSION])):
+        verdicts, kept = _crawl(tmp_path / str(n), list(order))
+        assert [u for u, k in zip(order, kept) if k] == [CLEAN], order
+        clean = verdicts[order.index(CLEAN)]
+        assert clean.action == "keep"
+        if order[0] != CLEAN:  # a tracked copy was kept first: the clean URL replaced it
+            assert clean.superseded is not None and clean.superseded["rule"] == "clean_url"
+
+
+def test_a_superseded_tracking_url_gets_its_drop_log_line(tmp_path):
+    from crawler_dedup.droplog import superseded_record
+
+    verdicts, _ = _crawl(tmp_path, [TRACKED, CLEAN])
+    record = superseded_record(verdicts[1], "response", "s")
+    assert (record["url"], record["duplicate_of"], record["reason"], record["rule"]) == (
+        TRACKED, CLEAN, "superseded", "clean_url")
+    json.dumps(record)
+
+
+def test_off_the_first_copy_stays(tmp_path):
+    verdicts, kept = _crawl(tmp_path, [TRACKED, CLEAN], prefer_clean_url=False)
+    assert kept == [True, False] and (verdicts[1].action, verdicts[1].duplicate_of) == ("drop", TRACKED)
+
+
+def test_a_page_naming_the_kept_url_as_its_canonical_does_not_replace_it(tmp_path):
+    page = PAGE.replace("<head>", f"<head><link rel='canonical' href='{TRACKED}'>")
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check(TRACKED, html=page)
+        second = dedup.check(CLEAN, html=page)
+    assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", TRACKED)
