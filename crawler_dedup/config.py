@@ -6,6 +6,8 @@ DedupConfig._checked and the settings page docs/settings.md (scripts/settings_ta
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -54,6 +56,12 @@ SETTINGS: tuple[Setting, ...] = (
         "a page that a kept copy names as its `rel=canonical` (or `og:url`) replaces that copy, with a "
         "`superseded` drop-log line and the `page_superseded` signal for it ([Recrawls](#recrawls)); "
         "`False`: the first copy stays")),
+    Setting("DEDUP_PREFER_CLEAN_URL", BOOL, True, doc=(
+        "a copy of a kept page under a cleaner URL of the same page (the same host, path and query but for "
+        "tracking and session parameters such as `utm_*`, `gclid`, `fbclid`, `sessionid`, `;jsessionid=`; "
+        "fewer of them, then a shorter query, then a shorter URL) replaces the kept one, as `DEDUP_CANONICAL` "
+        "does (a `superseded` drop-log line with `rule` `clean_url`, the `page_superseded` signal): the same "
+        "URL is kept whatever order the crawl meets the copies in; `False`: the first copy stays")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
         "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
         "= a commit a page")),
@@ -93,7 +101,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DIR", PATH, None, shown=".scrapy/dedup", doc=(
         "the LMDB index directory (Scrapy's data dir when in a project)")),
     Setting("DEDUP_DROPLOG", PATH, None, shown="<DEDUP_DIR>/droplog.jsonl", doc=(
-        "the JSONL drop log")),
+        "the JSONL drop log; a Redis index's default is `<DEDUP_DIR>/droplog-redis-<DEDUP_REDIS_PREFIX>.jsonl`, "
+        "so two indexes never share one")),
     Setting("DEDUP_DROPLOG_ITEMS", BOOL, True, doc=(
         "at the item stage, write the whole dropped item into its drop-log line")),
     Setting("DEDUP_DRY_RUN", BOOL, False, doc=(
@@ -223,6 +232,15 @@ _BY_NAME = {s.name: s for s in SETTINGS}
 _DEFAULTS: dict[str, Any] = {s.attr: s.check(s.default) for s in SETTINGS}
 
 
+def default_droplog(dir_: str, backend: str = "lmdb", redis_prefix: str = "dedup") -> str:
+    """The drop log a crawl writes when DEDUP_DROPLOG is not set: the LMDB index's beside it in
+    DEDUP_DIR, a Redis index's named after its prefix (the two never mix in one file)."""
+    if backend != "redis":  # (LMDB, or a store of the user's own in DEDUP_DIR)
+        return os.path.join(dir_, "droplog.jsonl")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", redis_prefix or "dedup").strip(".") or "dedup"
+    return os.path.join(dir_, f"droplog-{backend}-{safe}.jsonl")
+
+
 def _lsi_train_covers_dims(raw: Mapping[str, Any], out: Mapping[str, Any]) -> None:
     if out["lsi_train"] < out["lsi_dims"]:
         raise ConfigError("DEDUP_LSI_TRAIN", raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
@@ -250,6 +268,7 @@ class DedupConfig:
     backend: str = _DEFAULTS["backend"]
     boilerplate: bool = _DEFAULTS["boilerplate"]
     canonical: bool = _DEFAULTS["canonical"]
+    prefer_clean_url: bool = _DEFAULTS["prefer_clean_url"]
     commit_batch: int = _DEFAULTS["commit_batch"]
     commit_delay: float = _DEFAULTS["commit_delay"]
     conceptual: str = _DEFAULTS["conceptual"]

@@ -19,7 +19,7 @@ from scrapy.utils.project import data_path
 
 from . import conditional, opening
 from .batching import GroupCommit, in_worker
-from .config import DedupConfig
+from .config import DedupConfig, default_droplog
 from .core.dedup import Verdict, extract_and_fingerprint
 from .deduplicator import Deduplicator
 from .core.index.fetches import Fetch
@@ -81,6 +81,7 @@ class DedupExtension:
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logstats = None
         self._damaged: str | None = None  # why the index cannot be read: the crawl stops at start
+        self._stop = "dedup_index_damaged"  # its finish reason
         # why this crawl sends no conditional request (Scrapy's HTTP cache would keep 304s)
         self.conditional_blocked = conditional.blocked_by(crawler.settings) if self.config.conditional else None
         if self.config.enabled:
@@ -88,11 +89,11 @@ class DedupExtension:
                 # open once now, so an unusable index (other format, other k) stops the crawl here
                 try:
                     Deduplicator(self.config).open(new_run=False).close()
-                except StoreDamaged as exc:
+                except StoreError as exc:
                     # one line and a clean stop, not Scrapy's traceback: crawling on unchecked
                     # would store every duplicate until someone reads the log
-                    logger.error("crawler-dedup cannot start: %s; the crawl stops (finish reason "
-                                 "dedup_index_damaged)", exc)
+                    self._stop = "dedup_index_damaged" if isinstance(exc, StoreDamaged) else "dedup_index_unavailable"
+                    logger.error("crawler-dedup cannot start: %s; the crawl stops (finish reason %s)", exc, self._stop)
                     self._damaged = str(exc)
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -109,7 +110,7 @@ class DedupExtension:
             if config.backend == "lmdb" or config.droplog is None:
                 opening.writable_dir("DEDUP_DIR", config.dir, dir_)
             if config.droplog is None:
-                overrides["droplog"] = os.path.join(dir_, "droplog.jsonl")
+                overrides["droplog"] = default_droplog(dir_, config.backend, config.redis_prefix)
             opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog") or str(config.droplog))
         return DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
 
@@ -142,7 +143,7 @@ class DedupExtension:
             self.recorder.failure(Failure.OPEN)
             from scrapy.utils.defer import deferred_from_coro
 
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="dedup_index_damaged"))
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=self._stop))
             return
         try:
             self.dedup = opening.acquire(self.config)

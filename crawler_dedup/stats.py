@@ -86,7 +86,8 @@ STATS: tuple[Stat, ...] = (
     Stat(CONDITIONAL_REFUSED, "conditional requests the server refused with a 4xx (a 412 Precondition Failed, a firewall "
                               "refusing replayed validators; not 404, 410 or 429): the page was requested again without "
                               "them, and its URL keeps no validators, so the next crawl asks plainly"),
-    Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names (a `superseded` drop-log line each)"),
+    Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names, or by a cleaner URL of the same page "
+                     "(`DEDUP_PREFER_CLEAN_URL`; a `superseded` drop-log line each)"),
     Stat(SKIPPED, "kept without a check: `not_html`, `status` (non-2xx), `empty`, `too_large`, `undecodable`, "
                   "`no_text` (no main text), `too_short`, `notice` (the text is a consent, paywall or login notice), "
                   "`bad_input` (an item field that is not text), `allowed`, `dont_dedup`, `never_drop` (a "

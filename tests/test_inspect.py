@@ -197,3 +197,13 @@ def test_text_output_escapes_control_characters(demo_out, tmp_path):
     assert "http://h/x\\x1b[2J" in proc.stdout and "\\x07" in proc.stdout  # visible, not acted on
     proc = cli("inspect", log, "--json")  # json.dumps escapes them itself
     assert json.loads(proc.stdout)["drops"][-1]["url"] == "http://h/x" + hostile
+
+
+def test_a_copy_dropped_again_by_a_later_crawl_is_one_duplicate(demo_out, tmp_path):
+    recs = [r for r in _records(demo_out / "droplog.jsonl") if r["reason"] != "unchanged"]
+    log = tmp_path / "two-crawls.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs + recs), encoding="utf-8")  # the same drops twice
+    got = json.loads(cli("inspect", log, "--json").stdout)
+    once = Counter(r["duplicate_of"] for r in {(r["duplicate_of"], r["url"]): r for r in recs}.values())
+    assert got["matched"] == 2 * len(recs)
+    assert all(once[row["url"]] == row["duplicates"] for row in got["top_kept"])

@@ -471,8 +471,8 @@ def test_beside_scrapy_redis_the_example_project_crawls_each_url_once_and_keeps_
             for line in open(tmp_path / f"items-{n}.jsonl", encoding="utf-8")]
     groups_kept = sorted(url.rsplit("/", 1)[1][1:] for url in kept)
     assert groups_kept == sorted(f"{g}.html" for g in range(groups))  # each group once, over both processes
-    drops = [d for n in range(2) if (tmp_path / f"dir-{n}" / "droplog.jsonl").exists()
-             for d in read_droplog(str(tmp_path / f"dir-{n}" / "droplog.jsonl"))]
+    drops = [d for n in range(2) if (tmp_path / f"dir-{n}" / "droplog-redis-sr-test.jsonl").exists()
+             for d in read_droplog(str(tmp_path / f"dir-{n}" / "droplog-redis-sr-test.jsonl"))]
     assert len(drops) == 3 * groups and {d["duplicate_of"] for d in drops} == set(kept)
     checked = sum(int(s.split("'dedup/checked': ")[1].split(",")[0]) for s in errs)
     assert checked == 4 * groups  # scrapy-redis gave each URL to one process only
@@ -536,7 +536,7 @@ def test_redis_killed_and_restarted_during_a_scrapy_crawl(tmp_path, articles, se
     assert crawl.returncode == 0, err[-3000:]
     stats = {k: int(v) for k, v in (p.split("': ") for p in err.split("'dedup/")[1:] for p in [p.split(",")[0]])}
     kept = {json.loads(line)["url"].rsplit("/", 1)[1] for line in open(tmp_path / "items.jsonl", encoding="utf-8")}
-    dropped = {d["url"].rsplit("/", 1)[1] for d in read_droplog(str(tmp_path / "d" / "droplog.jsonl"))}
+    dropped = {d["url"].rsplit("/", 1)[1] for d in read_droplog(str(tmp_path / "d" / "droplog-redis-restart.jsonl"))}
     copies = {f"{p}{g}.html{q}" for p in "bc" for g in range(n) for q in ("", "?again")} - {
         f"b{g}.html?again" for g in range(n)}
     assert {f"a{g}.html" for g in range(n)} <= kept

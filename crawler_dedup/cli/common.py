@@ -256,10 +256,14 @@ def default_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(cfg_path)), ".scrapy", "dedup")
 
 
-def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
+def resolve_log_dir(log: str | None, dir_: str | None, settings: dict | None = None) -> tuple[str, str]:
     """Where a crawl put them: the project's DEDUP_DIR and DEDUP_DROPLOG (settings.py) when the
-    command runs in a Scrapy project; DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl, DEDUP_DIR
-    to <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and D/index."""
+    command runs in a Scrapy project; DEDUP_DROPLOG defaults to <DEDUP_DIR>/droplog.jsonl (a Redis
+    index's, named by `settings` or the project, to <DEDUP_DIR>/droplog-redis-<prefix>.jsonl),
+    DEDUP_DIR to <scrapy data dir>/dedup; `crawler-dedup demo --out D` writes D/droplog.jsonl and
+    D/index."""
+    from ..config import default_droplog
+
     if dir_ is None and log is not None:
         here = os.path.dirname(os.path.abspath(log))
         for guess in (here, os.path.join(here, "index")):
@@ -273,6 +277,10 @@ def resolve_log_dir(log: str | None, dir_: str | None) -> tuple[str, str]:
         dir_ = default_dir()
     if log is None and project.get("DEDUP_DROPLOG"):
         log = str(project["DEDUP_DROPLOG"])
+    named = {**project, **(settings or {})}
+    backend = str(named.get("DEDUP_BACKEND") or "lmdb").strip()
+    if log is None and backend == "redis":
+        return default_droplog(dir_, backend, str(named.get("DEDUP_REDIS_PREFIX") or "dedup")), dir_
     if log is None:
         log = os.path.join(dir_, "droplog.jsonl")
         if not os.path.exists(log) and os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(dir_)), "droplog.jsonl")):

@@ -146,7 +146,7 @@ def _overridden_addons(source: str | None) -> str:
 # -- settings, index, drop log ---------------------------------------------------------------
 
 def _config(report: Report, settings, overrides: dict):
-    from ..config import DedupConfig
+    from ..config import DedupConfig, default_droplog
     from ..exceptions import ConfigError
     from .common import default_dir
 
@@ -168,10 +168,9 @@ def _config(report: Report, settings, overrides: dict):
     updates: dict = {}
     if config.backend == "lmdb" and not config.dir:
         updates["dir"] = default_dir()
-    if config.droplog is None:
-        base = updates.get("dir") or config.dir
-        if base:
-            updates["droplog"] = os.path.join(str(base), "droplog.jsonl")
+    if config.droplog is None:  # where the crawl will write it (a Redis index's is named after its prefix)
+        base = updates.get("dir") or config.dir or default_dir()
+        updates["droplog"] = default_droplog(str(base), config.backend, config.redis_prefix)
     if updates:
         from dataclasses import replace
 

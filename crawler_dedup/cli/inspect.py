@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .common import CliError, add_filters, add_json, add_legacy, add_log, add_settings, filters, resolve_log_dir
+from .common import (CliError, add_filters, add_json, add_legacy, add_log, add_settings, backend_settings, filters,
+                     resolve_log_dir)
 from .out import Progress
 
 
@@ -10,7 +11,8 @@ def add_parser(sub):
     p = sub.add_parser(
         "inspect", help="summarize a drop log: counts, top kept pages, histograms, latest drops",
         description="Summarize a drop log in one streaming pass: drops by reason, action, stage and domain, "
-        "the kept pages with the most duplicates, similarity and distance histograms, and the latest drops. "
+        "the kept pages with the most duplicates (each dropped URL once, however many crawls dropped it), similarity "
+        "and distance histograms, and the latest drops. "
         "Malformed lines are counted and skipped.")
     add_log(p)
     p.add_argument("--dir", metavar="DIR", help="the index whose drop log is <DIR>/droplog.jsonl (when --log is not given)")
@@ -29,7 +31,7 @@ def run(args) -> int:
     from ..tools.inspect import LogError, summarize
 
     selected = filters(args)
-    args.log, _ = resolve_log_dir(args.log, args.dir)
+    args.log, _ = resolve_log_dir(args.log, args.dir, backend_settings(args))
     if args.limit < 0 or args.top < 1:
         raise CliError("--limit takes 0 or more, --top 1 or more")
     try:

@@ -46,7 +46,7 @@ def run(args) -> int:
     selected = filters(args)
     if args.rows < 0:
         raise CliError("--rows takes 0 or more")
-    log, found = resolve_log_dir(args.log, args.dir)
+    log, found = resolve_log_dir(args.log, args.dir, backend_settings(args))
     dir_: str | None = found
     if os.path.exists(log) and same_file(log, args.output):  # before the HTML overwrites it
         raise CliError(f"-o {args.output} is the drop log itself: give another file, e.g. report.html")

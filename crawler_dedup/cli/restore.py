@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .common import CliError, add_filters, add_legacy, add_log, add_settings, filters, resolve_log_dir, same_file, term
+from .common import (CliError, add_filters, add_legacy, add_log, add_settings, backend_settings, filters, resolve_log_dir,
+                     same_file, term)
 from .out import Progress
 
 
@@ -35,7 +36,7 @@ def run(args) -> int:
     from ..tools.restore import allow_pattern, restore
 
     selected = filters(args)
-    args.log, _ = resolve_log_dir(args.log, args.dir)
+    args.log, _ = resolve_log_dir(args.log, args.dir, backend_settings(args))
     if not (args.all or selected.active):
         raise CliError("say what to restore: --url U, a filter (--domain, --reason, --since, "
                        "--min-similarity) or --all")

@@ -45,7 +45,7 @@ def run(args) -> int:
     from ..tools.show import side_by_side, unified, why, xor_line
 
     config = make_config(parse_settings(args.set))
-    log, dir_ = resolve_log_dir(args.log, args.dir)
+    log, dir_ = resolve_log_dir(args.log, args.dir, backend_settings(args))
     width = args.width or shutil.get_terminal_size((120, 24)).columns
     if width < 40:
         raise CliError(f"--width takes 40 or more, not {width}")
@@ -144,16 +144,19 @@ def _kept(rec: dict, dir_: str, settings: dict | None = None):
     """(the kept page the drop matched, from the index read-only, or None; a note on why not)."""
     from ..tools.show import ReadOnlyIndex, ShowError
 
+    from ..tools.indexes import index_name
+
     kept, note = None, None
+    where = index_name(dir_, settings)
     try:
         with ReadOnlyIndex(dir_, settings) as index:
             kept = index.kept(rec.get("duplicate_of_fingerprint"), rec.get("duplicate_of"))
             now = index.by_url(rec["duplicate_of"]) if kept is None and isinstance(rec.get("duplicate_of"), str) else []
         if kept is None and now:
-            note = (f"the kept page's entry in {dir_} was updated since: a later crawl kept a changed text at "
+            note = (f"the kept page's entry in {where} was updated since: a later crawl kept a changed text at "
                     f"{rec['duplicate_of']} (fingerprint {now[0].fingerprint:016x}), which is not the text this drop was compared with")
         elif kept is None:
-            note = f"the kept page is no longer in the index {dir_} (expired or removed)"
+            note = f"the kept page is no longer in {where} (expired or removed)"
     except ShowError as exc:
         from ..tools.indexes import is_lmdb
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import DedupConfig
+from ..config import DedupConfig, mask_password
 from ..core.index.neardup import NearDupIndex
 from ..stores import make_store
 
@@ -10,6 +10,14 @@ from ..stores import make_store
 def is_lmdb(settings: dict | None) -> bool:
     """The settings leave DEDUP_BACKEND at LMDB (whose index is a DEDUP_DIR with data.mdb)."""
     return str((settings or {}).get("DEDUP_BACKEND") or "lmdb").strip() == "lmdb"
+
+
+def index_name(dir_: str, settings: dict | None) -> str:
+    """How messages name the index: `the index DIR`, or `the Redis index URL (prefix P)`."""
+    if str((settings or {}).get("DEDUP_BACKEND") or "lmdb").strip() != "redis":
+        return f"the index {dir_}"
+    config = DedupConfig.from_settings(settings or {})
+    return f"the Redis index {mask_password(config.redis_url)} (prefix {config.redis_prefix})"
 
 
 def open_index(dir_: str, readonly: bool = True, settings: dict | None = None) -> NearDupIndex:

@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
+import xxhash
+
 from ..droplog import REQUIRED_KEYS
 from ..exceptions import LogError
 
@@ -199,6 +201,9 @@ def stream(path: str, malformed: Malformed, progress: Progress | None = None,
         progress(done, size, final=True)
 
 
+MAX_PAIRS = 2_000_000  # (kept, dropped URL) pairs remembered to count each copy once: about 150 MB
+
+
 class TopCounter:
     """Counts of an unbounded key set in bounded memory: past 2*capacity keys the smallest are
     pruned, so the top counts stay exact unless a pruned key was among them (`approximate`)."""
@@ -234,7 +239,8 @@ class Summary:
         self.by_stage: Counter[str] = Counter()
         self.by_measure: Counter[str] = Counter()
         self.domains = TopCounter()
-        self.kept = TopCounter()  # duplicate_of -> drops
+        self.kept = TopCounter()  # duplicate_of -> dropped URLs (each counted once: crawls repeat drops)
+        self._pairs: set[int] | None = set()  # hashes of (kept, dropped URL) counted; None past MAX_PAIRS
         self.kept_titles: dict[str, str] = {}
         self.sim_bins = [0] * SIM_BINS
         self.dist_bins = [0] * (MAX_DISTANCE + 1)
@@ -261,7 +267,8 @@ class Summary:
             self.by_measure[measure if type(measure) is str else str(measure)] += 1
         self.domains.add(domain_of(rec["url"]))
         kept = get("duplicate_of")
-        if type(kept) is str and reason != "unchanged":  # a revisit is no copy: not a "most copied" page
+        if type(kept) is str and reason != "unchanged" and self._first_time(kept, rec["url"]):
+            # (a revisit is no copy: not a "most copied" page)
             self.kept.add(kept)
             if kept not in self.kept_titles and len(self.kept_titles) < 2 * self.kept.capacity:
                 title = get("duplicate_of_title")
@@ -295,6 +302,20 @@ class Summary:
                 self.last = when
         if self.drops.maxlen:
             self.drops.append(rec)  # briefed when printed: most records never are
+
+    def _first_time(self, kept: str, url) -> bool:
+        """The first drop of `url` against `kept` in the log: a page dropped again by a later crawl
+        is one copy, not two (past MAX_PAIRS pairs every drop counts)."""
+        pairs = self._pairs
+        if pairs is None:
+            return True
+        key = xxhash.xxh3_64_intdigest(f"{kept}\n{url}".encode("utf-8", "surrogatepass"))
+        if key in pairs:
+            return False
+        pairs.add(key)
+        if len(pairs) > MAX_PAIRS:
+            self._pairs = None
+        return True
 
     def top_kept(self) -> list[dict]:
         return [{"url": url, "title": self.kept_titles.get(url), "duplicates": n}

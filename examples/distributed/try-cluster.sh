@@ -55,7 +55,7 @@ wait "$first"
 
 # 5. what they did
 echo "kept (over both crawlers): $(cat "$work"/items-*.jsonl | wc -l)"
-echo "dropped: $(cat "$work"/d1/droplog.jsonl "$work"/d2/droplog.jsonl 2>/dev/null | wc -l)"
+echo "dropped: $(cat "$work"/d1/droplog-redis-site-crawl.jsonl "$work"/d2/droplog-redis-site-crawl.jsonl 2>/dev/null | wc -l)"
 grep -h "Dedup: " "$work"/crawl-*.log | sed 's/.*\] INFO: //'
 crawler-dedup index stats --redis "$DEDUP_REDIS_URL" -s DEDUP_REDIS_PREFIX=site-crawl | head -5
 crawler-dedup index verify --redis "$DEDUP_REDIS_URL" -s DEDUP_REDIS_PREFIX=site-crawl | tail -1

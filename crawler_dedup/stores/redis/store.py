@@ -103,7 +103,7 @@ class RedisStore:
                                    "(a restart or a failover: DEDUP_REDIS_RETRY)", self.location, exc, wait)
                 if not Patience.pause(attempt, deadline):
                     waited = f" (tried for {wait:g} s)" if attempt else ""
-                    raise StoreError(f"cannot open the Redis index {self.location}: {exc}{waited}") from None
+                    raise StoreError(f"cannot open the Redis index {self.location}: {_why(exc)}{waited}{_hint(exc)}") from None
                 attempt += 1
 
     def _open(self) -> None:
@@ -125,7 +125,7 @@ class RedisStore:
             raise  # (open() waits for these)
         except self.redis.RedisError as exc:
             self.close()
-            raise StoreError(f"cannot open the Redis index {self.location}: {exc}") from exc
+            raise StoreError(f"cannot open the Redis index {self.location}: {_why(exc)}{_hint(exc)}") from exc
         except StoreError:
             self.close()
             raise
@@ -313,3 +313,19 @@ def _safe_url(url: str) -> str:
     from ...config import mask_password
 
     return mask_password(url)
+
+
+def _why(exc: Exception) -> str:
+    return str(exc).rstrip(". ") or type(exc).__name__
+
+
+def _hint(exc: Exception) -> str:
+    """What to do about an error opening the index, when its message alone does not say."""
+    text = str(exc)
+    if "SELECT is not allowed in cluster mode" in text:
+        return ("; a Redis Cluster has database 0 only: end DEDUP_REDIS_URL with /0 (or no database number), "
+                "and give each index its own DEDUP_REDIS_PREFIX instead")
+    if "Connection closed by server" in text or "Protocol Error" in text:
+        return ("; something answered at that address but does not speak Redis (an HTTP server, say): check the "
+                "port in DEDUP_REDIS_URL (Redis listens on 6379 by default)")
+    return ""
