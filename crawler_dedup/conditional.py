@@ -67,9 +67,12 @@ def ask(rt, request: Request) -> None:
         return
     if cfg.window and time.time() - entry.kept > cfg.window:  # (its kept page no longer matches)
         return
-    passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or bool(request.meta.get("dedup_never_drop"))
-    if entry.copy is None and (not leaf or passed_on):  # its 304 would leave the spider nothing to parse
-        return
+    never_drop = bool(request.meta.get("dedup_never_drop"))
+    if entry.copy_of:  # a dropped copy: a 304 drops it again, as its first crawl did (nothing to parse)
+        if cfg.dry_run or never_drop:
+            return
+    elif entry.copy is None and (not leaf or killed or cfg.unchanged == "keep" or cfg.dry_run or never_drop):
+        return  # its 304 would leave the spider nothing to parse
     headers = entry.headers()
     for name, value in headers.items():
         request.headers[name] = value.encode("latin-1")  # as the server sent it (Scrapy would send a str as UTF-8)
@@ -110,13 +113,13 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
         return refetch(rt, request, sent)
     fp, entry, passed_on = got
     page = entry.page()
-    if page is None and (passed_on or never_drop or not leaf):  # (its copy went meanwhile, or is damaged)
+    if page is None and (passed_on or never_drop or not (leaf or entry.copy_of)):  # (its copy went, or is damaged)
         return refetch(rt, request, sent)
     verdict = await rt.check_not_modified(request.url, fp, never_drop, entry.renewed(headers_of(response)))
     request.meta["dedup_fingerprint"] = verdict.fingerprint
     if verdict.revisit:
         request.meta["dedup_revisit"] = verdict.revisit
-    if verdict.reason == Reason.UNCHANGED:
+    if verdict.reason == Reason.UNCHANGED or verdict.measure == "not-modified":  # (a kept page's, a copy's)
         rt.recorder.inc(NOT_MODIFIED)
         rt.recorder.inc(NOT_MODIFIED_BYTES, entry.length)
     dropped = verdict.action == Action.DROP

@@ -82,7 +82,8 @@ SETTINGS: tuple[Setting, ...] = (
         "recrawls ask the server whether a kept page changed: the request for a URL the index holds "
         "carries the validators of its last response (`If-None-Match` with its ETag, `If-Modified-Since` "
         "with its Last-Modified), and a `304 Not Modified` is an unchanged revisit (`measure` "
-        "`not-modified`, `dedup/not_modified`) that downloads no body. Per request: "
+        "`not-modified`, `dedup/not_modified`) that downloads no body. A URL dropped as a copy is asked too "
+        "(its validators kept beside the page it duplicates, a few bytes): a 304 drops it again unread. Per request: "
         "`meta={\"dedup_conditional\": False}`; see [Recrawls](recrawls.md#conditional-requests)")),
     Setting("DEDUP_CONDITIONAL_COPY", AUTO_BOOL, "auto", doc=(
         "keep a compressed copy of each kept page's body that has validators (about a quarter of its bytes: 47 KB a page on the recrawl benchmark's real pages, five times the rest of the index), "

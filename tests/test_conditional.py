@@ -411,3 +411,50 @@ def test_a_server_refusing_validators_gets_the_request_again_without_them(tmp_pa
     proc, third = crawl(tmp_path, urls, name="third")
     assert len(server.asked) == asked and server.served.get(412, 0) == 3  # no conditional request
     assert dedup_stats(proc.stderr)["dedup/revisits/unchanged"] == 3
+
+
+def test_a_known_copy_is_asked_and_a_304_drops_it_again_without_a_download(tmp_path, articles, serve):
+    root = site(tmp_path, articles, 3)
+    for i in range(3):  # a third of the site's URLs are copies (another path, one byte more)
+        (root / f"copy{i}.html").write_bytes(articles[i][0] + b"\n")
+    server = serve(str(root), validators="honour")
+    pages = [f"{server.base_url}/a{i}.html" for i in range(3)] + [f"{server.base_url}/copy{i}.html" for i in range(3)]
+    urls = write_urls(tmp_path / "urls.txt", pages)
+    proc, first = crawl(tmp_path, urls, name="first")
+    assert len(first) == 3
+    dropped = {r["url"]: r["duplicate_of"] for r in lines_of(tmp_path)}
+    assert len(dropped) == 3
+    copy_entry = entry(tmp_path, next(iter(dropped)))
+    assert copy_entry is not None and copy_entry.copy_of and copy_entry.copy is None and copy_entry.etag
+    assert len(copy_entry.encode()) < 80  # a few bytes a known copy
+    sent_before = server.served["bytes"]
+    proc, second = crawl(tmp_path, urls, name="second")
+    stats = dedup_stats(proc.stderr)
+    assert second == [] and stats["dedup/conditional"] == 6 and server.served[304] == 6
+    assert server.served["bytes"] == sent_before  # not one body downloaded again
+    again = [r for r in lines_of(tmp_path, "not-modified") if r["reason"] != "unchanged"]
+    assert {r["url"]: r["duplicate_of"] for r in again} == dropped
+    assert verify(Deduplicator(dir=str(tmp_path / "idx")).open().index).ok
+    # a copy that changed is downloaded and decided by its text: now a page of its own
+    changed = next(u for u in dropped if u.endswith("copy1.html") or u.endswith("a1.html"))
+    time.sleep(1.1)
+    (root / changed.rsplit("/", 1)[1]).write_bytes(articles[5][0])
+    proc, third = crawl(tmp_path, urls, name="third")
+    assert [i["url"] for i in third] == [changed] and server.served[304] == 6 + 5
+    assert not entry(tmp_path, changed).copy_of  # kept now: its own entry
+
+
+def test_without_revalidating_copies_every_recrawl_downloads_them(tmp_path, articles, serve):
+    """The figure beside the one above: what the copies cost a recrawl when only kept URLs are asked."""
+    root = site(tmp_path, articles, 2)
+    (root / "copy0.html").write_bytes(articles[0][0] + b"\n")
+    server = serve(str(root), validators="honour")
+    urls = write_urls(tmp_path / "urls.txt", [f"{server.base_url}/{n}" for n in ("a0.html", "a1.html", "copy0.html")])
+    crawl(tmp_path, urls, name="first")
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:  # as before this release: no entry for a dropped copy
+        gone = [u for u in (f"{server.base_url}/a0.html", f"{server.base_url}/copy0.html")
+                if dedup.index.read(lambda txn, u=u: dedup.index.by_url(txn, u)) is None]
+        dedup.index.write(lambda txn: txn.fetch_delete(url_key(gone[0])))
+    before = server.served["bytes"]
+    crawl(tmp_path, urls, name="second")
+    assert server.served["bytes"] - before == len((root / gone[0].rsplit("/", 1)[1]).read_bytes())

@@ -306,6 +306,8 @@ def duplicate(p: Page) -> Decision | None:
         return None
     cfg = p.config
     flag_only = p.match.reason == Reason.CONCEPTUAL and cfg.conceptual == "flag"
+    if p.fp.not_modified:  # a dropped copy's 304: the server says it is the copy it was (revalidation.py)
+        p.match = replace(p.match, measure="not-modified")
     verdict = matched(p.verdict, p.match, Action.FLAG if cfg.dry_run or flag_only else Action.DROP)
     verdict = verdict.but(text=p.fp.text if cfg.store_text else None)
     if not flag_only or cfg.dry_run:

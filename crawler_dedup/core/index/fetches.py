@@ -36,6 +36,7 @@ _HEAD = struct.Struct(">QIIIIQBB")
 _COPY = struct.Struct(">HB")
 _TIME = struct.Struct(">I")
 _AS_TIME = 255
+_COPY_OF = 1 << 31  # the run field's top bit: the entry is a dropped copy's (its doc id names the page it copies)
 _MAX_VALIDATOR = 250  # bytes: longer is no validator a careful server sends
 _SKEW = 60.0  # seconds a Last-Modified may lie after the response's Date (clocks drift)
 
@@ -60,8 +61,9 @@ class Fetch:
     digest: bytes = b"\x00" * 16  # fingerprint.body_digest of the body (its first 8 bytes stored)
     content_type: str | None = None
     copy: bytes | None = None  # zlib of the body (DEDUP_CONDITIONAL_COPY), else None
-    doc_id: int = 0  # the URL's kept record (an entry of a record gone is not used)
+    doc_id: int = 0  # the URL's kept record, or the kept page a dropped copy duplicated (`copy_of`)
     run: int = 0  # the run that fetched it
+    copy_of: bool = False  # a dropped copy's entry: a 304 drops it again against doc_id's page
     body: bytes | None = None  # the body itself, before filing (never stored as it is)
     keep_copy: bool = False  # before filing: store a copy of `body`
 
@@ -115,7 +117,8 @@ class Fetch:
             lm, lm_len = _TIME.pack(int(when)), _AS_TIME
         else:
             lm_len = len(lm)
-        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run, self.length,
+        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run | (_COPY_OF if self.copy_of else 0),
+                            self.length,
                             int.from_bytes(self.digest[:8].ljust(8, b"\x00"), "big"), len(etag), lm_len), etag, lm]
         if self.copy is not None:
             ct = (self.content_type or "").encode("latin-1")[:255]
@@ -145,13 +148,18 @@ class Fetch:
             raise StoreDamaged(f"a fetch entry cannot be read ({type(exc).__name__}): the index is damaged; "
                                "run `crawler-dedup index verify`") from exc
         return cls(etag=etag or None, last_modified=lm or None, fetched=float(fetched), kept=float(kept), status=status,
-                   length=length,
-                   digest=digest.to_bytes(8, "big"), content_type=ct or None, copy=copy, doc_id=doc_id, run=run)
+                   length=length, digest=digest.to_bytes(8, "big"), content_type=ct or None, copy=copy, doc_id=doc_id,
+                   run=run & ~_COPY_OF, copy_of=bool(run & _COPY_OF))
 
 
 def doc_of(data: bytes) -> int:
     """The kept record an entry belongs to, without reading the rest."""
     return int.from_bytes(bytes(data[:8]), "big")
+
+
+def is_copy_entry(data: bytes) -> bool:
+    """A dropped copy's entry (its record is another URL's page), without reading the rest."""
+    return len(data) >= 20 and bool(int.from_bytes(bytes(data[16:20]), "big") & _COPY_OF)
 
 
 def _clean(value: str | None) -> str | None:

@@ -154,18 +154,21 @@ def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report
 
 
 def _check_fetches(raw, fps: dict[int, int], report: Report) -> None:
-    """Each URL's kept response (fetches.py) can be read and belongs to a kept record."""
+    """Each URL's kept response (fetches.py) can be read and belongs to a kept record. A dropped
+    copy's entry may outlive the page it duplicated (removed, expired): a later crawl asks again
+    in full and files anew, so that is no damage."""
     seen = 0
     try:
         for _, value in _rows(raw, "fetches"):
             seen += 1
             report.entries += 1
             try:
-                doc_id = Fetch.decode(value).doc_id
+                entry = Fetch.decode(value)
             except StoreDamaged:
                 report.add("table fetches: an entry cannot be read")
                 continue
-            if doc_id not in fps:
+            doc_id = entry.doc_id
+            if doc_id not in fps and not entry.copy_of:
                 report.add(f"table fetches: an entry points at kept record {doc_id}, which is not there")
     except StoreError:
         if seen:

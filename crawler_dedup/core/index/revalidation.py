@@ -15,7 +15,7 @@ from ..page.fingerprint import Fingerprinted
 from .neardup import NearDupIndex
 from .txn import IndexTxn
 from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
-from ..verdict import Revisit, Verdict
+from ..verdict import Action, Reason, Revisit, Verdict
 
 
 def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
@@ -60,8 +60,13 @@ def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: st
     def read(txn: IndexTxn):
         raw = txn.fetch_get(url_key(url))
         found = None if raw is None else Fetch.decode(raw)
-        doc = None if found is None or found.headers() != sent else index.by_url(txn, url)
-        if found is None or doc is None or doc.doc_id != found.doc_id:
+        if found is None or found.headers() != sent:
+            return None
+        if found.copy_of:  # a dropped copy's: the page it duplicated, still kept, stands for it
+            doc = index.doc(txn, found.doc_id)
+            return (found, doc, False) if doc is not None and doc.url != url else None
+        doc = index.by_url(txn, url)
+        if doc is None or doc.doc_id != found.doc_id:
             return None
         return found, doc, doc.run != run and index.run_killed(txn, doc.run)
     try:
@@ -77,6 +82,8 @@ def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: st
     if fp is None:
         return None
     fp.not_modified = True
+    if found.copy_of:  # decided again as the copy it was: dropped against the page it duplicates
+        return fp, found, cfg.dry_run
     passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or cfg.revisit != "update"
     return fp, found, passed_on
 
@@ -89,8 +96,10 @@ def file_fetch(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, *, f
     decision filed, `run` this process's, `max_age` DEDUP_CONDITIONAL_MAX_AGE."""
     doc_id = filed if filed is not None else (
         verdict.doc_id if verdict.revisit == Revisit.UNCHANGED else None)
-    if doc_id is None:  # not the URL's page (a copy of another URL's, a skip)
-        return
+    if doc_id is None:
+        if verdict.action == Action.DROP and verdict.reason in (Reason.EXACT, Reason.NEAR) and verdict.doc_id:
+            _file_copy(txn, verdict, fetched, now, run)  # a dropped copy of another URL's page
+        return  # (a skip, a flagged copy: nothing a 304 could stand for)
     key = url_key(verdict.url)
     raw = txn.fetch_get(key)
     if not fetched.validators:
@@ -109,4 +118,18 @@ def file_fetch(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, *, f
             return  # (a page passed on again is this run's now: its entry says so, see entry())
     fetched.doc_id, fetched.run = doc_id, run
     fetched.kept = now if filed is not None else (verdict.kept_at or now)
+    txn.fetch_put(key, fetched.encode())
+
+
+def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run: int) -> None:
+    """A dropped copy's validators, a few bytes and no body: its next crawl asks, and a 304 drops
+    it again against the page it duplicates without a download (not_modified). Without
+    validators the URL's old entry goes."""
+    key = url_key(verdict.url)
+    if not fetched.validators:
+        if txn.fetch_get(key) is not None:
+            txn.fetch_delete(key)
+        return
+    fetched.doc_id, fetched.run, fetched.copy_of = int(verdict.doc_id or 0), run, True
+    fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
     txn.fetch_put(key, fetched.encode())
