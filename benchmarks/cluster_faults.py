@@ -339,17 +339,29 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
     lost = [u for u, _ in site.pages if u not in stored and u not in dropped]
     copies = [r for r in lines if r.get("reason") not in ("unchanged", "superseded")]
     selfdrops = [r for r in copies if canonical_url(r["url"]) == canonical_url(r.get("duplicate_of") or "")]
+    # a kept page replaced by its clean or canonical URL (a superseded line): drops that named it
+    # name that URL's page now
+    replaced = {r["url"]: r["duplicate_of"] for r in lines if r.get("reason") == "superseded"}
+
+    def now(url: str) -> str:
+        seen = set()
+        while url in replaced and url not in seen:
+            seen.add(url)
+            url = replaced[url]
+        return url
+
     store = RedisStore(cluster.url, prefix, readonly=True)
     index = NearDupIndex.open(store)
     try:
-        named = sorted({r["duplicate_of"] for r in copies if r.get("duplicate_of")})
+        named = sorted({now(r["duplicate_of"]) for r in copies if r.get("duplicate_of")})
         kept = index.read(lambda t: [index.by_url(t, u) is not None for u in named])
     finally:
         store.close()
     dangling = [u for u, k in zip(named, kept) if not k]
     verify = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "verify", "--redis", cluster.url,
                              "-s", f"DEDUP_REDIS_PREFIX={prefix}"], capture_output=True, text=True, timeout=600)
-    scored = site.score({r["url"]: r["duplicate_of"] for r in copies}, scorer)
+    # a superseded page left the kept set as a copy of its clean URL's: scored as that drop
+    scored = site.score({r["url"]: r["duplicate_of"] for r in lines if r.get("reason") != "unchanged"}, scorer)
     return {"pages": len(site.pages), "urls lost": len(lost), "self-drops": len(selfdrops),
             "dangling drops": len(dangling), "verify": "clean" if verify.returncode == 0 else verify.stdout[-500:],
             "tracebacks": sum(c.tracebacks for c in crawlers), "claim drops": sum(r.get("rule") == "claim" for r in lines),

@@ -208,13 +208,25 @@ class Harness:
         try:
             kept: dict[str, int] = {}
 
+            lines = self.drop_lines()
+            # a kept page replaced by its clean URL (a superseded line, and storage told to remove
+            # it): the drops that named it name that URL's page now
+            replaced = {line["url"]: line["duplicate_of"] for line in lines if line.get("reason") == "superseded"}
+
+            def now(url: str) -> str:
+                seen = set()
+                while url in replaced and url not in seen:
+                    seen.add(url)
+                    url = replaced[url]
+                return url
+
             def read(txn):
                 for doc in index.scan(txn):
                     kept[doc.url] = doc.doc_id
-                # a URL and its tracking-parameter form are one page to the index (by_url)
-                stored = [url for url, indexed in self.stored() if indexed and index.by_url(txn, url) is None]
-                targets = [line["duplicate_of"] for line in self.drop_lines()
-                           if line.get("duplicate_of") and index.by_url(txn, line["duplicate_of"]) is None]
+                stored = [url for url, indexed in self.stored()
+                          if indexed and index.by_url(txn, url) is None and url not in replaced]
+                targets = [line["duplicate_of"] for line in lines
+                           if line.get("duplicate_of") and index.by_url(txn, now(line["duplicate_of"])) is None]
                 return stored, targets
 
             missing, dangling = index.read(read)

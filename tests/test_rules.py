@@ -85,8 +85,9 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
 
 def test_the_chain_is_listed_once_in_order_and_each_rule_says_what_it_decides():
     names = [name for name, _ in rules.describe()]
-    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "contained", "template_guard", "canonical",
-                     "never_drop", "revisit_copy", "item_of_matched_response", "duplicate", "keep"]
+    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "trusted_text", "contained",
+                     "template_guard", "canonical", "clean_url", "never_drop", "revisit_copy", "item_of_matched_response",
+                     "duplicate", "keep"]
     assert all(len(what) > 30 for _, what in rules.describe())
 
 

@@ -143,6 +143,9 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
                     index.remove(txn, gone)
             txn.confirm(doc_id)
             again = decision.verdict
+            if verdict.superseded and not again.superseded and again.action == verdict.action:
+                # the first look replaced a copy (removed it then): the second no longer meets it
+                again = again.but(superseded=verdict.superseded)
             if again.action == verdict.action and again.superseded == verdict.superseded:
                 return None
             return again.but(doc_id=doc_id) if again.action == Action.KEEP else again
