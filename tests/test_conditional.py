@@ -458,3 +458,29 @@ def test_without_revalidating_copies_every_recrawl_downloads_them(tmp_path, arti
     before = server.served["bytes"]
     crawl(tmp_path, urls, name="second")
     assert server.served["bytes"] - before == len((root / gone[0].rsplit("/", 1)[1]).read_bytes())
+
+
+@pytest.mark.parametrize("where", ["lmdb", "redis_server", "redis_cluster"])
+def test_a_known_copys_entry_stands_for_it_on_every_store(tmp_path, articles, request, where):
+    settings = ({"dir": str(tmp_path / "idx")} if where == "lmdb" else
+                dict(backend="redis", redis_url=request.getfixturevalue(where),
+                     redis_prefix=f"copy-entry-{os.getpid()}-{time.time_ns()}"))
+    html = articles[1][0]
+
+    def response(etag):
+        return from_response({"ETag": etag}, 200, html, b"\x01" * 16, time.time(), False)
+
+    with Deduplicator(**settings) as dedup:
+        assert dedup.check("https://a.example/story", html=html, fetched=response('"k"')).action == "keep"
+        dropped = dedup.check("https://b.example/copy", html=html, fetched=response('"c"'))
+        assert dropped.action == "drop" and dropped.duplicate_of == "https://a.example/story"
+        found = dedup.fetch_entry("https://b.example/copy")
+        assert found is not None and found[0].copy_of and found[0].etag == '"c"'
+        fp, _, passed_on = dedup.not_modified("https://b.example/copy", {"If-None-Match": '"c"'})
+        again = dedup.check("https://b.example/copy", fingerprinted=fp, title=fp.title)
+        assert not passed_on and (again.action, again.measure, again.duplicate_of) == (
+            "drop", "not-modified", "https://a.example/story")
+        assert dedup.not_modified("https://b.example/copy", {"If-None-Match": '"other"'}) is None
+        dedup.index.write(lambda txn: dedup.index.remove(txn, dedup.index.by_url(txn, "https://a.example/story").doc_id))
+        assert dedup.not_modified("https://b.example/copy", {"If-None-Match": '"c"'}) is None  # its page left
+        assert verify(dedup.index).ok
