@@ -54,8 +54,12 @@ DEDUP_DIR="$work/d2" scrapy crawl site -s DEDUP_STORE_TEXT=False -o "$work/items
 wait "$first"
 
 # 5. what they did
-echo "kept (over both crawlers): $(cat "$work"/items-*.jsonl | wc -l)"
-echo "dropped: $(cat "$work"/d1/droplog-redis-site-crawl.jsonl "$work"/d2/droplog-redis-site-crawl.jsonl 2>/dev/null | wc -l)"
+# a tracking URL kept before its clean URL came is superseded by it: stored, then its storage told
+# to remove it (a superseded drop-log line, the page_superseded signal)
+logs=("$work"/d1/droplog-redis-site-crawl.jsonl "$work"/d2/droplog-redis-site-crawl.jsonl)
+superseded=$(cat "${logs[@]}" 2>/dev/null | grep -c '"reason":"superseded"' || true)
+echo "kept (over both crawlers): $(( $(cat "$work"/items-*.jsonl | wc -l) - superseded ))"
+echo "dropped: $(cat "${logs[@]}" 2>/dev/null | wc -l) (of them $superseded tracking URLs superseded by their clean URL)"
 grep -h "Dedup: " "$work"/crawl-*.log | sed 's/.*\] INFO: //'
 crawler-dedup index stats --redis "$DEDUP_REDIS_URL" -s DEDUP_REDIS_PREFIX=site-crawl | head -5
 crawler-dedup index verify --redis "$DEDUP_REDIS_URL" -s DEDUP_REDIS_PREFIX=site-crawl | tail -1
