@@ -168,9 +168,11 @@ class Recorder:
         errors = ", ".join(f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(self.stats.get_stats().items())
                            if k.startswith(keys.prefix(keys.ERRORS)) and v)
         logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s%s; drop log: %s",
+            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s%s%s; drop log: %s",
             checked, get(keys.KEPT, 0), dropped, "flagged" if self.config.dry_run else "dropped",
             100.0 * dropped / checked if checked else 0.0,
+            f"; {get(keys.SUPERSEDED, 0)} kept earlier replaced by a canonical or cleaner URL (a drop-log line each)"
+            if get(keys.SUPERSEDED, 0) else "",
             f"; {revisits} revisits: {get(keys.REVISITS_UNCHANGED, 0)} unchanged, {get(keys.REVISITS_UPDATED, 0)} "
             f"updated, {get(keys.REVISITS_COPY, 0)} now copies of another URL's page" if revisits else "",
             f"; {asked} conditional requests, {not_modified} answered 304 ({_size(get(keys.NOT_MODIFIED_BYTES, 0))} "

@@ -80,3 +80,31 @@ def test_a_page_naming_the_kept_url_as_its_canonical_does_not_replace_it(tmp_pat
         first = dedup.check(TRACKED, html=page)
         second = dedup.check(CLEAN, html=page)
     assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", TRACKED)
+
+
+def test_show_says_a_cleaner_url_replaced_the_page():
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.tools.show import why
+
+    line = why({"reason": "superseded", "rule": "clean_url", "measure": "exact", "similarity": 1.0,
+                "duplicate_of": CLEAN}, DedupConfig())
+    assert "cleaner URL" in line and "rel=canonical" not in line and "DEDUP_PREFER_CLEAN_URL" in line
+
+
+def test_show_follows_a_kept_tracking_url_to_the_clean_url_that_replaced_it(tmp_path):
+    from crawler_dedup.droplog import DropLog, make_record, superseded_record
+
+    from .conftest import cli
+
+    log = tmp_path / "droplog.jsonl"
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup, DropLog(str(log)) as drops:
+        assert dedup.check(TRACKED, html=PAGE).action == "keep"
+        copy = dedup.check(SESSION, html=PAGE)  # dropped against the tracking URL, kept then
+        drops.write(make_record(copy, "response", "t"))
+        clean = dedup.check(CLEAN, html=PAGE)  # replaces it
+        drops.write(superseded_record(clean, "response", "t"))
+    assert copy.duplicate_of == TRACKED and clean.superseded["url"] == TRACKED
+    proc = cli("show", SESSION, "--log", log, "--dir", tmp_path / "idx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"was replaced later by {CLEAN}" in proc.stdout and "a cleaner URL of the same page" in proc.stdout
+    assert "no longer in" not in proc.stdout

@@ -478,9 +478,36 @@ def test_a_known_copys_entry_stands_for_it_on_every_store(tmp_path, articles, re
         assert found is not None and found[0].copy_of and found[0].etag == '"c"'
         fp, _, passed_on = dedup.not_modified("https://b.example/copy", {"If-None-Match": '"c"'})
         again = dedup.check("https://b.example/copy", fingerprinted=fp, title=fp.title)
-        assert not passed_on and (again.action, again.measure, again.duplicate_of) == (
-            "drop", "not-modified", "https://a.example/story")
+        assert not passed_on and (again.action, again.measure, again.reason, again.duplicate_of) == (
+            "drop", "not-modified", "exact", "https://a.example/story")
+        assert again.text is None  # (its own text was not downloaded: the kept page's is not written as its)
         assert dedup.not_modified("https://b.example/copy", {"If-None-Match": '"other"'}) is None
         dedup.index.write(lambda txn: dedup.index.remove(txn, dedup.index.by_url(txn, "https://a.example/story").doc_id))
         assert dedup.not_modified("https://b.example/copy", {"If-None-Match": '"c"'}) is None  # its page left
         assert verify(dedup.index).ok
+
+
+def test_a_near_copys_304_is_logged_as_the_near_copy_it_was(tmp_path, articles):
+    html = articles[2][0]
+    near = edited(articles[2])
+
+    def response(etag, body):
+        return from_response({"ETag": etag}, 200, body, b"\x02" * 16, time.time(), False)
+
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        assert dedup.check("https://a.example/s", html=html, fetched=response('"k"', html)).action == "keep"
+        first = dedup.check("https://b.example/s", html=near, fetched=response('"n"', near))
+        assert (first.action, first.reason) == ("drop", "near")
+        fp, found, _ = dedup.not_modified("https://b.example/s", {"If-None-Match": '"n"'})
+        again = dedup.check("https://b.example/s", fingerprinted=fp, title=fp.title)
+    assert found.near and (again.action, again.reason, again.measure) == ("drop", "near", "not-modified")
+    assert again.text is None
+
+
+def test_show_says_a_known_copy_was_dropped_again_on_a_304():
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.tools.show import why
+
+    line = why({"reason": "near", "measure": "not-modified", "similarity": 1.0, "url": "https://b/1",
+                "duplicate_of": "https://a/1"}, DedupConfig())
+    assert line.startswith("near: dropped again without a download") and "304" in line

@@ -19,6 +19,8 @@ def add_parser(sub):
         "again; `crawler-dedup index remove URL` instead takes the kept page out of the index.")
     add_log(p)
     p.add_argument("--dir", metavar="DIR", help="the index whose drop log is <DIR>/droplog.jsonl (when --log is not given)")
+    p.add_argument("--redis", metavar="URL", help="the drop log of the Redis index at URL (its prefix: -s "
+                   "DEDUP_REDIS_PREFIX=...): <DIR>/droplog-redis-<prefix>.jsonl, when --log is not given")
     add_settings(p)
     add_legacy(p, "log")
     p.add_argument("-o", "--output", metavar="OUT.jsonl", help="where the items go (default: stdout)")

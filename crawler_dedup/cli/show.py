@@ -49,8 +49,13 @@ def run(args) -> int:
     width = args.width or shutil.get_terminal_size((120, 24)).columns
     if width < 40:
         raise CliError(f"--width takes 40 or more, not {width}")
-    rec, malformed = _find(args, log)
+    rec, malformed, replaced = _find(args, log)
     kept, note = _kept(rec, dir_, backend_settings(args))
+    later = replaced.get(rec.get("duplicate_of")) if kept is None else None
+    if later is not None and later is not rec:
+        how = "a cleaner URL of the same page" if later.get("rule") == "clean_url" else "its rel=canonical URL"
+        note = (f"the kept page {rec.get('duplicate_of')} was replaced later by {later.get('duplicate_of')} ({how}; "
+                f"a superseded line at {later.get('time')}): that page is the one kept now")
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
     if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") in ("exact", "not-modified"):
@@ -117,10 +122,12 @@ def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None
 
 
 def _find(args, log: str):
-    """(the latest drop-log line about args.url, the malformed-line count)."""
+    """(the latest drop-log line about args.url, the malformed-line count, {URL: the superseded
+    line that replaced that kept page})."""
     from ..tools.inspect import LogError, Malformed, stream
 
     rec, malformed, bad = None, Malformed(), []
+    replaced: dict[str, dict] = {}
 
     def rejected(number, r, why):  # a line about this URL that cannot be shown
         if isinstance(r, dict) and r.get("url") == args.url:
@@ -130,6 +137,8 @@ def _find(args, log: str):
         for r in stream(log, malformed, progress=Progress("searching", unit="MiB"), rejected=rejected):
             if r["url"] == args.url:
                 rec = r  # the latest decision about this URL
+            if r.get("reason") == "superseded":
+                replaced[r["url"]] = r
     except LogError as exc:
         raise CliError(f"{exc}{index_hint(args.dir)} (give --log, or --dir where the crawl kept its index)") from None
     if rec is None and bad:
@@ -137,7 +146,7 @@ def _find(args, log: str):
         raise CliError(f"the drop-log line for {term(args.url)} is malformed ({log} line {number}: {why})")
     if rec is None:
         raise CliError(f"{term(args.url)} is not in the drop log {log}", 1)
-    return rec, malformed
+    return rec, malformed, replaced
 
 
 def _kept(rec: dict, dir_: str, settings: dict | None = None):

@@ -136,10 +136,18 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
             return (f"unchanged: a revisit of {rec.get('url')} with the same words but for churn (dates, "
                     f"times, counters){kept_at}; DEDUP_UNCHANGED=keep keeps such pages")
         return f"unchanged: a revisit of {rec.get('url')} with the same words{kept_at}; DEDUP_UNCHANGED=keep keeps such pages"
+    if reason == "superseded" and rec.get("rule") == "clean_url":
+        return (f"superseded: {rec.get('duplicate_of')} is this page under a cleaner URL (no tracking or session "
+                f"parameters), so it replaced this page in the index ({measure or config.verifier} {sim_s}); "
+                "storage may remove this page; DEDUP_PREFER_CLEAN_URL=False keeps the first copy")
     if reason == "superseded":
         return (f"superseded: {rec.get('duplicate_of')} is this page's copy and the URL its rel=canonical (or og:url) "
                 f"names, so it replaced this page in the index ({measure or config.verifier} {sim_s}); "
                 "storage may remove this page")
+    if measure == "not-modified":  # a known copy asked again
+        return (f"{reason}: dropped again without a download: its server answered the recrawl's conditional "
+                f"request with 304 Not Modified, and {rec.get('duplicate_of')}, the kept page it duplicated when it "
+                "was last downloaded, is still kept; DEDUP_CONDITIONAL=False downloads such pages")
     if reason == "exact" or measure == "exact":
         return "exact: the same words after normalization (equal content hash)"
     applied = rec.get("thresholds")

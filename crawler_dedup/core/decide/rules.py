@@ -306,10 +306,11 @@ def duplicate(p: Page) -> Decision | None:
         return None
     cfg = p.config
     flag_only = p.match.reason == Reason.CONCEPTUAL and cfg.conceptual == "flag"
-    if p.fp.not_modified:  # a dropped copy's 304: the server says it is the copy it was (revalidation.py)
-        p.match = replace(p.match, measure="not-modified")
+    copy_304 = p.fp.not_modified  # a dropped copy's 304: the server says it is the copy it was (revalidation.py)
+    if copy_304:  # (as it was dropped then; its own text and fingerprint are not known: the kept page's stand in)
+        p.match = replace(p.match, measure="not-modified", reason=Reason(p.fp.copy_reason or p.match.reason))
     verdict = matched(p.verdict, p.match, Action.FLAG if cfg.dry_run or flag_only else Action.DROP)
-    verdict = verdict.but(text=p.fp.text if cfg.store_text else None)
+    verdict = verdict.but(text=p.fp.text if cfg.store_text and not copy_304 else None)
     if not flag_only or cfg.dry_run:
         return Decision(verdict)
     p.verdict = verdict

@@ -37,6 +37,7 @@ _COPY = struct.Struct(">HB")
 _TIME = struct.Struct(">I")
 _AS_TIME = 255
 _COPY_OF = 1 << 31  # the run field's top bit: the entry is a dropped copy's (its doc id names the page it copies)
+_NEAR = 1 << 30  # and the next: that copy was a near one (else exact)
 _MAX_VALIDATOR = 250  # bytes: longer is no validator a careful server sends
 _SKEW = 60.0  # seconds a Last-Modified may lie after the response's Date (clocks drift)
 
@@ -64,6 +65,7 @@ class Fetch:
     doc_id: int = 0  # the URL's kept record, or the kept page a dropped copy duplicated (`copy_of`)
     run: int = 0  # the run that fetched it
     copy_of: bool = False  # a dropped copy's entry: a 304 drops it again against doc_id's page
+    near: bool = False  # that copy was a near duplicate (else an exact one)
     body: bytes | None = None  # the body itself, before filing (never stored as it is)
     keep_copy: bool = False  # before filing: store a copy of `body`
 
@@ -117,7 +119,7 @@ class Fetch:
             lm, lm_len = _TIME.pack(int(when)), _AS_TIME
         else:
             lm_len = len(lm)
-        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run | (_COPY_OF if self.copy_of else 0),
+        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run | (_COPY_OF if self.copy_of else 0) | (_NEAR if self.near else 0),
                             self.length,
                             int.from_bytes(self.digest[:8].ljust(8, b"\x00"), "big"), len(etag), lm_len), etag, lm]
         if self.copy is not None:
@@ -149,7 +151,7 @@ class Fetch:
                                "run `crawler-dedup index verify`") from exc
         return cls(etag=etag or None, last_modified=lm or None, fetched=float(fetched), kept=float(kept), status=status,
                    length=length, digest=digest.to_bytes(8, "big"), content_type=ct or None, copy=copy, doc_id=doc_id,
-                   run=run & ~_COPY_OF, copy_of=bool(run & _COPY_OF))
+                   run=run & ~(_COPY_OF | _NEAR), copy_of=bool(run & _COPY_OF), near=bool(run & _NEAR))
 
 
 def doc_of(data: bytes) -> int:

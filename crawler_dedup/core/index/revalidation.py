@@ -83,6 +83,7 @@ def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: st
         return None
     fp.not_modified = True
     if found.copy_of:  # decided again as the copy it was: dropped against the page it duplicates
+        fp.copy_reason = "near" if found.near else "exact"
         return fp, found, cfg.dry_run
     passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or cfg.revisit != "update"
     return fp, found, passed_on
@@ -131,5 +132,6 @@ def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run:
             txn.fetch_delete(key)
         return
     fetched.doc_id, fetched.run, fetched.copy_of = int(verdict.doc_id or 0), run, True
+    fetched.near = verdict.reason == Reason.NEAR
     fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
     txn.fetch_put(key, fetched.encode())

@@ -327,5 +327,7 @@ def _hint(exc: Exception) -> str:
                 "and give each index its own DEDUP_REDIS_PREFIX instead")
     if "Connection closed by server" in text or "Protocol Error" in text:
         return ("; something answered at that address but does not speak Redis (an HTTP server, say): check the "
-                "port in DEDUP_REDIS_URL (Redis listens on 6379 by default)")
+                "port in DEDUP_REDIS_URL or --redis (Redis listens on 6379 by default)")
+    if "Connection refused" in text or "Name or service not known" in text or "nodename nor servname" in text:
+        return "; is a Redis server running there? check the host and port in DEDUP_REDIS_URL (or --redis)"
     return ""
