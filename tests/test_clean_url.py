@@ -108,3 +108,22 @@ def test_show_follows_a_kept_tracking_url_to_the_clean_url_that_replaced_it(tmp_
     assert proc.returncode == 0, proc.stderr
     assert f"was replaced later by {CLEAN}" in proc.stdout and "a cleaner URL of the same page" in proc.stdout
     assert "no longer in" not in proc.stdout
+
+
+def test_a_replaced_tracking_url_is_asked_as_a_known_copy_on_the_next_crawl(tmp_path):
+    import time
+
+    from crawler_dedup.core.index.fetches import from_response
+
+    def response(etag):
+        return from_response({"ETag": etag}, 200, PAGE.encode(), b"\x03" * 16, time.time(), True)
+
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        assert dedup.check(TRACKED, html=PAGE, fetched=response('"t"')).action == "keep"
+        clean = dedup.check(CLEAN, html=PAGE, fetched=response('"c"'))
+        assert clean.superseded is not None and clean.superseded["url"] == TRACKED
+        found, _ = dedup.fetch_entry(TRACKED)
+        assert found.copy_of and found.etag == '"t"' and found.copy is None
+        fp, _, passed_on = dedup.not_modified(TRACKED, {"If-None-Match": '"t"'})
+        again = dedup.check(TRACKED, fingerprinted=fp, title=fp.title)
+    assert not passed_on and (again.action, again.duplicate_of, again.measure) == ("drop", CLEAN, "not-modified")

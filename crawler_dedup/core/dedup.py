@@ -383,12 +383,16 @@ class Deduplicator:
             txn.doc_put(int(prior.doc_id or 0), prior.encode())
         if not decision.file:
             return verdict
+        old = verdict.superseded
+        carried = revalidation.superseded_entry(txn, old["url"]) if old and cfg.conditional else None
         for doc_id in decision.remove:  # an update, a superseded page or a stale entry: out, in this transaction
             index.remove(txn, doc_id)
         self.filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None,
                            body=fp.body if cfg.store_text else None)  # (the fast path reads the kept text)
+        if carried is not None and old:  # the replaced URL is a known copy of this page now
+            revalidation.file_superseded(txn, old["url"], carried, doc_id, near=old.get("measure") != "exact")
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         cutoff = page.cutoff

@@ -135,3 +135,24 @@ def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run:
     fetched.near = verdict.reason == Reason.NEAR
     fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
     txn.fetch_put(key, fetched.encode())
+
+
+def superseded_entry(txn: IndexTxn, url: str) -> Fetch | None:
+    """The entry of a kept page about to be replaced by its canonical or cleaner URL, when it has
+    validators (file_superseded keeps them for that URL as a known copy's)."""
+    raw = txn.fetch_get(url_key(url))
+    if raw is None:
+        return None
+    try:
+        found = Fetch.decode(raw)
+    except DedupError:
+        return None
+    return found if found.validators and not found.copy_of else None
+
+
+def file_superseded(txn: IndexTxn, url: str, entry: Fetch, kept_id: int, near: bool) -> None:
+    """The replaced URL's validators, kept as a known copy's of the page that replaced it: its next
+    crawl asks, and a 304 drops it against that page without a download (no body copy kept)."""
+    entry.copy_of, entry.doc_id, entry.near = True, kept_id, near
+    entry.copy, entry.keep_copy, entry.body = None, False, None
+    txn.fetch_put(url_key(url), entry.encode())
