@@ -43,33 +43,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-SPIDER = '''
-import os
-
-from crawler_dedup.spider import PagesSpider
+from killtest import SPIDER  # noqa: E402  (its Store pipeline writes what reached storage)
 
 
-class Store:
-    """Each stored item's URL in one O_APPEND write: what reached storage before a kill."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        return cls(crawler.settings.get("FAULTS_STORED"))
-
-    def process_item(self, item):
-        os.write(self.fd, (item["url"] + "\\n").encode())
-        return item
-
-
-class FaultSpider(PagesSpider):
-    name = "faults"
-    custom_settings = {**PagesSpider.custom_settings, "ADDONS": {"crawler_dedup.addon.DedupAddon": 0},
-                       "ITEM_PIPELINES": {__name__ + ".Store": 900}, "ROBOTSTXT_OBEY": False,
-                       "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False}
-'''
+def _stored(path: Path) -> set[str]:
+    """The URLs killtest's Store pipeline wrote down (a URL and whether it was indexed, a line each)."""
+    return {line.split("\t")[0] for line in path.read_text().splitlines()} if path.exists() else set()
 
 
 # -- the pages ---------------------------------------------------------------------------------
@@ -216,7 +195,7 @@ class Crawler:
     def decided(self) -> set[str]:
         from crawler_dedup.droplog import read_droplog
 
-        out = set(self.stored.read_text().splitlines()) if self.stored.exists() else set()
+        out = _stored(self.stored)
         if self.droplog.exists():
             out |= {r["url"] for r in read_droplog(str(self.droplog))}
         return out
@@ -230,7 +209,7 @@ class Crawler:
         urls = self.work / f"urls-{self.n}-{self.runs}.txt"
         urls.write_text("".join(u + "\n" for u in left))
         cmd = [sys.executable, "-m", "scrapy", "runspider", str(self.spider), "-a", f"urls={urls}",
-               "-s", f"FAULTS_STORED={self.stored}", "-s", f"DEDUP_DROPLOG={self.droplog}",
+               "-s", f"KILLTEST_STORED={self.stored}", "-s", f"DEDUP_DROPLOG={self.droplog}",
                "-s", f"DEDUP_DIR={self.work / f'dir-{self.n}'}", "-s", f"LOG_FILE={self.work / f'log-{self.n}-{self.runs}.txt'}"]
         for setting in self.settings:
             cmd += ["-s", setting]
@@ -327,28 +306,19 @@ def run(site: Site, work: Path, procs: int, kills: int, restarts: int, reshard: 
 def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, scorer: Path | None) -> dict:
     from crawler_dedup.core.index.neardup import NearDupIndex
     from crawler_dedup.core.index.records import canonical_url
-    from crawler_dedup.droplog import read_droplog
+    from crawler_dedup.droplog import kept_now, read_droplog
     from crawler_dedup.stores.redis import RedisStore
 
     stored: set[str] = set()
     lines: list[dict] = []
     for c in crawlers:
-        stored |= set(c.stored.read_text().splitlines()) if c.stored.exists() else set()
+        stored |= _stored(c.stored)
         lines += list(read_droplog(str(c.droplog))) if c.droplog.exists() else []
     dropped = {r["url"] for r in lines}
     lost = [u for u, _ in site.pages if u not in stored and u not in dropped]
     copies = [r for r in lines if r.get("reason") not in ("unchanged", "superseded")]
     selfdrops = [r for r in copies if canonical_url(r["url"]) == canonical_url(r.get("duplicate_of") or "")]
-    # a kept page replaced by its clean or canonical URL (a superseded line): drops that named it
-    # name that URL's page now
-    replaced = {r["url"]: r["duplicate_of"] for r in lines if r.get("reason") == "superseded"}
-
-    def now(url: str) -> str:
-        seen = set()
-        while url in replaced and url not in seen:
-            seen.add(url)
-            url = replaced[url]
-        return url
+    now = kept_now(lines)  # (a drop naming a page replaced later by its clean URL names that page)
 
     store = RedisStore(cluster.url, prefix, readonly=True)
     index = NearDupIndex.open(store)

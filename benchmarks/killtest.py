@@ -208,17 +208,13 @@ class Harness:
         try:
             kept: dict[str, int] = {}
 
+            from crawler_dedup.droplog import kept_now
+
             lines = self.drop_lines()
             # a kept page replaced by its clean URL (a superseded line, and storage told to remove
             # it): the drops that named it name that URL's page now
-            replaced = {line["url"]: line["duplicate_of"] for line in lines if line.get("reason") == "superseded"}
-
-            def now(url: str) -> str:
-                seen = set()
-                while url in replaced and url not in seen:
-                    seen.add(url)
-                    url = replaced[url]
-                return url
+            now = kept_now(lines)
+            replaced = {line["url"] for line in lines if line.get("reason") == "superseded"}
 
             def read(txn):
                 for doc in index.scan(txn):

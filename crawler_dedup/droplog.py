@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .core.dedup import Verdict, fp_hex
 
@@ -76,6 +76,20 @@ def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run:
     if old.get("text") is not None:
         record["text"] = old["text"]
     return record
+
+
+def kept_now(lines) -> Callable[[str], str]:
+    """url -> the URL whose page stands for it now, following the log's superseded lines (a kept
+    page replaced later by its canonical or cleaner URL); a URL never replaced is itself."""
+    replaced = {r["url"]: r["duplicate_of"] for r in lines if r.get("reason") == "superseded"}
+
+    def now(url: str) -> str:
+        seen: set[str] = set()
+        while url in replaced and url not in seen:
+            seen.add(url)
+            url = replaced[url]
+        return url
+    return now
 
 
 # JSON leaves these raw: C1 controls (U+009B is a one-character CSI on some terminals; U+0085 ends

@@ -208,6 +208,11 @@ def shown_alike(view: PageView, doc: DocRecord, at_least: int = 8) -> float | No
         theirs, mine, cap = np.frombuffer(thin, dtype=">u2").astype(np.uint16), thin_values(view.visible), MAX_THIN
     else:
         return None
+    return _overlap(theirs, mine, cap, at_least)
+
+
+def _overlap(theirs: np.ndarray, mine: np.ndarray, cap: int, at_least: int) -> float | None:
+    """The smaller share of each sorted sample that the other holds; None when one is too small."""
     for capped in (theirs, mine):  # a capped sample is a bottom-k: compare under its cut
         if capped.size >= cap:
             theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
@@ -227,13 +232,7 @@ def template_alike(view: PageView, text: str, doc: DocRecord, at_least: int = 8)
     theirs = np.setdiff1d(np.frombuffer(sampled, dtype=">u4").astype(np.uint32), sample(main_shingles(doc.text)),
                           assume_unique=True)
     mine = np.setdiff1d(sample(view.visible), sample(main_shingles(text)), assume_unique=True)
-    for capped in (theirs, mine):
-        if capped.size >= MAX_SAMPLE:
-            theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
-    if theirs.size < at_least or mine.size < at_least:
-        return None
-    both = np.intersect1d(theirs, mine, assume_unique=True).size
-    return min(both / theirs.size, both / mine.size)
+    return _overlap(theirs, mine, MAX_SAMPLE, at_least)
 
 
 @dataclass
