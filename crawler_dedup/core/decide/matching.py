@@ -188,13 +188,9 @@ def trust_of(fp, title: str | None, doc: DocRecord) -> tuple[bool, bool]:
     """(this page's main text untrusted, the kept page's), from the view, the kept record's chrome
     share and each main text's headline coverage."""
     view = getattr(fp, "view", None)
-    mine = untrusted(view.chrome if view is not None else 0.0, headline_coverage(title, frozenset(tokenize(fp.text))))
-    if doc.text is not None:
-        coverage = headline_coverage(doc.title, frozenset(tokenize(doc.text)))
-    else:
-        said = doc.extras.get(Extra.HEADLINE, b"\xff")[0]
-        coverage = None if said == 255 else said / 100
-    return mine, untrusted(doc.extras.get(Extra.CHROME, b"\x00")[0] / 100, coverage)
+    mine, theirs = coverages(fp, title, doc)
+    return (untrusted(view.chrome if view is not None else 0.0, mine),
+            untrusted(doc.extras.get(Extra.CHROME, b"\x00")[0] / 100, theirs))
 
 
 def shown_alike(view: PageView, doc: DocRecord, at_least: int = 8) -> float | None:
