@@ -13,7 +13,7 @@ import numpy as np
 
 from .boilerplate import template_keys
 from ..decide.sitelines import lines_of
-from .visible import page_view
+from .visible import main_shingles, page_view
 from .extract import extract
 from .features import content_hash, shingles
 from ..decide.guards import looks_like_notice
@@ -70,9 +70,9 @@ def extract_parsed(html, url: str, max_bytes: int, mode: str = "thorough") -> tu
 
 
 def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
-                conceptual: NoConceptual = NoConceptual()) -> Fingerprinted | Skip:
-    """Steps 2-4, or why the text is not checked (too short, a notice)."""
-    tokens = tokenize(text)
+                conceptual: NoConceptual = NoConceptual(), tokens: list[str] | None = None) -> Fingerprinted | Skip:
+    """Steps 2-4, or why the text is not checked (too short, a notice). `tokens`: the text's, if made already."""
+    tokens = tokenize(text) if tokens is None else tokens
     if len(tokens) < config.min_tokens:
         return Skip.TOO_SHORT
     if looks_like_notice(tokens):
@@ -102,13 +102,14 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
     key = (config.features, config.weighting)
     features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
     try:
-        fp = fingerprint(str(value), config, features, make_verifier(config.verifier))
+        tokens = tokenize(str(value))  # once, for the fingerprint and the view
+        fp = fingerprint(str(value), config, features, make_verifier(config.verifier), tokens=tokens)
         if isinstance(fp, Fingerprinted) and config.boilerplate:
             fp.template = template_keys(html, fp.text)
         if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:
             fp.lines = lines_of(fp.text, url)  # (the crawler's thread keeps only the lookup)
         if isinstance(fp, Fingerprinted) and config.visible_containment:
-            fp.view = page_view(html, fp.text, tree=tree)
+            fp.view = page_view(html, fp.text, main=main_shingles(tokens), tree=tree)
         return Step.FINGERPRINT, fp, title
     except Exception:  # decided in the crawler process instead, where a failure is counted
         return kind, value, title
