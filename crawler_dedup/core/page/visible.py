@@ -8,7 +8,7 @@ word 5-shingles of all its visible text (rules.contained compares one page's mai
 other's visible text), and the share of its main text that sits in its chrome: navigation,
 header and footer, sidebars, consent and newsletter dialogs (a main text that is chrome is no
 evidence: decide.py, rules.contained). It reads the parse extraction made (extract.parse), about
-about 2 ms a page in the extraction workers; given markup alone, it parses it.
+2 ms a page in the extraction workers; given markup alone, it parses it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ MAX_CHARS = 2_000_000  # markup read (a huge page: its first part)
 WEAK_SHARE = 0.6  # a weak chrome element holding this share of the page's words is a wrapper, not chrome
 
 _UNSHOWN = ("script", "style", "noscript", "template", "svg", "select", "head")  # elements a reader never sees
+_UNSHOWN_TAGS = frozenset(_UNSHOWN)
 _HIDDEN = re.compile(r"<(" + "|".join(_UNSHOWN) + r")\b|<!--")  # on lowercased markup
 # a block element's boundary is a word boundary even in minified markup ("end</p><p>Next")
 _BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "br", "tr", "td", "th", "table", "section",
@@ -154,11 +155,14 @@ def _chrome_texts(root, shown, words: int) -> list[str]:
     chosen element holds (no ancestor lookups); most elements are answered by two attribute reads."""
     from lxml import etree
 
-    kinds, weak = _KINDS, _WEAK_TAGS
+    kinds, weak, unshown = _KINDS, _WEAK_TAGS, _UNSHOWN_TAGS
     texts: list[str] = []
     walker = etree.iterwalk(root, events=("start",), tag=etree.Element)
     for _, el in walker:
         get, tag = el.get, el.tag
+        if tag in unshown:  # (left in the tree: cutting it out costs more than passing it by)
+            walker.skip_subtree()
+            continue
         cls, id_, role = get("class"), get("id"), get("role")
         if cls is None and id_ is None and role is None:  # most elements: the tag alone says
             if tag in weak:
@@ -222,6 +226,7 @@ def _blocks_xslt():
         '<xsl:output method="text" encoding="UTF-8"/>'
         # the element given, not the document's other top-level nodes (text after </html>)
         '<xsl:template match="/"><xsl:apply-templates select="*[1]"/></xsl:template>'
+        f'<xsl:template match="{"|".join(_UNSHOWN)}"/>'  # what a reader never sees (its tail is shown)
         f'<xsl:template match="{"|".join(_BLOCKS)}"><xsl:text>&#10;</xsl:text><xsl:apply-templates/>'
         '<xsl:text>&#10;</xsl:text></xsl:template></xsl:stylesheet>'))
 
@@ -242,16 +247,14 @@ def _parser():
 
 def page_view(html: str | bytes | None, text: str, main: np.ndarray | None = None, tree=None) -> PageView | None:
     """The view of a page whose extracted main text is `text`; None when the markup cannot be read.
-    `tree`: the page's parse already made (extract.parse), read instead of parsing `html` again;
-    it is changed (what a reader never sees cut out), so it must not be needed afterwards.
+    `tree`: the page's parse already made (extract.parse), read instead of parsing `html` again
+    (and left as it is, but on a page nested past XSLT's depth).
     `main`: main_shingles(text), if made already."""
     from lxml import etree
 
     shown = _text
     if tree is not None:
-        root = tree
-        etree.strip_elements(root, *_UNSHOWN, with_tail=False)
-        shown = _blocks_text
+        root, shown = tree, _blocks_text  # (which leaves out what a reader never sees, as _chrome_texts does)
     else:
         markup = html.decode("utf-8", "replace") if isinstance(html, (bytes, bytearray)) else str(html or "")
         markup = _BLOCK.sub("\n<", without(markup[:MAX_CHARS], _HIDDEN, sep=" ", hide_unclosed=False))
@@ -264,6 +267,7 @@ def page_view(html: str | bytes | None, text: str, main: np.ndarray | None = Non
     try:
         all_text = shown(root)
     except etree.XSLTError:  # (a tree nested past XSLT's depth): its block ends marked by hand
+        etree.strip_elements(root, *_UNSHOWN, with_tail=False)
         _mark_blocks(root)
         all_text, shown = _text(root), _text
     chrome_text = _chrome_texts(root, shown, len(all_text.split()) or 1)
