@@ -27,6 +27,13 @@ def add_parser(sub):
                    help=f"which page of a group is kept (default {DEFAULT_POLICY}): a name ({policies}) or keys in "
                    f"order separated by commas ({keys}); ties go to the URL, then the time")
     p.add_argument("--restart", action="store_true", help="start again, removing an earlier scan's results in DIR")
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local (default): this machine, --jobs processes; spark: a Spark job (pip install "
+                   "'crawler-dedup[spark]', Java 17), the same decisions past one machine (docs/scan.md)")
+    p.add_argument("--master", default="local[*]", metavar="URL",
+                   help="with --engine spark: the Spark master (default local[*]; spark://host:7077, yarn, ...)")
+    p.add_argument("--partitions", type=int, metavar="N",
+                   help="with --engine spark: tasks of the decide stage (default: twice the cores)")
     add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
     return p
 
@@ -95,7 +102,14 @@ def run(args) -> int:
     opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
     try:
-        summary = run_with_progress(lambda progress: Scan(opts, progress).run())
+        if getattr(args, "engine", "local") == "spark":
+            from ..tools.spark_scan import SparkScan
+
+            if args.partitions is not None and args.partitions < 1:
+                raise CliError("--partitions takes a number of tasks, 1 or more")
+            summary = SparkScan(opts, master=args.master, partitions=args.partitions).run()
+        else:
+            summary = run_with_progress(lambda progress: Scan(opts, progress).run())
     except ScanError as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -131,7 +145,9 @@ def print_summary(s: dict) -> None:
         if f.get("damaged"):
             print(f"    damaged, the rest of the file was skipped: {term(f['damaged'])}")
     secs = s.get("seconds") or {}
-    if secs:
+    if secs and s.get("engine") == "spark":
+        print("  time (spark): " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))
+    elif secs:
         rate = pages / secs["read"] if secs.get("read") else 0
         print(f"  time: read and extract {secs['read']:.1f} s ({rate:.1f} pages/s), decide {secs['decide']:.1f} s, "
               f"write {secs['write']:.1f} s")

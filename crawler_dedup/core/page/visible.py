@@ -160,6 +160,7 @@ def _chrome_texts(root, shown, words: int) -> list[str]:
     walker = etree.iterwalk(root, events=("start",), tag=etree.Element)
     for _, el in walker:
         get, tag = el.get, el.tag
+        kind: str | None
         if tag in unshown:  # (left in the tree: cutting it out costs more than passing it by)
             walker.skip_subtree()
             continue

@@ -1,0 +1,236 @@
+"""The driver of `crawler-dedup scan --engine spark`: the stages in turn, each written to
+OUT/.spark/<stage>/ as Parquet and not run again once finished (a stopped job goes on from the
+first unfinished stage when run again with the same arguments), then the scan's outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from typing import Callable
+
+from ...config import DedupConfig
+from ...core.decide.policy import parse_policy
+from .. import sources
+from ..scan.options import Options, ScanError
+from ..scan.pass3_write import Writer, load_summary, save_summary
+from ..scan.state import State
+from ..sources import DAMAGED, PAGE
+
+STAGES = ("signatures", "pairs", "components", "decisions")
+JOB_VERSION = 1
+
+
+def _say(line: str) -> None:
+    print(f"crawler-dedup scan (spark): {line}", file=sys.stderr, flush=True)
+
+
+class SparkScan:
+    def __init__(self, opts: Options, master: str = "local[*]", say: Callable[[str], None] = _say,
+                 partitions: int | None = None, split_bytes: int | None = None):
+        from .signatures import SPLIT_BYTES
+
+        self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
+        self.split_bytes = split_bytes or SPLIT_BYTES
+        self.keys = parse_policy(opts.policy)
+        self.out = os.path.abspath(opts.out)
+        self.work = os.path.join(self.out, ".spark")
+        settings = {**opts.settings, "DEDUP_BACKEND": "memory"}  # each decide task's own index
+        if str(opts.settings.get("DEDUP_BACKEND", "lmdb")) not in ("lmdb", "memory"):
+            raise ScanError("--engine spark decides with an index of each task's own: DEDUP_BACKEND="
+                            f"{opts.settings['DEDUP_BACKEND']} (a shared index) is for the one-machine scan")
+        self.config = DedupConfig.from_settings(settings)
+        from ...core.index.plugins import is_pure
+
+        if not is_pure(self.config):
+            raise ScanError("--engine spark needs fingerprints made from each page's text alone (the default "
+                            "DEDUP_FEATURES and DEDUP_WEIGHTING); features learned from the pages kept need "
+                            "the one-machine scan")
+
+    # -- setting up ----------------------------------------------------------------------------
+    def _described(self, formats: list[str]) -> dict:
+        f = self.opts.fields
+        return {"version": JOB_VERSION, "engine": "spark", "inputs": [os.path.abspath(p) for p in self.opts.inputs],
+                "formats": formats, "policy": list(self.keys),
+                "settings": {k: str(v) for k, v in sorted(self.opts.settings.items())},
+                "fields": [f.url, f.html, f.text, f.time, f.score]}
+
+    def _open(self) -> dict:
+        formats = []
+        for path in self.opts.inputs:
+            try:
+                formats.append(sources.input_format(path))
+            except sources.SourceError as exc:
+                raise ScanError(str(exc)) from None
+        if os.path.exists(self.out) and not os.path.isdir(self.out):
+            raise ScanError(f"--out {self.opts.out} is a file: give a folder (it is made if missing)")
+        job_file = os.path.join(self.work, "job.json")
+        if self.opts.restart:
+            for name in (".spark", "kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json"):
+                target = os.path.join(self.out, name)
+                shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (
+                    os.remove(target) if os.path.exists(target) else None)
+        elif not os.path.exists(job_file) and os.path.isdir(self.out) and os.listdir(self.out):
+            raise ScanError(f"--out {self.opts.out} holds other files: give an empty or new folder "
+                            "(a Spark scan writes kept/, dropped/ and the logs there)")
+        described = self._described(formats)
+        if os.path.exists(job_file):
+            with open(job_file, encoding="utf-8") as fh:
+                recorded = json.load(fh)
+            if {k: v for k, v in recorded.items() if k != "done"} != described:
+                what = [k for k in described if described[k] != recorded.get(k)]
+                raise ScanError(f"{self.opts.out} holds a Spark scan with other {', '.join(what)}: give the same "
+                                "inputs, --policy and settings to continue it, --restart, or another --out")
+            return recorded
+        os.makedirs(self.work, exist_ok=True)
+        described["done"] = []
+        self._save(described)
+        return described
+
+    def _save(self, job: dict) -> None:
+        tmp = os.path.join(self.work, "job.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(job, fh, indent=1)
+        os.replace(tmp, os.path.join(self.work, "job.json"))
+
+    def _session(self):
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise ScanError("--engine spark needs pyspark and Java 17: pip install 'crawler-dedup[spark]', and "
+                            "a JDK (Debian: apt-get install openjdk-17-jre-headless)") from None
+        from pyspark.sql import SparkSession
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this package's Python
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        try:
+            spark = (SparkSession.builder.master(self.master).appName("crawler-dedup scan")
+                     .config("spark.ui.showConsoleProgress", "true")
+                     .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
+                     .config("spark.python.worker.reuse", "true").getOrCreate())
+        except Exception as exc:  # no Java, a master that does not answer
+            raise ScanError(f"Spark could not start (--master {self.master}): {str(exc).splitlines()[0]}"
+                            " (Spark needs Java 17: apt-get install openjdk-17-jre-headless)") from None
+        spark.sparkContext.setLogLevel("WARN")
+        return spark
+
+    # -- the stages ----------------------------------------------------------------------------
+    def run(self) -> dict:
+        job = self._open()
+        if "written" in job["done"]:
+            summary = load_summary(self.out)
+            summary["already_done"] = True
+            return summary
+        spark = self._session()
+        seconds: dict[str, float] = {}
+        try:
+            for stage in STAGES:
+                path = os.path.join(self.work, stage)
+                if stage in job["done"] and os.path.exists(os.path.join(path, "_SUCCESS")):
+                    self.say(f"{stage}: done before, not run again")
+                    continue
+                self.say(f"{stage}: running")
+                t0 = time.monotonic()
+                getattr(self, f"_{stage}")(spark, path, job)
+                seconds[stage] = round(time.monotonic() - t0, 2)
+                job["done"] = [*job["done"], stage]
+                self._save(job)
+                self.say(f"{stage}: {seconds[stage]:.1f} s")
+            t0 = time.monotonic()
+            summary = self._write(spark, job)
+            seconds["write"] = round(time.monotonic() - t0, 2)
+        finally:
+            spark.stop()
+        summary["seconds"] = seconds
+        summary["engine"] = "spark"
+        save_summary(self.out, summary)
+        job["done"] = [*job["done"], "written"]
+        self._save(job)
+        return summary
+
+    def _signatures(self, spark, path: str, job: dict) -> None:
+        from .signatures import read_file, schema, splits
+
+        config, fields = self.config, self.opts.fields
+        parts = [part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, self.split_bytes)]
+        rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(
+            lambda t: read_file(t[0], t[1], t[2], config, fields, t[3], t[4]))  # one task a part
+        spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
+
+    def _pairs(self, spark, path: str, job: dict) -> None:
+        from pyspark.sql import types as T
+
+        from .candidates import pairs
+
+        sig = spark.read.parquet(os.path.join(self.work, "signatures"))
+        schema = T.StructType([T.StructField("a", T.LongType()), T.StructField("b", T.LongType())])
+        spark.createDataFrame(pairs(sig, self.config.k), schema).write.mode("overwrite").parquet(path)
+
+    def _components(self, spark, path: str, job: dict) -> None:
+        from pyspark.sql import types as T
+
+        from .candidates import MAX_DRIVER_EDGES, components_in_spark, union_find
+
+        edges = spark.read.parquet(os.path.join(self.work, "pairs"))
+        n = edges.count()
+        schema = T.StructType([T.StructField("seq", T.LongType()), T.StructField("unit", T.LongType())])
+        if n <= MAX_DRIVER_EDGES:
+            units = union_find((r.a, r.b) for r in edges.toLocalIterator())
+            df = spark.createDataFrame(list(units.items()) or [], schema)
+        else:
+            df = spark.createDataFrame(components_in_spark(edges.rdd.map(tuple), os.path.join(self.work, "checkpoints")),
+                                       schema)
+        df.write.mode("overwrite").parquet(path)
+        self.say(f"components: {n} candidate pairs")
+
+    def _decisions(self, spark, path: str, job: dict) -> None:
+        from pyspark.sql import functions as F
+
+        from .decide import decide_partition, schema
+
+        sig = spark.read.parquet(os.path.join(self.work, "signatures")).where(F.col("kind") == PAGE)
+        units = spark.read.parquet(os.path.join(self.work, "components"))
+        pages = (sig.join(units, "seq", "left").withColumn("unit", F.coalesce("unit", "seq"))
+                 .select("unit", "seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result"))
+        n = self.partitions or max(2, spark.sparkContext.defaultParallelism * 2)
+        config, keys = self.config, self.keys
+        jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
+        rdd = (pages.rdd.map(lambda r: (r.unit, r)).partitionBy(n)
+               .mapPartitions(lambda it: decide_partition((r for _, r in it), config, keys, jsonl)))
+        spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
+
+    def _write(self, spark, job: dict) -> dict:
+        """The scan's outputs from the stages' Parquet, by the one-machine scan's write pass."""
+        from .signatures import COLUMNS
+
+        state_path = os.path.join(self.out, ".scan", "state.sqlite")
+        if os.path.exists(state_path):
+            os.remove(state_path)  # (written whole again)
+        state = State(self.out)
+        try:
+            db = state.db
+            sig = spark.read.parquet(os.path.join(self.work, "signatures")).select(*COLUMNS)
+            db.execute("BEGIN")
+            errors: dict[int, str] = {}
+            for row in sig.toLocalIterator():
+                if row.kind == DAMAGED:
+                    errors.setdefault(row.file_no, row.why)
+                db.execute(f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(COLUMNS))})", tuple(row))
+            names = [os.path.basename(p) for p in job["inputs"]]
+            for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"])):
+                st = os.stat(path)
+                output = names[no] if names.count(names[no]) == 1 else f"{no + 1:03d}-{names[no]}"
+                db.execute("INSERT INTO files (file_no, path, format, size, mtime, output, last_offset, done, error) "
+                           "VALUES (?, ?, ?, ?, ?, ?, -1, 1, ?)", (no, path, fmt, st.st_size, st.st_mtime, output,
+                                                                  errors.get(no)))
+            dec = spark.read.parquet(os.path.join(self.work, "decisions"))
+            for row in dec.toLocalIterator():
+                db.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))
+            db.execute("COMMIT")
+            summary = Writer(self.out, self.config, self.keys, True, lambda *a: None).run(state)
+        finally:
+            state.close()
+        return summary

@@ -1,0 +1,140 @@
+"""Stage 1, in the executors: each input file read by one task, each page extracted and
+fingerprinted with the crawl's own code (tools/scan/extract.py), one row a record.
+
+A row is what the one-machine scan files in its state file (pass1_read's entries), plus the
+page's simhash and its candidate keys: the buckets in which two pages that the index could
+compare meet (candidates.py pairs them). Ids are stable across runs: a record's `seq` is its
+input's number and its byte offset (FILE_BITS), never an id Spark assigns.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...config import DedupConfig
+from ...core.decide.guards import headline_keys
+from ...core.decide.sitelines import title_key
+from ...core.index.records import canonical_url
+from ...core.index.tables import Plan, plan_for
+from ...core.page.fingerprint import Fingerprinted, body_digest
+from ...core.verdict import Step
+from .. import sources
+from ..scan.extract import scan_extract
+from ..scan.pass1_read import _row
+from ..sources import PAGE, Fields
+
+OFFSET_BITS = 40  # a record's seq: its input's number above, its byte offset (< 1 TiB) below
+TABLE_BLOCKS = 8  # the candidate join's tables: C(8, 8-k) keys a page (k=3: 56), any plan finds all within k
+
+COLUMNS = ("seq", "file_no", "offset", "kind", "url", "time", "score", "why", "record_id", "concurrent_to",
+           "payload_digest", "body", "same_as", "words", "canonical", "refers_to", "result")
+
+
+def schema():
+    """The signatures' Spark schema: pass1's entries columns, `fp` and `keys`."""
+    from pyspark.sql import types as T
+
+    kinds = {"seq": T.LongType(), "file_no": T.IntegerType(), "offset": T.LongType(), "time": T.DoubleType(),
+             "score": T.DoubleType(), "body": T.BinaryType(), "same_as": T.LongType(), "words": T.LongType(),
+             "result": T.BinaryType()}
+    fields = [T.StructField(c, kinds.get(c, T.StringType()), True) for c in COLUMNS]
+    fields += [T.StructField("fp", T.LongType(), True), T.StructField("keys", T.ArrayType(T.StringType()), True)]
+    return T.StructType(fields)
+
+
+def seq_of(file_no: int, offset: int) -> int:
+    return (file_no << OFFSET_BITS) | max(offset, 0)
+
+
+def signed(fp: int) -> int:
+    """A 64-bit simhash as Spark's signed long (and back: & (2**64 - 1))."""
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+def table_plan(k: int) -> Plan:
+    return plan_for(k, max(k + 1, TABLE_BLOCKS))
+
+
+def candidate_keys(url: str | None, canonical: str | None, title: str | None, fp: Fingerprinted | None,
+                   plan: Plan, probes: int) -> list[str]:
+    """Every bucket the index would look a page up in, as strings: the simhash tables (`t`: a pair
+    in one needs the Hamming test), the smallest shingle hashes (`p`), the URL and the
+    rel=canonical target (`u`), the headline (`h`) and the site's headline (`s`)."""
+    keys = []
+    if fp is not None:
+        keys += [f"t{t}:{key.hex()}" for t, key in enumerate(plan.keys(fp.fingerprint))]
+        keys += [f"p:{int(v)}" for v in fp.sketch[:probes]]
+        keys += [f"h:{k.hex()}" for k in headline_keys(title)]
+        site = title_key(url, title)
+        if site is not None:
+            keys.append(f"s:{site.hex()}")
+    for u in (url, canonical):
+        if u:
+            keys.append(f"u:{canonical_url(u)}")
+    return list(dict.fromkeys(keys))
+
+
+SPLIT_BYTES = 64 * 1024**2  # a plain JSON-lines file is read in parts of this size, a task each
+
+
+def splits(file_no: int, path: str, fmt: str, split_bytes: int = SPLIT_BYTES) -> list[tuple[int, str, str, int, int]]:
+    """The tasks reading one input: (file_no, path, format, start, end); a WARC or a gzip file is
+    one task (its records cannot be found from the middle), a plain JSON-lines file one a part."""
+    import os
+
+    size = os.path.getsize(path)
+    if fmt != "jsonl" or sources.is_gzip(path) or size <= split_bytes:
+        return [(file_no, path, fmt, 0, -1)]
+    return [(file_no, path, fmt, at, min(at + split_bytes, size)) for at in range(0, size, split_bytes)]
+
+
+def _entries(path: str, fmt: str, start: int, end: int, fields: Fields, max_bytes: int):
+    """The records that start in [start, end) (end -1: to the file's end): a part of a JSON-lines
+    file begins at the first line that starts in it."""
+    if start > 0:
+        with open(path, "rb") as fh:
+            fh.seek(start - 1)
+            start += len(fh.readline()) - 1  # (0 when `start` is a line's first byte)
+    for entry in sources.entries(path, fmt, start, fields, max_bytes):
+        if 0 <= end <= entry.offset:
+            return
+        yield entry
+
+
+def read_file(file_no: int, path: str, fmt: str, config: DedupConfig, fields: Fields,
+              start: int = 0, end: int = -1) -> Iterator[tuple]:
+    """The rows of one input's records that start in [start, end), in record order (a task's work)."""
+    plan = table_plan(config.k)
+    for entry in _entries(path, fmt, start, end, fields, config.max_bytes):
+        digest = result = None
+        if entry.kind == PAGE and entry.html is not None:
+            raw = entry.html.encode("utf-8", "surrogatepass") if isinstance(entry.html, str) else entry.html
+            digest = body_digest(raw)
+            try:
+                result = scan_extract(entry.html, entry.url or "", config)
+            except Exception as exc:  # noqa: BLE001 - the page is kept, counted (as the scan does)
+                result = (Step.ERROR, f"{type(exc).__name__}: {exc}", None, None)
+            if result[0] == Step.ERROR:
+                result = (Step.ERROR, str(result[1]), None, None)
+        elif entry.kind == PAGE:  # a JSON line with text only: fingerprinted in the decide stage
+            result = (Step.TEXT, entry.text, None, None)
+        row = _row(seq_of(file_no, entry.offset), file_no, entry, digest, result, None)
+        fp = result[1] if result is not None and result[0] == Step.FINGERPRINT else None
+        if entry.kind == PAGE and result is not None and result[0] == Step.TEXT and fp is None:
+            fp = _text_fingerprint(str(result[1] or ""), config)  # (for its keys: the row keeps the text)
+        keys = None
+        if entry.kind == PAGE and result is not None:
+            keys = candidate_keys(entry.url, result[3], result[2], fp if isinstance(fp, Fingerprinted) else None,
+                                  plan, config.sketch_probes)
+        yield (*row, signed(fp.fingerprint) if isinstance(fp, Fingerprinted) else None, keys)
+
+
+def _text_fingerprint(text: str, config: DedupConfig) -> Fingerprinted | None:
+    from ...core.decide.verify import make_verifier
+    from ...core.index.plugins import feature_plugin, is_pure
+    from ...core.page.fingerprint import fingerprint
+
+    if not is_pure(config):  # features learned from the pages kept (IDF): the decide stage makes them
+        return None
+    got = fingerprint(text, config, feature_plugin(config), make_verifier(config.verifier))
+    return got if isinstance(got, Fingerprinted) else None

@@ -1,0 +1,142 @@
+"""`crawler-dedup scan --engine spark` on a real local Spark (Java 17): the same decisions as the
+one-machine scan on JSON lines (read in parts) and WARC, stages that are not run again, the
+components loop against union-find, and the messages a user meets."""
+
+import json
+import os
+import random
+import shutil
+
+import pytest
+
+from crawler_dedup.tools.scan import Options, Scan, ScanError
+from crawler_dedup.tools.spark_scan.agree import agreement
+from crawler_dedup.tools.spark_scan.candidates import bucket_pairs, union_find
+
+from .conftest import cli
+from .test_scan import group_pages, records, write_jsonl, write_warc
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("no Java for Spark (scripts/system_packages.sh installs openjdk-17-jre-headless)",
+                allow_module_level=True)
+
+from crawler_dedup.tools.spark_scan import SparkScan  # noqa: E402
+
+MASTER = "local[2]"
+
+
+@pytest.fixture(scope="module")
+def pages(articles):
+    from importlib import resources
+
+    manifest = json.loads((resources.files("crawler_dedup.demo") / "pages" / "manifest.json").read_text("utf-8"))
+    return group_pages(articles, [a["title"] for a in manifest["articles"]])
+
+
+def both(inputs, tmp_path, policy="longest", **kw):
+    """The one-machine scan and the Spark scan of `inputs`: (local summary, spark summary, outs, lines said)."""
+    said = []
+    local, spark = tmp_path / "local", tmp_path / "spark"
+    a = Scan(Options(inputs=[str(p) for p in inputs], out=str(local), policy=policy)).run()
+    b = SparkScan(Options(inputs=[str(p) for p in inputs], out=str(spark), policy=policy), master=MASTER,
+                  say=said.append, partitions=3, **kw).run()
+    return a, b, (str(local), str(spark)), said
+
+
+def test_jsonl_read_in_parts_decides_as_the_one_machine_scan(tmp_path, pages):
+    order = list(range(len(pages)))
+    random.Random(3).shuffle(order)
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages, order)
+    a, b, (local, spark), said = both([path], tmp_path, split_bytes=200_000)  # several read tasks
+    assert os.path.getsize(path) > 3 * 200_000
+    agree = agreement(local, spark)
+    assert a["dropped"] > 20 and agree["drops_a"] == a["dropped"]
+    assert agree["differ_share"] <= 0.01, agree
+    assert (b["pages"], b["kept"], b["dropped"]) == (a["pages"], a["kept"], a["dropped"])
+    # every line went to one of the outputs, once
+    with open(path, encoding="utf-8") as fh:
+        lines = sorted(fh.read().splitlines())
+    out = []
+    for sub in ("kept", "dropped"):
+        with open(os.path.join(spark, sub, "crawl.jsonl"), encoding="utf-8") as fh:
+            out += fh.read().splitlines()
+    assert sorted(out) == lines
+    assert b["engine"] == "spark" and set(b["seconds"]) == {"signatures", "pairs", "components", "decisions", "write"}
+    assert any("signatures: running" in line for line in said)
+
+
+def test_warc_and_another_policy_decide_as_the_one_machine_scan(tmp_path, pages):
+    half = len(pages) // 2
+    w1 = write_warc(tmp_path / "a.warc.gz", pages[:half])
+    w2 = write_warc(tmp_path / "b.warc.gz", pages[half:], revisit_of=pages[half][0])
+    a, b, (local, spark), _ = both([w1, w2], tmp_path, policy="shortest-url")
+    agree = agreement(local, spark)
+    assert a["dropped"] > 20 and agree["differ_share"] <= 0.01, agree
+    assert b["revisits"] == a["revisits"] and b["passed"] == a["passed"]
+    for name in ("a.warc.gz", "b.warc.gz"):  # each record in one output (warcinfo in both)
+        kept, dropped = records(os.path.join(spark, "kept", name)), records(os.path.join(spark, "dropped", name))
+        assert len(kept) + len(dropped) == len(records(os.path.join(local, "kept", name))) + len(
+            records(os.path.join(local, "dropped", name)))
+    with open(os.path.join(spark, "clusters.jsonl"), encoding="utf-8") as fh:
+        groups = [json.loads(line) for line in fh]
+    with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fh:
+        assert len(groups) == sum(1 for _ in fh)
+
+
+def test_a_finished_stage_is_not_run_again(tmp_path, pages):
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    out = tmp_path / "spark"
+    opts = Options(inputs=[str(path)], out=str(out))
+    first = SparkScan(opts, master=MASTER, say=lambda line: None).run()
+    again: list[str] = []
+    done = SparkScan(opts, master=MASTER, say=again.append).run()
+    assert done["already_done"] and done["dropped"] == first["dropped"]
+    # a job stopped after its pairs: the stages before are not run again
+    job_file = out / ".spark" / "job.json"
+    job = json.loads(job_file.read_text())
+    job["done"] = ["signatures", "pairs"]
+    job_file.write_text(json.dumps(job))
+    shutil.rmtree(out / ".spark" / "decisions")
+    said: list[str] = []
+    resumed = SparkScan(opts, master=MASTER, say=said.append).run()
+    assert "signatures: done before, not run again" in said and "pairs: done before, not run again" in said
+    assert "components: running" in said and resumed["dropped"] == first["dropped"]
+    with pytest.raises(ScanError, match="other policy"):
+        SparkScan(Options(inputs=[str(path)], out=str(out), policy="first"), master=MASTER).run()
+
+
+def test_components_in_spark_are_union_find(tmp_path):
+    from pyspark.sql import SparkSession
+
+    from crawler_dedup.tools.spark_scan.candidates import components_in_spark
+
+    rng = random.Random(5)
+    edges = [(rng.randrange(300), rng.randrange(300)) for _ in range(260)]
+    edges = [(min(a, b), max(a, b)) for a, b in edges if a != b]
+    edges += [(i, i + 1) for i in range(400, 460)]  # a long path: several rounds
+    spark = SparkSession.builder.master(MASTER).appName("components test").getOrCreate()
+    try:
+        got = dict(components_in_spark(spark.sparkContext.parallelize(edges, 4), str(tmp_path / "cp")).collect())
+    finally:
+        spark.stop()
+    assert got == union_find(edges)
+
+
+def test_a_huge_bucket_pairs_neighbours_only():
+    members = [(i, i * 3) for i in range(1000)]  # one template's shingle, 1,000 pages
+    pairs = list(bucket_pairs("p:42", members, 3))
+    assert len(pairs) == 999 * 8 - sum(range(8))  # each page with its next 8, not 499,500 pairs
+    small = list(bucket_pairs("t0:ab", [(1, 0b0), (2, 0b111), (3, 0b1111)], 3))
+    assert small == [(1, 2), (2, 3)]  # the table's Hamming test: 1 and 3 are 4 bits apart
+
+
+def test_the_command_line(tmp_path, pages):
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    r = cli("scan", str(path), "--out", str(tmp_path / "o"), "--engine", "spark", "--master", MASTER, "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["engine"] == "spark" and summary["dropped"] > 20
+    assert "decisions: running" in r.stderr
+    r = cli("scan", str(path), "--out", str(tmp_path / "r"), "--engine", "spark", "-s", "DEDUP_BACKEND=redis")
+    assert r.returncode != 0 and "shared index" in r.stderr
