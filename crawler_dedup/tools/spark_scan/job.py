@@ -21,6 +21,7 @@ from ..scan.state import State
 from ..sources import DAMAGED, PAGE
 
 STAGES = ("signatures", "pairs", "components", "decisions")
+BROADCAST_ROWS = 5_000_000  # pages in pairs up to which their component ids are broadcast to the tasks
 JOB_VERSION = 1
 
 
@@ -30,11 +31,11 @@ def _say(line: str) -> None:
 
 class SparkScan:
     def __init__(self, opts: Options, master: str = "local[*]", say: Callable[[str], None] = _say,
-                 partitions: int | None = None, split_bytes: int | None = None):
-        from .signatures import SPLIT_BYTES
-
+                 partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
-        self.split_bytes = split_bytes or SPLIT_BYTES
+        self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
+        self.counts: dict[str, int] = {}
+        self.metrics: dict[str, dict] | None = {} if metrics else None  # per stage, from Spark's REST API
         self.keys = parse_policy(opts.policy)
         self.out = os.path.abspath(opts.out)
         self.work = os.path.join(self.out, ".spark")
@@ -134,14 +135,18 @@ class SparkScan:
                     continue
                 self.say(f"{stage}: running")
                 t0 = time.monotonic()
+                spark.sparkContext.setLocalProperty("spark.job.description", stage)
                 getattr(self, f"_{stage}")(spark, path, job)
                 seconds[stage] = round(time.monotonic() - t0, 2)
                 job["done"] = [*job["done"], stage]
                 self._save(job)
                 self.say(f"{stage}: {seconds[stage]:.1f} s")
             t0 = time.monotonic()
+            spark.sparkContext.setLocalProperty("spark.job.description", "write")
             summary = self._write(spark, job)
             seconds["write"] = round(time.monotonic() - t0, 2)
+            if self.metrics is not None:
+                self.metrics.update(stage_metrics(spark))
         finally:
             spark.stop()
         summary["seconds"] = seconds
@@ -152,10 +157,15 @@ class SparkScan:
         return summary
 
     def _signatures(self, spark, path: str, job: dict) -> None:
-        from .signatures import read_file, schema, splits
+        from .signatures import SPLIT_BYTES, read_file, schema, splits
 
         config, fields = self.config, self.opts.fields
-        parts = [part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, self.split_bytes)]
+        size = self.split_bytes
+        if size is None:  # parts enough for every core twice over, of 1 to 64 MiB
+            total = sum(os.path.getsize(p) for p, fmt in zip(job["inputs"], job["formats"]) if fmt == "jsonl")
+            cores = spark.sparkContext.defaultParallelism
+            size = max(1 << 20, min(SPLIT_BYTES, -(-total // max(1, 2 * cores))))
+        parts = [part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, size)]
         rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(
             lambda t: read_file(t[0], t[1], t[2], config, fields, t[3], t[4]))  # one task a part
         spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
@@ -175,7 +185,7 @@ class SparkScan:
         from .candidates import MAX_DRIVER_EDGES, components_in_spark, union_find
 
         edges = spark.read.parquet(os.path.join(self.work, "pairs"))
-        n = edges.count()
+        n = self.counts["pairs"] = edges.count()
         schema = T.StructType([T.StructField("seq", T.LongType()), T.StructField("unit", T.LongType())])
         if n <= MAX_DRIVER_EDGES:
             units = union_find((r.a, r.b) for r in edges.toLocalIterator())
@@ -187,20 +197,29 @@ class SparkScan:
         self.say(f"components: {n} candidate pairs")
 
     def _decisions(self, spark, path: str, job: dict) -> None:
+        """Pages of a component are brought to one task (a shuffle of their rows); a page in no pair
+        is decided where it was read (its row does not move: most pages of a crawl)."""
         from pyspark.sql import functions as F
 
         from .decide import decide_partition, schema
 
         sig = spark.read.parquet(os.path.join(self.work, "signatures")).where(F.col("kind") == PAGE)
         units = spark.read.parquet(os.path.join(self.work, "components"))
-        pages = (sig.join(units, "seq", "left").withColumn("unit", F.coalesce("unit", "seq"))
-                 .select("unit", "seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result"))
+        paired = units.count()
+        if paired <= BROADCAST_ROWS:  # the page -> component map sent to every task: no shuffle of the pages
+            units = F.broadcast(units)
+        cols = ("seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result")
+        pages = sig.join(units, "seq", "left")
         n = self.partitions or max(2, spark.sparkContext.defaultParallelism * 2)
         config, keys = self.config, self.keys
         jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
-        rdd = (pages.rdd.map(lambda r: (r.unit, r)).partitionBy(n)
-               .mapPartitions(lambda it: decide_partition((r for _, r in it), config, keys, jsonl)))
-        spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
+        alone = pages.where(F.col("unit").isNull()).select(*cols).rdd.mapPartitions(
+            lambda it: decide_partition(it, config, keys, jsonl))
+        together = (pages.where(F.col("unit").isNotNull()).select("unit", *cols).rdd
+                    .map(lambda r: (r.unit, r)).partitionBy(n)
+                    .mapPartitions(lambda it: decide_partition((r for _, r in it), config, keys, jsonl)))
+        spark.createDataFrame(alone.union(together), schema()).write.mode("overwrite").parquet(path)
+        self.say(f"decisions: {paired} pages in components of two or more")
 
     def _write(self, spark, job: dict) -> dict:
         """The scan's outputs from the stages' Parquet, by the one-machine scan's write pass."""
@@ -234,3 +253,24 @@ class SparkScan:
         finally:
             state.close()
         return summary
+
+
+def stage_metrics(spark) -> dict[str, dict]:
+    """Bytes each stage of this job read, wrote and shuffled, summed over Spark's stages (its REST
+    API, while the session runs): {stage: {input, output, shuffle_read, shuffle_write, run_ms}}."""
+    import urllib.request
+
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url, timeout=30) as fh:
+        stages = json.load(fh)
+    out: dict[str, dict] = {}
+    for st in stages:
+        got = out.setdefault(st.get("description") or "other", {"input": 0, "output": 0, "shuffle_read": 0,
+                                                                 "shuffle_write": 0, "run_ms": 0})
+        got["input"] += st.get("inputBytes", 0)
+        got["output"] += st.get("outputBytes", 0)
+        got["shuffle_read"] += st.get("shuffleReadBytes", 0)
+        got["shuffle_write"] += st.get("shuffleWriteBytes", 0)
+        got["run_ms"] += st.get("executorRunTime", 0)
+    return out
