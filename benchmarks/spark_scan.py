@@ -89,21 +89,21 @@ def du(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def run_format(pages, ignore, fmt: str, master: str, jobs: int, tmp: str) -> dict:
+def run_format(pages, ignore, fmt: str, master: str, jobs: int, tmp: str, local_too: bool = True) -> dict:
     os.makedirs(os.path.join(tmp, fmt))
     inputs = write_inputs(pages, os.path.join(tmp, fmt), fmt)
     local, spark = os.path.join(tmp, fmt, "local"), os.path.join(tmp, fmt, "spark")
     t0 = time.monotonic()
-    a = Scan(Options(inputs=inputs, out=local, jobs=jobs)).run()
+    a = Scan(Options(inputs=inputs, out=local, jobs=jobs)).run() if local_too else None
     t1 = time.monotonic()
     job = SparkScan(Options(inputs=inputs, out=spark), master=master, say=lambda line: None, metrics=True)
     b = job.run()
     t2 = time.monotonic()
-    agree = agreement(local, spark)
+    agree = agreement(local, spark) if a is not None else None
     work = os.path.join(spark, ".spark")
-    return {"format": fmt, "pages": a["pages"], "local_s": t1 - t0, "spark_s": t2 - t1, "stages": b["seconds"],
-            "agree": agree, "q_local": quality(local, pages, ignore), "q_spark": quality(spark, pages, ignore),
-            "dropped": (a["dropped"], b["dropped"]), "metrics": job.metrics, "pairs": job.counts.get("pairs", 0),
+    return {"format": fmt, "pages": b["pages"], "local_s": t1 - t0, "spark_s": t2 - t1, "stages": b["seconds"],
+            "agree": agree, "q_local": quality(local, pages, ignore) if a is not None else None,
+            "q_spark": quality(spark, pages, ignore), "dropped": (a["dropped"] if a else None, b["dropped"]), "metrics": job.metrics, "pairs": job.counts.get("pairs", 0),
             "bytes": {s: du(os.path.join(work, s)) for s in ("signatures", "pairs", "components", "decisions")}}
 
 
@@ -111,12 +111,15 @@ def report(r: dict, master: str, jobs: int) -> None:
     n = r["pages"]
     print(f"\n{r['format']}: {n} pages, policy longest")
     print(f"{'':<34} {'seconds':>8} {'pages/s':>8} {'dropped':>8} {'P':>7} {'R':>7}")
-    print(f"{f'scan --jobs {jobs}':<34} {r['local_s']:>8.1f} {n / r['local_s']:>8.1f} {r['dropped'][0]:>8} "
-          f"{r['q_local']['P']:>7.4f} {r['q_local']['R']:>7.4f}")
+    if r["q_local"] is not None:
+        print(f"{f'scan --jobs {jobs}':<34} {r['local_s']:>8.1f} {n / r['local_s']:>8.1f} {r['dropped'][0]:>8} "
+              f"{r['q_local']['P']:>7.4f} {r['q_local']['R']:>7.4f}")
     print(f"{f'scan --engine spark --master {master}':<34} {r['spark_s']:>8.1f} {n / r['spark_s']:>8.1f} "
           f"{r['dropped'][1]:>8} {r['q_spark']['P']:>7.4f} {r['q_spark']['R']:>7.4f}")
     print("spark stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in r["stages"].items()))
     a = r["agree"]
+    if a is None:
+        return
     print(f"drops that differ (page -> kept page): {a['differ']} of {max(a['drops_a'], a['drops_b'])} "
           f"({a['differ_share']:.2%}): only one-machine {len(a['only_a'])}, only spark {len(a['only_b'])}, "
           f"another page kept {len(a['other_kept'])}")
@@ -145,13 +148,14 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="the first N pages only")
+    ap.add_argument("--spark-only", action="store_true", help="no one-machine scan (sizing at a larger N)")
     args = ap.parse_args(argv)
     pages, ignore = load_split(args.holdout)
     if args.limit:
         pages = pages[:args.limit]
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in args.formats.split(","):
-            r = run_format(pages, ignore, fmt, args.master, args.jobs, tmp)
+            r = run_format(pages, ignore, fmt, args.master, args.jobs, tmp, local_too=not args.spark_only)
             report(r, args.master, args.jobs)
             sizing(r)
     return 0

@@ -140,3 +140,23 @@ def test_the_command_line(tmp_path, pages):
     assert "decisions: running" in r.stderr
     r = cli("scan", str(path), "--out", str(tmp_path / "r"), "--engine", "spark", "-s", "DEDUP_BACKEND=redis")
     assert r.returncode != 0 and "shared index" in r.stderr
+
+
+def test_spark_submit_runs_the_same_job(tmp_path, pages):
+    import subprocess
+    import sys
+
+    from crawler_dedup.tools.spark_scan import submit
+
+    submit_bin = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    if not os.path.exists(submit_bin):
+        pytest.skip("pyspark's spark-submit is not beside this Python")
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    r = subprocess.run([submit_bin, "--master", MASTER, submit.__file__, "scan", str(path), "--out",
+                        str(tmp_path / "o"), "--engine", "spark", "--json"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout[r.stdout.index("{"):])
+    local = Scan(Options(inputs=[str(path)], out=str(tmp_path / "local"))).run()
+    assert summary["engine"] == "spark" and summary["dropped"] == local["dropped"] > 20

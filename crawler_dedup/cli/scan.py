@@ -30,8 +30,9 @@ def add_parser(sub):
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local (default): this machine, --jobs processes; spark: a Spark job (pip install "
                    "'crawler-dedup[spark]', Java 17), the same decisions past one machine (docs/scan.md)")
-    p.add_argument("--master", default="local[*]", metavar="URL",
-                   help="with --engine spark: the Spark master (default local[*]; spark://host:7077, yarn, ...)")
+    p.add_argument("--master", metavar="URL",
+                   help="with --engine spark: the Spark master (default: spark-submit's, else local[*]; "
+                   "spark://host:7077, yarn, ...)")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="with --engine spark: tasks of the decide stage (default: twice the cores)")
     add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")

@@ -30,7 +30,7 @@ def _say(line: str) -> None:
 
 
 class SparkScan:
-    def __init__(self, opts: Options, master: str = "local[*]", say: Callable[[str], None] = _say,
+    def __init__(self, opts: Options, master: str | None = "local[*]", say: Callable[[str], None] = _say,
                  partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
         self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
@@ -103,17 +103,23 @@ class SparkScan:
         except ImportError:
             raise ScanError("--engine spark needs pyspark and Java 17: pip install 'crawler-dedup[spark]', and "
                             "a JDK (Debian: apt-get install openjdk-17-jre-headless)") from None
+        from pyspark import SparkConf
         from pyspark.sql import SparkSession
 
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this package's Python
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        builder = SparkSession.builder
+        if self.master is not None or not SparkConf().contains("spark.master"):  # (spark-submit sets it)
+            builder = builder.master(self.master or "local[*]")
+            # executors run this package's Python (spark-submit: its own --conf spark.pyspark.python)
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         try:
-            spark = (SparkSession.builder.master(self.master).appName("crawler-dedup scan")
+            spark = (builder.appName("crawler-dedup scan")
                      .config("spark.ui.showConsoleProgress", "true")
                      .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
                      .config("spark.python.worker.reuse", "true").getOrCreate())
         except Exception as exc:  # no Java, a master that does not answer
-            raise ScanError(f"Spark could not start (--master {self.master}): {str(exc).splitlines()[0]}"
+            raise ScanError(f"Spark could not start (--master {self.master or 'from spark-submit'}): "
+                            f"{str(exc).splitlines()[0]}"
                             " (Spark needs Java 17: apt-get install openjdk-17-jre-headless)") from None
         spark.sparkContext.setLogLevel("WARN")
         return spark
@@ -231,7 +237,11 @@ class SparkScan:
         state = State(self.out)
         try:
             db = state.db
-            sig = spark.read.parquet(os.path.join(self.work, "signatures")).select(*COLUMNS)
+            from pyspark.sql import functions as F
+
+            # the write pass reads no extraction: its bytes stay on the executors
+            sig = spark.read.parquet(os.path.join(self.work, "signatures")).select(
+                *(F.lit(None).cast("binary").alias(c) if c in ("result", "body") else c for c in COLUMNS))
             db.execute("BEGIN")
             errors: dict[int, str] = {}
             for row in sig.toLocalIterator():
