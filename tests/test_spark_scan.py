@@ -64,6 +64,10 @@ def test_jsonl_read_in_parts_decides_as_the_one_machine_scan(tmp_path, pages):
     assert sorted(out) == lines
     assert b["engine"] == "spark" and set(b["seconds"]) == {"signatures", "pairs", "components", "decisions", "write"}
     assert any("signatures: running" in line for line in said)
+    # the groups file too, positions numbered as the one-machine scan numbers records
+    with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fa, \
+            open(os.path.join(spark, "clusters.jsonl"), encoding="utf-8") as fb:
+        assert sorted(map(json.loads, fa), key=json.dumps) == sorted(map(json.loads, fb), key=json.dumps)
 
 
 def test_warc_and_another_policy_decide_as_the_one_machine_scan(tmp_path, pages):
@@ -104,6 +108,16 @@ def test_a_finished_stage_is_not_run_again(tmp_path, pages):
     assert "components: running" in said and resumed["dropped"] == first["dropped"]
     with pytest.raises(ScanError, match="other policy"):
         SparkScan(Options(inputs=[str(path)], out=str(out), policy="first"), master=MASTER).run()
+    with pytest.raises(ScanError, match="holds other files"):  # not the one-machine scan's folder
+        Scan(opts).run()
+    # an input that grew since a stopped job read it is refused, not half scanned
+    job = json.loads(job_file.read_text())
+    job["done"] = ["signatures"]
+    job_file.write_text(json.dumps(job))
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"url": "https://late.example/", "html": "<p>late</p>"}) + "\n")
+    with pytest.raises(ScanError, match="changed since this scan read it"):
+        SparkScan(opts, master=MASTER).run()
 
 
 def test_components_in_spark_are_union_find(tmp_path):
@@ -140,6 +154,8 @@ def test_the_command_line(tmp_path, pages):
     assert "decisions: running" in r.stderr
     r = cli("scan", str(path), "--out", str(tmp_path / "r"), "--engine", "spark", "-s", "DEDUP_BACKEND=redis")
     assert r.returncode != 0 and "shared index" in r.stderr
+    r = cli("scan", str(path), "--out", str(tmp_path / "m"), "--master", MASTER)  # without --engine spark
+    assert r.returncode == 2 and "for --engine spark" in r.stderr and not os.path.exists(tmp_path / "m")
 
 
 def test_spark_submit_runs_the_same_job(tmp_path, pages):

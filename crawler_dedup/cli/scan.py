@@ -29,7 +29,7 @@ def add_parser(sub):
     p.add_argument("--restart", action="store_true", help="start again, removing an earlier scan's results in DIR")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local (default): this machine, --jobs processes; spark: a Spark job (pip install "
-                   "'crawler-dedup[spark]', Java 17), the same decisions past one machine (docs/scan.md)")
+                   "'crawler-dedup[spark]', Java 17), the same decisions past one machine, no OUT/index (docs/scan.md)")
     p.add_argument("--master", metavar="URL",
                    help="with --engine spark: the Spark master (default: spark-submit's, else local[*]; "
                    "spark://host:7077, yarn, ...)")
@@ -102,6 +102,8 @@ def run(args) -> int:
         raise CliError("--policy with score needs --score-field NAME (a JSON field; WARC records have no score)")
     opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
+    if getattr(args, "engine", "local") != "spark" and (args.master is not None or args.partitions is not None):
+        raise CliError("--master and --partitions are for --engine spark (this scan runs here: --jobs N)")
     try:
         if getattr(args, "engine", "local") == "spark":
             from ..tools.spark_scan import SparkScan

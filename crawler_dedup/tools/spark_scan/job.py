@@ -81,11 +81,16 @@ class SparkScan:
         if os.path.exists(job_file):
             with open(job_file, encoding="utf-8") as fh:
                 recorded = json.load(fh)
-            if {k: v for k, v in recorded.items() if k != "done"} != described:
+            if {k: v for k, v in recorded.items() if k not in ("done", "files")} != described:
                 what = [k for k in described if described[k] != recorded.get(k)]
                 raise ScanError(f"{self.opts.out} holds a Spark scan with other {', '.join(what)}: give the same "
                                 "inputs, --policy and settings to continue it, --restart, or another --out")
+            for path, seen in zip(recorded["inputs"], recorded.get("files", [])):
+                st = os.stat(path)
+                if [st.st_size, st.st_mtime] != seen:
+                    raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
             return recorded
+        described["files"] = [[os.stat(p).st_size, os.stat(p).st_mtime] for p in described["inputs"]]
         os.makedirs(self.work, exist_ok=True)
         described["done"] = []
         self._save(described)
@@ -118,11 +123,29 @@ class SparkScan:
                      .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
                      .config("spark.python.worker.reuse", "true").getOrCreate())
         except Exception as exc:  # no Java, a master that does not answer
-            raise ScanError(f"Spark could not start (--master {self.master or 'from spark-submit'}): "
-                            f"{str(exc).splitlines()[0]}"
-                            " (Spark needs Java 17: apt-get install openjdk-17-jre-headless)") from None
+            raise ScanError(self._not_started(exc)) from None
         spark.sparkContext.setLogLevel("WARN")
+        # Ctrl-C stops the job as any command stops (pyspark's own handler cancels the jobs through
+        # the gateway while a call is in flight and prints its tracebacks); py4j's logs go quiet
+        import logging
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
         return spark
+
+    def _not_started(self, exc: Exception) -> str:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = self.master or "from spark-submit"
+        if "JAVA_GATEWAY_EXITED" in first or "JAVA_HOME" in first or "java" in first.lower():
+            home = os.environ.get("JAVA_HOME")
+            hint = (f"JAVA_HOME={home} has no Java 17 in it: unset it or point it at one" if home else
+                    "Spark needs Java 17: apt-get install openjdk-17-jre-headless (or set JAVA_HOME)")
+        elif self.master and not self.master.startswith("local"):
+            hint = f"is a Spark master running at {self.master}, and reachable from here?"
+        else:
+            hint = "Spark needs Java 17: apt-get install openjdk-17-jre-headless (or set JAVA_HOME)"
+        return f"Spark could not start (--master {where}): {first[:300]} ({hint})"
 
     # -- the stages ----------------------------------------------------------------------------
     def run(self) -> dict:
@@ -154,7 +177,10 @@ class SparkScan:
             if self.metrics is not None:
                 self.metrics.update(stage_metrics(spark))
         finally:
-            spark.stop()
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001 - (interrupted: the gateway may be gone already)
+                pass
         summary["seconds"] = seconds
         summary["engine"] = "spark"
         save_summary(self.out, summary)
@@ -231,10 +257,12 @@ class SparkScan:
         """The scan's outputs from the stages' Parquet, by the one-machine scan's write pass."""
         from .signatures import COLUMNS
 
-        state_path = os.path.join(self.out, ".scan", "state.sqlite")
-        if os.path.exists(state_path):
-            os.remove(state_path)  # (written whole again)
-        state = State(self.out)
+        # the write pass's state file under .spark/ (a one-machine scan on this OUT is told it is not its own)
+        state_path = os.path.join(self.work, ".scan", "state.sqlite")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(state_path + suffix):
+                os.remove(state_path + suffix)  # (written whole again)
+        state = State(self.work)
         try:
             db = state.db
             from pyspark.sql import functions as F
@@ -244,10 +272,14 @@ class SparkScan:
                 *(F.lit(None).cast("binary").alias(c) if c in ("result", "body") else c for c in COLUMNS))
             db.execute("BEGIN")
             errors: dict[int, str] = {}
+            # a record's position as the one-machine scan numbers it (its input, then its offset)
+            number = {seq: n for n, seq in enumerate(sorted(r.seq for r in sig.select("seq").toLocalIterator()))}
             for row in sig.toLocalIterator():
                 if row.kind == DAMAGED:
                     errors.setdefault(row.file_no, row.why)
-                db.execute(f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(COLUMNS))})", tuple(row))
+                values = list(row)
+                values[0] = number[row.seq]
+                db.execute(f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(COLUMNS))})", values)
             names = [os.path.basename(p) for p in job["inputs"]]
             for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"])):
                 st = os.stat(path)
@@ -257,7 +289,10 @@ class SparkScan:
                                                                   errors.get(no)))
             dec = spark.read.parquet(os.path.join(self.work, "decisions"))
             for row in dec.toLocalIterator():
-                db.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))
+                values = list(row)
+                values[0] = number[row.seq]
+                values[5] = None if row.leader is None else number[row.leader]
+                db.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
             db.execute("COMMIT")
             summary = Writer(self.out, self.config, self.keys, True, lambda *a: None).run(state)
         finally:
