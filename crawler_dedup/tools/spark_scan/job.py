@@ -132,6 +132,8 @@ class SparkScan:
 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
+        # (py4j logs an interrupted call to the root logger, traceback and all)
+        logging.getLogger().addFilter(lambda record: "while sending command" not in str(record.msg))
         return spark
 
     def _not_started(self, exc: Exception) -> str:
@@ -176,6 +178,12 @@ class SparkScan:
             seconds["write"] = round(time.monotonic() - t0, 2)
             if self.metrics is not None:
                 self.metrics.update(stage_metrics(spark))
+        except KeyboardInterrupt:
+            try:  # the JVM's tasks fail as the job stops: not worth a screen of Java errors
+                spark.sparkContext.setLogLevel("OFF")
+            except Exception:  # noqa: BLE001
+                pass
+            raise
         finally:
             try:
                 spark.stop()
