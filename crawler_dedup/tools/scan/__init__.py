@@ -28,10 +28,9 @@ import time
 
 from ...config import DedupConfig
 from ...core.decide.policy import parse_policy
-from .. import sources
 from . import pass1_read, pass2_decide, pass3_write
 from .extract import Extractor, scan_extract, words_of
-from .options import Options, Progress, ScanError, _quiet
+from .options import Options, Progress, ScanError, _quiet, checked_inputs
 from .pass1_read import COMMIT_ROWS, COMMIT_SECONDS
 from .pass2_decide import BATCH, decide
 from .pass3_write import scores
@@ -55,14 +54,7 @@ class Scan:
 
     # -- setting up ----------------------------------------------------------------------------
     def open(self) -> State:
-        formats = []
-        for path in self.opts.inputs:
-            try:
-                formats.append(sources.input_format(path))
-            except sources.SourceError as exc:
-                raise ScanError(str(exc)) from None
-        if os.path.exists(self.out) and not os.path.isdir(self.out):
-            raise ScanError(f"--out {self.opts.out} is a file: give a folder (it is made if missing)")
+        formats = checked_inputs(self.opts)
         state_file = os.path.join(self.out, ".scan", "state.sqlite")
         if self.opts.restart:
             self._clear()

@@ -12,7 +12,7 @@ from ...core.decide.policy import DEFAULT_POLICY
 from ...exceptions import ScanError
 from ..sources import Fields
 
-__all__ = ["Options", "Progress", "ScanError"]
+__all__ = ["Options", "Progress", "ScanError", "checked_inputs"]
 
 
 @dataclass
@@ -24,6 +24,24 @@ class Options:
     fields: Fields = field(default_factory=Fields)
     settings: dict = field(default_factory=dict)  # DEDUP_* (from -s and the project)
     restart: bool = False
+
+
+def checked_inputs(opts: Options) -> list[str]:
+    """The format of each input, and --out not a file; else a ScanError saying what is wrong
+    (both engines start so)."""
+    import os
+
+    from .. import sources
+
+    formats = []
+    for path in opts.inputs:
+        try:
+            formats.append(sources.input_format(path))
+        except sources.SourceError as exc:
+            raise ScanError(str(exc)) from None
+    if os.path.exists(opts.out) and not os.path.isdir(opts.out):
+        raise ScanError(f"--out {opts.out} is a file: give a folder (it is made if missing)")
+    return formats
 
 
 Progress = Callable[[str, int, int, int], None]  # (pass, done, total, pages)

@@ -14,8 +14,7 @@ from typing import Callable
 
 from ...config import DedupConfig
 from ...core.decide.policy import parse_policy
-from .. import sources
-from ..scan.options import Options, ScanError
+from ..scan.options import Options, ScanError, checked_inputs
 from ..scan.pass3_write import Writer, load_summary, save_summary
 from ..scan.state import State
 from ..sources import DAMAGED, PAGE
@@ -60,14 +59,7 @@ class SparkScan:
                 "fields": [f.url, f.html, f.text, f.time, f.score]}
 
     def _open(self) -> dict:
-        formats = []
-        for path in self.opts.inputs:
-            try:
-                formats.append(sources.input_format(path))
-            except sources.SourceError as exc:
-                raise ScanError(str(exc)) from None
-        if os.path.exists(self.out) and not os.path.isdir(self.out):
-            raise ScanError(f"--out {self.opts.out} is a file: give a folder (it is made if missing)")
+        formats = checked_inputs(self.opts)
         job_file = os.path.join(self.work, "job.json")
         if self.opts.restart:
             for name in (".spark", "kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json"):
