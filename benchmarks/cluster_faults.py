@@ -305,7 +305,7 @@ def run(site: Site, work: Path, procs: int, kills: int, restarts: int, reshard: 
 
 def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, scorer: Path | None) -> dict:
     from crawler_dedup.core.index.neardup import NearDupIndex
-    from crawler_dedup.core.index.records import canonical_url
+    from crawler_dedup.core.page.site import canonical_url
     from crawler_dedup.droplog import kept_now, read_droplog
     from crawler_dedup.stores.redis import RedisStore
 

@@ -166,7 +166,7 @@ class Harness:
                         ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
                 except (OSError, ValueError, IndexError):
                     continue
-                if b"crawler_dedup.worker" in cmd and ppid in (crawler_pid, 1):
+                if b"crawler_dedup.workers" in cmd and ppid in (crawler_pid, 1):
                     left.append(int(pid))
             if not left or time.monotonic() > deadline:
                 return len(left)

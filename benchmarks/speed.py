@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 from crawler_dedup import DedupConfig, Deduplicator  # noqa: E402
 from crawler_dedup.core.page.extract import extract  # noqa: E402
 from crawler_dedup.core.page.fingerprint import body_digest  # noqa: E402
-from crawler_dedup.core.decide.sitelines import lines_of  # noqa: E402
+from crawler_dedup.core.page.site import lines_of  # noqa: E402
 from crawler_dedup.core.index.neardup import DocRecord, NearDupIndex  # noqa: E402
 from crawler_dedup.core.page.sketch import SKETCH_SIZE  # noqa: E402
 from crawler_dedup.stores import LmdbStore  # noqa: E402
@@ -356,7 +356,7 @@ class ExtractInWorkers:
     async def process_response(self, request, response):
         from scrapy.http import HtmlResponse
 
-        from crawler_dedup.batching import in_worker as _in_worker
+        from crawler_dedup.scrapy.batching import in_worker as _in_worker
 
         if isinstance(response, HtmlResponse):
             await _in_worker(self.pool, extract, response.text)  # as the dedup middleware sends it

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside 
 sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
 
 from crawler_dedup.core.decide.rules import describe  # noqa: E402
-from crawler_dedup.stats import ALIASES, STATS  # noqa: E402
+from crawler_dedup.scrapy.stats import ALIASES, STATS  # noqa: E402
 
 from generated import between  # noqa: E402
 

@@ -207,7 +207,7 @@ def test_bad_settings_fail_when_the_components_are_built(tmp_path, setting, valu
     from scrapy.utils.test import get_crawler
 
     from crawler_dedup.exceptions import ConfigError
-    from crawler_dedup.extension import DedupExtension
+    from crawler_dedup.scrapy.extension import DedupExtension
 
     blocker = tmp_path / "file"
     blocker.write_text("x")

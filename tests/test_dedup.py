@@ -236,7 +236,8 @@ def test_title_agreement(a, b, disagree):
     ("Storm hits coast", None, False),
 ])
 def test_same_headline(a, b, same):
-    from crawler_dedup.core.decide.guards import headline_keys, same_headline
+    from crawler_dedup.core.decide.guards import same_headline
+    from crawler_dedup.core.page.title import headline_keys
 
     assert same_headline(a, b) is same
     if same and a.count("|") == b.count("|") == 1 and "(" not in a:  # filed under a key the other asks for
@@ -277,7 +278,7 @@ def test_real_pages_whose_article_is_script_loaded_are_not_duplicates_of_each_ot
      "said it would appeal against the fine in the coming weeks.", False),
 ])
 def test_notice_detection(text, is_notice):
-    from crawler_dedup.core.decide.guards import looks_like_notice
+    from crawler_dedup.core.page.boilerplate import looks_like_notice
     from crawler_dedup.core.page.tokens import tokenize
 
     assert looks_like_notice(tokenize(text)) is is_notice

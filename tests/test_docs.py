@@ -120,7 +120,7 @@ def test_every_stats_key_the_package_counts_is_declared():
     """A key counted with a literal instead of a stats.py name would miss the table."""
     import re
 
-    from crawler_dedup.stats import ALIASES, STATS, prefix
+    from crawler_dedup.scrapy.stats import ALIASES, STATS, prefix
 
     declared = [prefix(s.key) if "<" in s.key else s.key for s in STATS] + list(ALIASES.values())
     literals = set()

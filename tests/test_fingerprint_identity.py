@@ -16,14 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup.config import DedupConfig
-from crawler_dedup.core.decide import guards
+from crawler_dedup.core.page import boilerplate as notices
 from crawler_dedup.core.page import features
 from crawler_dedup.core.page import simhash as simhash_mod
 from crawler_dedup.core.page import tokens as tokens_mod
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.dedup import Fingerprinted
 from crawler_dedup.core.page.features import content_hash, shingles, token_hashes
-from crawler_dedup.core.decide.guards import looks_like_notice
+from crawler_dedup.core.page.boilerplate import looks_like_notice
 from crawler_dedup.core.page.simhash import simhash
 from crawler_dedup.core.page.sketch import SKETCH_SIZE, sketch
 from crawler_dedup.core.page.tokens import tokenize
@@ -415,18 +415,18 @@ def test_generated_notices_from_letters(toks):
     assert looks_like_notice(toks) == ref_looks_like_notice(toks)
 
 
-@pytest.mark.parametrize("pattern", guards.NOTICE_PHRASE_PATTERNS)
+@pytest.mark.parametrize("pattern", notices.NOTICE_PHRASE_PATTERNS)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_every_notice_phrase_holds_a_hint(pattern, data):
     """What lets the guard skip the phrase scan: every match of every phrase holds a hint."""
     phrase = data.draw(st.from_regex(re.compile(pattern), fullmatch=True))
-    assert any(hint in phrase for hint in guards._PHRASE_HINTS)
+    assert any(hint in phrase for hint in notices._PHRASE_HINTS)
 
 
 def test_notice_phrases_are_unchanged():
-    assert guards.NOTICE_PHRASES.pattern == NOTICE_PHRASES.pattern
-    assert guards.NOTICE_WORDS == NOTICE_WORDS
+    assert notices.NOTICE_PHRASES.pattern == NOTICE_PHRASES.pattern
+    assert notices.NOTICE_WORDS == NOTICE_WORDS
 
 
 @pytest.mark.parametrize("text", [

@@ -208,7 +208,7 @@ def test_an_aborted_batch_takes_back_its_document_frequencies(tmp_path):
 def _runtime(tmp_path):
     from scrapy.utils.test import get_crawler
 
-    from crawler_dedup.extension import DedupExtension
+    from crawler_dedup.scrapy.extension import DedupExtension
 
     crawler = get_crawler(settings_dict={"DEDUP_DIR": str(tmp_path / "idx"), "DEDUP_LOGSTATS_INTERVAL": 0,
                                          "DEDUP_WORKERS": 0})  # (no reactor runs here to hear back from a worker)

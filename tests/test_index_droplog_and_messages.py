@@ -14,7 +14,7 @@ from .conftest import cli
 
 
 def test_a_redis_crawls_default_drop_log_is_named_after_its_prefix(tmp_path, monkeypatch):
-    from crawler_dedup.extension import DedupExtension
+    from crawler_dedup.scrapy.extension import DedupExtension
 
     monkeypatch.chdir(tmp_path)  # outside a project: Scrapy's data dir is ./.scrapy
     lmdb = DedupExtension._configure(DedupConfig())

@@ -343,7 +343,7 @@ def test_reset_refuses_an_index_another_process_is_writing(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(idx)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"
-        got = subprocess.run([sys.executable, "-c", "import sys\nfrom crawler_dedup import opening\n"
+        got = subprocess.run([sys.executable, "-c", "import sys\nfrom crawler_dedup.scrapy import opening\n"
                               "opening.reset_index(sys.argv[1])", str(idx)], capture_output=True, text=True)
         assert got.returncode != 0 and "open in another process" in got.stderr, got.stderr[-2000:]
         assert os.path.isfile(idx / "data.mdb") and not list(tmp_path.glob("idx.reset-*"))

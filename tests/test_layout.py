@@ -1,7 +1,8 @@
 """The layout is the data flow, and stays so: the core runs without Scrapy and without a concrete
-store, in folders a reader can take in at a glance, lmdb is imported only by the LMDB store, no
-module imports itself round a circle, every module is small, and docs/internals.md names every
-module there is."""
+store, in folders a reader can take in at a glance that import one way (page, then index, then
+decide, then the orchestrator), Scrapy is the shell's alone, the package's top is small, lmdb is
+imported only by the LMDB store, no module imports itself round a circle, every module is small,
+and docs/internals.md names every module there is."""
 
 from __future__ import annotations
 
@@ -198,3 +199,75 @@ def test_internals_names_every_module():
         if not (re.search(rf"(?<![\w/]){re.escape(rel.name)}\b", page) or name in page):
             missing.append(str(rel))
     assert not missing, f"docs/internals.md does not name: {missing}"
+
+
+# The core's layers, lowest first: a module may import its own layer and those below it, never one
+# above. `verdict` is the vocabulary every layer speaks (it imports nothing of the core); `dedup`
+# is the orchestrator on top.
+LAYERS = {"crawler_dedup.core.verdict": 0, "crawler_dedup.core.page": 1, "crawler_dedup.core.index": 2,
+          "crawler_dedup.core.decide": 3, "crawler_dedup.core.dedup": 4, "crawler_dedup.core": 4}
+
+
+def layer_of(module: str) -> tuple[str, int] | None:
+    for prefix in sorted(LAYERS, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            return prefix, LAYERS[prefix]
+    return None
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of a core module from a layer above its own."""
+    out = []
+    for module, deps in sorted(graph.items()):
+        mine = layer_of(module)
+        for dep in sorted(deps):
+            theirs = layer_of(dep)
+            if mine and theirs and theirs[1] > mine[1]:
+                out.append(f"{module} -> {dep}")
+    return out
+
+
+def test_the_core_layers_import_downward():
+    """page/ imports nothing from index/ or decide/, index/ nothing from decide/, and no folder the
+    orchestrator (TYPE_CHECKING and function-level imports included): what a lower layer needs from
+    a higher one is handed down to it."""
+    found = upward(module_graph())
+    assert not found, f"a layer of the core imports one above it (move the fact down, or hand it in): {found}"
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"crawler_dedup.core.page.fingerprint": {"crawler_dedup.core.decide.verify",
+                                                    "crawler_dedup.core.page.tokens"},
+             "crawler_dedup.core.index.neardup": {"crawler_dedup.core.page.site", "crawler_dedup.core.verdict"},
+             "crawler_dedup.core.decide.rules": {"crawler_dedup.core.index.records", "crawler_dedup.core.dedup"}}
+    assert upward(graph) == ["crawler_dedup.core.decide.rules -> crawler_dedup.core.dedup",
+                             "crawler_dedup.core.page.fingerprint -> crawler_dedup.core.decide.verify"]
+    # every module of the core has a layer
+    assert all(layer_of(m) for m in module_graph() if m.startswith("crawler_dedup.core"))
+
+
+def test_the_package_top_is_small_and_scrapy_is_the_shells():
+    """At most 12 modules at the package's top (its face, the public paths users write, settings and
+    errors); Scrapy imported only by the shell (scrapy/), and by the commands and the demo, which
+    read a project's settings or run a crawl."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_MODULES, top
+    allowed = ("scrapy", "cli", "demo")
+    outside = [str(p.relative_to(PACKAGE)) for p in modules()
+               if {"scrapy", "itemadapter"} & {n.split(".")[0] for n in imports(p)}
+               and p.relative_to(PACKAGE).parts[0] not in allowed]
+    assert not outside, f"Scrapy belongs to the shell (crawler_dedup/scrapy/): {outside}"
+
+
+def test_the_public_paths_users_write_still_work():
+    from crawler_dedup import Deduplicator, addon, middleware, pipeline, spider
+    from crawler_dedup.scrapy import addon as shell_addon, middleware as shell_middleware
+
+    assert addon.DedupAddon is shell_addon.DedupAddon
+    assert middleware.DedupMiddleware is shell_middleware.DedupMiddleware
+    assert {"DedupSpiderMiddleware", "DuplicateResponse"} <= set(vars(middleware))
+    assert {"DedupPipeline", "DuplicateItem"} <= set(vars(pipeline)) and hasattr(spider, "PagesSpider")
+    assert Deduplicator.__module__ == "crawler_dedup.deduplicator"
+    # the add-on names the parts by those paths, so a project that placed one itself names the same one
+    assert shell_addon.MIDDLEWARE == "crawler_dedup.middleware.DedupMiddleware"
+    assert shell_addon.PIPELINE == "crawler_dedup.pipeline.DedupPipeline"

@@ -140,7 +140,7 @@ def test_a_redis_restart_mid_crawl_keeps_pages_counts_errors_and_dedup_resumes(r
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
 
-    from crawler_dedup.extension import DedupExtension
+    from crawler_dedup.scrapy.extension import DedupExtension
     from crawler_dedup.middleware import DedupMiddleware
 
     from .conftest import free_port

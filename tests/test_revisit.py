@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.index.records import canonical_url, url_key
+from crawler_dedup.core.index.records import url_key
+from crawler_dedup.core.page.site import canonical_url
 from crawler_dedup.stores.base import FORMAT_VERSION
 
 

@@ -11,7 +11,7 @@ from crawler_dedup.config import DedupConfig
 from crawler_dedup.core.decide import rules
 from crawler_dedup.core.decide.matching import Match
 from crawler_dedup.core.page.fingerprint import Fingerprinted, fingerprint
-from crawler_dedup.core.index.plugins import NoConceptual, feature_plugin
+from crawler_dedup.core.page.plugins import feature_plugin
 from crawler_dedup.core.index.records import DocRecord, Extra
 from crawler_dedup.core.verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
 from crawler_dedup.core.decide.verify import make_verifier
@@ -76,8 +76,7 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
     config = DedupConfig.from_settings({}, **settings)
     verifier = make_verifier(config.verifier)
     look = look or Table()
-    judging = rules.Judging(config, run, lambda fp, doc: verifier.score(fp, doc, config), verifier.name,
-                            NoConceptual())
+    judging = rules.Judging(config, run, lambda fp, doc: verifier.score(fp, doc, config), verifier.name)
     verdict = Verdict(url=url, title=title, never_drop=never_drop, canonical=canonical)
     return rules.Page(verdict, fp_of(body, config), stage, now, look, judging,
                       prior=look.by_url(url) if url else None)

@@ -12,7 +12,7 @@ from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
 from crawler_dedup.pipeline import DuplicateItem
-from crawler_dedup.extension import DedupExtension
+from crawler_dedup.scrapy.extension import DedupExtension
 from crawler_dedup.middleware import DedupMiddleware
 from crawler_dedup.pipeline import DedupPipeline
 
@@ -52,7 +52,7 @@ def test_the_addon_enables_every_component():
     assert "crawler_dedup.middleware.DedupMiddleware" in s.getdict("DOWNLOADER_MIDDLEWARES")
     assert "crawler_dedup.middleware.DedupSpiderMiddleware" in s.getdict("SPIDER_MIDDLEWARES")
     assert "crawler_dedup.pipeline.DedupPipeline" in s.getdict("ITEM_PIPELINES")
-    assert "crawler_dedup.extension.DedupExtension" in s.getdict("EXTENSIONS")
+    assert "crawler_dedup.scrapy.extension.DedupExtension" in s.getdict("EXTENSIONS")
 
 
 def test_the_middleware_keeps_the_first_page_and_drops_its_copy_with_a_drop_log_line(shell):

@@ -5,7 +5,8 @@ taken for a copy. Real article text (the bundled demo pages), real index stores.
 import pytest
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.decide.sitelines import OwnScores, SitePage, holder_of, lines_of, own_match
+from crawler_dedup.core.decide.sitelines import OwnScores, SitePage, own_match
+from crawler_dedup.core.page.site import holder_of, lines_of
 from crawler_dedup.core.verdict import Action, Guard
 from crawler_dedup.droplog import read_droplog
 from crawler_dedup.stores import MemoryStore

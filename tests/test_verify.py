@@ -18,7 +18,7 @@ from crawler_dedup.core.decide.verify import (
     swlr,
     swlr_prefilter,
 )
-from crawler_dedup.core.page.weights import DocFrequencies
+from crawler_dedup.core.page.plugins import DocFrequencies
 from crawler_dedup.exceptions import ConfigError
 from crawler_dedup.stores import MemoryStore
 
@@ -194,10 +194,10 @@ def test_a_verifier_of_ones_own_is_selected_by_dotted_path():
 def test_document_frequencies_saved_in_an_aborted_transaction_stay_unsaved(monkeypatch):
     from types import SimpleNamespace
 
-    from crawler_dedup.core.page import weights
-    from crawler_dedup.core.index.plugins import TfIdfShingles
+    from crawler_dedup.core.page import plugins
+    from crawler_dedup.core.page.plugins import TfIdfShingles
 
-    monkeypatch.setattr(weights, "SAVE_EVERY", 2)
+    monkeypatch.setattr(plugins, "SAVE_EVERY", 2)
     plugin, meta = TfIdfShingles(), {}
     txn = SimpleNamespace(meta_get=meta.get, meta_put=meta.__setitem__)
     page = SimpleNamespace(df_keys=np.array([1 << 60, 2 << 60, 3 << 60], dtype=np.uint64))

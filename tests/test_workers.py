@@ -1,4 +1,4 @@
-"""Extraction workers (crawler_dedup/workers.py): `python -m crawler_dedup.worker` processes fed
+"""Extraction workers (crawler_dedup/workers/): `python -m crawler_dedup.workers` processes fed
 over pipes, restarted when one dies or hangs, gone when the crawl ends; and a crawl script with
 no `__main__` guard runs once with them on (multiprocessing's spawn ran it in every worker)."""
 
@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from crawler_dedup.workers import WorkerDied, WorkerPool
+from crawler_dedup.exceptions import WorkerDied
+from crawler_dedup.workers import WorkerPool
 
 from .conftest import ROOT, dedup_stats
 

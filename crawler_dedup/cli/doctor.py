@@ -98,7 +98,7 @@ def _addon_entries(value) -> dict:
 
 
 def _addon(report: Report, settings, project: dict) -> None:
-    from ..addon import MIDDLEWARE, PIPELINE
+    from ..scrapy.addon import MIDDLEWARE, PIPELINE
 
     addons = _addon_entries(settings.getdict("ADDONS"))
     mine = {k: v for k, v in addons.items() if k in (ADDON, "crawler_dedup.DedupAddon") or k.endswith(".DedupAddon")}
@@ -180,7 +180,7 @@ def _config(report: Report, settings, overrides: dict):
 
 def _conditional(report: Report, settings, config) -> None:
     """Whether recrawls ask instead of download, and what a 304 can stand for."""
-    from ..conditional import blocked_by
+    from ..scrapy.conditional import blocked_by
 
     if not config.conditional:
         report.add("ok", "conditional requests", "off (DEDUP_CONDITIONAL=False): recrawls download every page")

@@ -15,32 +15,33 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..exceptions import DedupError, StoreDamaged, StoreError
-from .decide.churn import churn_digest, mask
+from .page.boilerplate import template_keys
 from .page.extract import canonical_link, page_title
 from .page.fingerprint import (
     Fingerprinted,
-    extract_and_fingerprint,
     extract_parsed,
     extract_step,
     fingerprint,
+    fingerprint_html,
     fp_hex,
 )
+from .page.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
+from .page.site import canonical_url
+from .page.visible import page_view
+from .index import revalidation
 from .index.fetches import Fetch
 from .index.neardup import NearDupIndex
-from .index.records import DocRecord, Extra, canonical_key, canonical_url
+from .index.records import DocRecord, Extra, canonical_key
+from .index.tables import choose_plan
 from .index.txn import IndexTxn
-from .page.boilerplate import template_keys
-from .index import revalidation
+from .decide.churn import churn_digest, mask
 from .decide.claims import AGAIN, confirm, settle
-from .index.lookups import TxnLookups
-from .index.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
+from .decide.lookups import TxnLookups
+from .decide.matching import thin_view
 from .decide.rules import Decision, Judging, Page, decide
 from .decide.sitelines import KeptLines, SitePage
-from .index.tables import choose_plan
-from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 from .decide.verify import make_verifier
-from .page.visible import page_view
-from .decide.matching import thin_view
+from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,12 @@ EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the inde
 AGAIN_MAX = 3  # a page decided again this often (each time the page it matched withdrew), then kept
 
 __all__ = ["Deduplicator", "Pending", "Verdict", "extract_and_fingerprint", "extract_step", "fp_hex"]
+
+
+def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str | None]:
+    """Steps 1-4 in a worker process (page/fingerprint.fingerprint_html), with the verifier
+    DEDUP_VERIFIER names: chosen here, above the page's steps, and handed down."""
+    return fingerprint_html(html, url, config, make_verifier(config.verifier))
 
 
 @dataclass(frozen=True)
@@ -370,7 +377,7 @@ class Deduplicator:
 
     def judging(self) -> Judging:
         """What the rules decide with in this process (the same for each of its pages)."""
-        return Judging(self.config, self.run, self._score, self.verifier.name, self.conceptual)
+        return Judging(self.config, self.run, self._score, self.verifier.name)
 
     def _apply(self, txn: IndexTxn, page: Page, decision: Decision, site: SitePage | None) -> Verdict:
         """The writes a decision asks for: pass an unchanged page on again, or file a page (its

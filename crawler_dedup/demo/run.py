@@ -46,7 +46,7 @@ def run_crawl(urls_file: str, out: str, settings: dict | None = None) -> dict:
     """One Scrapy crawl of the pages spider, in this process (the reactor runs once per process)."""
     from scrapy.crawler import CrawlerProcess
 
-    from ..spider import PagesSpider
+    from ..scrapy.spider import PagesSpider
 
     base = {
         "ADDONS": {"crawler_dedup.addon.DedupAddon": 0},

@@ -126,8 +126,6 @@ def compact(args) -> int:
 
 
 def rebuild(args) -> int:
-    import sys
-
     from ...core.index.integrity import rebuild as rebuild_index
     from ...stores.lmdb import LmdbStore
 

@@ -26,12 +26,13 @@ import time
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from ...stores.base import Claim
-from ..index.records import Extra, canonical_url
+from ..index.records import Extra
+from ..page.site import canonical_url
 from ..verdict import Action, Reason, Stage, Verdict
 from .rules import Judging, Page, decide
 
 if TYPE_CHECKING:
-    from ..index.lookups import TxnLookups
+    from .lookups import TxnLookups
     from ..index.neardup import NearDupIndex
     from ..index.records import DocRecord
     from ..page.fingerprint import Fingerprinted

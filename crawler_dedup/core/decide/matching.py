@@ -9,10 +9,12 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .churn import churn_digest, same_but_churn
-from ..page.conceptual import cosine
-from .guards import headline_coverage, same_headline, titles_disagree
-from ..index.records import DocRecord, Extra, canonical_url, names_as_canonical
-from .sites import same_site
+from ..page.plugins import cosine
+from .guards import same_headline, titles_disagree
+from ..page.title import headline_coverage
+from ..index.records import DocRecord, Extra, names_as_canonical
+from ..page.site import canonical_url
+from ..page.site import same_site
 from .sitelines import EVIDENCE_CONTAINMENT, EVIDENCE_RESEMBLANCE, GUARD_RESEMBLANCE, MAX_COMPARED, own_match
 from ..page.tokens import tokenize
 from ..verdict import Guard, Reason, Thresholds

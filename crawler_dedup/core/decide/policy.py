@@ -9,10 +9,10 @@ do not depend on the input's order. `crawler-dedup scan` and `crawler_dedup.dedu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
-from ..index.records import canonical_url
+from ..page.site import canonical_url
 
 # -- policies --------------------------------------------------------------------------------
 # each key maps a page to a sort value, best first; a policy is an order of keys (as Nutch's

@@ -12,14 +12,15 @@ that decided.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
-from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, exact_match, near_match, shown_alike, supersedes,
+from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, conceptual_match, exact_match, near_match, shown_alike, supersedes,
                        template_alike, thresholds_for, trust_of,
                        unchanged, visible_containment)
 from .cleaner import cleaner
 from .guards import same_headline
-from ..index.records import DocRecord, canonical_url
+from ..index.records import DocRecord
+from ..page.site import canonical_url
 from ..verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class Lookups(Protocol):
         """The page's text is mostly lines kept pages showed outside their own text (boilerplate.py)."""
 
     def headed(self, title: str | None) -> list[DocRecord]:
-        """Kept pages filed under a part of this title (guards.headline_keys)."""
+        """Kept pages filed under a part of this title (page/title.headline_keys)."""
 
 
 @dataclass
@@ -69,7 +70,6 @@ class Judging:
     run: int  # this process's run number
     score: Callable  # (fp, doc) -> (score, containment): the verifier's
     measure: str  # the verifier's name
-    conceptual: Any  # the LSI plugin (plugins.py; its .match(fp, candidates))
 
 
 @dataclass
@@ -177,8 +177,8 @@ def find_match(p: Page) -> Decision | None:
         candidates = [doc for doc in look.candidates(fp) if usable(doc)]
         match, guard = near_match(fp, verdict.title, candidates, thresholds, p.judging.score, p.judging.measure,
                                   verdict.url, look.site, p.stale)
-        if match is None:
-            match = p.judging.conceptual.match(fp, candidates)
+        if match is None and p.config.conceptual != "off":
+            match = conceptual_match(fp, candidates, p.config.conceptual_threshold)
         guard = guarded or guard
     p.match = match
     p.verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)

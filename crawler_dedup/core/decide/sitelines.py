@@ -10,7 +10,8 @@ URL, and takes them out again when it leaves the index (an update, DEDUP_WINDOW,
 remove`). A line that another kept page of the same site shows is that site's boilerplate. When
 a candidate was found but its resemblance is too low, and either page has such lines, both pages
 are compared again without them (exact word shingles of the rest): copies whose difference was
-leftovers are caught, with nothing learned from a list of phrases.
+leftovers are caught, with nothing learned from a list of phrases. (A page's lines and their keys
+are page/site.py's; the index files them.)
 
 The same knowledge guards the other way: a page whose whole text is lines its site shows on
 other pages (extraction returned the site's block instead of the article) is not dropped on a
@@ -22,16 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import xxhash
 
-from ..page.features import shingles
-from ..index.records import canonical_url
-from .sites import registered_domain
-from ..page.tokens import tokenize
+from ..page.site import Lines, holder_of, lines_of, title_key
 
-MIN_WORDS = 5  # lines shorter than this (a menu entry, "Share") are never filed, so never boilerplate
-HOLDERS = 4  # pages a line is filed for: the page, the one compared and GUARD_PAGES others are enough
-MAX_LINES = 400  # lines of a page filed and looked up at most (a huge extraction: its first ones)
 MIN_OWN = 100  # words each page needs outside its site's boilerplate to be compared on the rest
 OWN_RESEMBLANCE = 0.5  # a copy on what is left: this resemblance of the rest,
 OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or the page's rest this much inside the kept one's, and
@@ -39,71 +33,8 @@ OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or the page's rest this much 
 GUARD_OWN = 15  # a page with fewer words outside lines that GUARD_PAGES other pages of its site show
 GUARD_PAGES = 2  # is all boilerplate, and a copy only when GUARD_RESEMBLANCE close to the kept page (one
 GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept apart share its lines too)
-HEADLINE_WORDS = 3  # a title of fewer words is no headline (a site's name, "Home")
-TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
 EVIDENCE_RESEMBLANCE, EVIDENCE_CONTAINMENT = 0.05, 0.3  # a candidate under these is not compared again
 MAX_COMPARED = 4  # candidates compared again per page at most (8 found no more copies over six seeds)
-
-
-@dataclass
-class Lines:
-    """A text cut into lines: each line, its words, and its key under its site (None: too short to file)."""
-
-    texts: list[str]
-    words: list[int]
-    keys: list[bytes | None]
-    _shingled: tuple | None = None  # (w, line word counts, shingles, the line of each shingle)
-
-    @property
-    def filed(self) -> list[bytes]:
-        return list(dict.fromkeys(k for k in self.keys if k is not None))
-
-    def shingled(self, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(each line's tokens, the text's word shingles, the line each shingle starts in), once."""
-        if self._shingled is None or self._shingled[0] != w:
-            counts, tokens = [], []
-            for text in self.texts:
-                toks = tokenize(text)
-                counts.append(len(toks))
-                tokens.extend(toks)
-            sh = shingles(tokens, w) if tokens else np.empty(0, np.uint64)
-            line_of = np.repeat(np.arange(len(counts)), counts)[: sh.size] if tokens else np.empty(0, np.int64)
-            self._shingled = (w, np.array(counts, dtype=np.int64), sh, line_of)
-        return self._shingled[1], self._shingled[2], self._shingled[3]
-
-    def rest(self, boilerplate: set[bytes], w: int) -> tuple[int, np.ndarray]:
-        """The words and distinct word shingles of the lines that are not boilerplate."""
-        counts, sh, line_of = self.shingled(w)
-        keep = np.array([key is None or key not in boilerplate for key in self.keys], dtype=bool)
-        words = int(counts[keep].sum()) if keep.size else 0
-        return words, (np.unique(sh[keep[line_of]]) if sh.size else sh)
-
-
-def site_seed(url: str | None) -> int | None:
-    site = registered_domain(url)
-    return None if site is None else xxhash.xxh64_intdigest(site.encode("utf-8", "surrogatepass"))
-
-
-def lines_of(text: str, url: str | None) -> Lines | None:
-    """The lines of an extracted text and their keys under the URL's site; None without a site.
-    A line's key is its words, casefolded: boilerplate repeats verbatim, so no finer
-    normalization is needed (this runs on every page)."""
-    seed = site_seed(url)
-    if seed is None:
-        return None
-    texts: list[str] = []
-    words: list[int] = []
-    keys: list[bytes | None] = []
-    digest = xxhash.xxh64_digest
-    for line in text.splitlines():
-        parts = line.casefold().split()
-        if not parts:
-            continue
-        texts.append(line)
-        words.append(len(parts))
-        filed = len(parts) >= MIN_WORDS and len(keys) < MAX_LINES
-        keys.append(digest(" ".join(parts).encode("utf-8", "surrogatepass"), seed=seed) if filed else None)
-    return Lines(texts, words, keys)
 
 
 @dataclass(frozen=True)
@@ -131,26 +62,6 @@ def own_match(s: OwnScores) -> tuple[float, str] | None:
     if s.containment >= OWN_CONTAINMENT and s.resemblance >= OWN_MIN_RESEMBLANCE:
         return s.containment, "content"
     return None
-
-
-def holder_of(url: str | None) -> int:
-    """What a kept page's lines are filed under: its canonical URL, so an update of a page never
-    makes its own lines boilerplate, and its lines leave with it."""
-    return xxhash.xxh64_intdigest(canonical_url(url or "").encode("utf-8", "surrogatepass"))
-
-
-def _headline(title: str | None) -> str | None:
-    words = (title or "").casefold().split()
-    return " ".join(words) if len(words) >= HEADLINE_WORDS else None
-
-
-def title_key(url: str | None, title: str | None) -> bytes | None:
-    """The key a kept page is filed under in the index's `titles` table: its site and headline
-    (None for a title of fewer than HEADLINE_WORDS words or a page without a site)."""
-    headline, seed = _headline(title), site_seed(url)
-    if headline is None or seed is None:
-        return None
-    return xxhash.xxh64_digest(headline.encode("utf-8", "surrogatepass"), seed=seed)
 
 
 class KeptLines:

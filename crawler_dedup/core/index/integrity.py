@@ -19,8 +19,8 @@ from .fetches import Fetch
 from .neardup import NearDupIndex
 from .txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
-from .records import DocRecord, Extra, canonical_url, url_key
-from ..decide.sitelines import lines_of
+from .records import DocRecord, Extra, url_key
+from ..page.site import canonical_url, lines_of
 from .tables import Plan
 
 LISTED = 20  # problems listed by name; the rest are counted

@@ -19,13 +19,14 @@ import numpy as np
 from ...exceptions import StoreDamaged, StoreFormat
 from ...stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
 from .fetches import doc_of as fetch_doc
-from ..decide.guards import headline_keys
+from ..page.title import headline_keys
 from ..page.boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .txn import TABLES, IndexTxn, table_name
 from .migrate import migrate
-from .records import DocRecord, Extra, canonical_url, probe_hashes, probe_low_bits, url_key
+from .records import DocRecord, Extra, probe_hashes, probe_low_bits, url_key
+from ..page.site import canonical_url
 from ..page.simhash import hamming_many
-from ..decide.sitelines import HOLDERS, TITLED, holder_of, lines_of, title_key
+from ..page.site import holder_of, lines_of, title_key
 from .tables import Plan
 
 __all__ = ["DocRecord", "Extra", "IndexTxn", "NearDupIndex", "TABLES", "canonical_url", "migrate", "url_key"]
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
+HOLDERS = 4  # pages a site's line is filed for: the page, the one compared and sitelines.GUARD_PAGES others are enough
+TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
 HEADS_LIMIT = 8  # a title part more kept pages are filed under is a site's name or a stock title, no headline
 
 

@@ -3,16 +3,15 @@ extras) in a compact binary form, and the URL's canonical form and key."""
 
 from __future__ import annotations
 
-import functools
 import struct
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
-from w3lib.url import canonicalize_url
 
 from ...exceptions import StoreDamaged
+from ..page.site import canonical_url
 
 # fingerprint, time, tokens, shingles, run, sketch size, title bytes, stage, url bytes
 _HEAD = struct.Struct(">QdIIIHHBI")
@@ -177,16 +176,6 @@ class DocRecord:
         return cls(url=url, fingerprint=fp, sketch=sketch, tokens=tokens, time=t, shingles=shingles, run=run,
                    title=title, doc_id=doc_id, stage=_STAGES[stage] if stage < len(_STAGES) else "response",
                    extras=extras, coarse=coarse, bits=bits)
-
-
-@functools.lru_cache(maxsize=4096)  # a page's URL is looked up, then filed: canonicalized once (~25 us)
-def canonical_url(url: str) -> str:
-    """The URL as Scrapy's request fingerprint sees it: query sorted, fragment dropped, escapes
-    normalized. Two URLs with the same canonical form are one page."""
-    try:
-        return canonicalize_url(url, keep_fragments=False)
-    except (ValueError, UnicodeError, TypeError):  # a URL w3lib cannot parse stays as it is
-        return url
 
 
 def _varint(n: int) -> bytes:

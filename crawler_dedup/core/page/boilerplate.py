@@ -1,4 +1,5 @@
-"""Boilerplate learned from the pages kept, against extraction collapse.
+"""Text that is not the page's content: boilerplate learned from the pages kept (against
+extraction collapse), and notices (consent, paywall, login) taken for the content.
 
 When trafilatura returns a sign-up block, a consent notice, a comment form or a "trending now"
 list instead of a page's content, two different pages get the same text. Such a block is on the
@@ -18,7 +19,7 @@ import re
 import numpy as np
 import xxhash
 
-from .markup import without
+from .extract import without
 
 from .tokens import tokenize
 
@@ -92,3 +93,62 @@ def collapsed(lines: list[tuple[int, int]], counts: list[int], total_words: int)
     what is left is too short to be a page's content."""
     known = sum(words for (_, words), n in zip(lines, counts) if n >= PAGES)
     return total_words > 0 and known >= SHARE * total_words and total_words - known < REST
+
+
+# -- notices: a consent, paywall, login or "enable JavaScript" text taken for the content -------
+# trafilatura sometimes returns such a notice instead of the article (loaded by script, or
+# hidden). It is the same on every page of a site, so without this every page would be a
+# duplicate of the first one: such a text is not checked (Skip.NOTICE).
+
+# words that dominate consent, paywall, login and "enable JavaScript" notices
+NOTICE_WORDS = frozenset("""
+cookie cookies consent consenting consents privacy partners personalised personalized preferences
+advertising ads ad tracking identifiers geolocation device processing gdpr accept reject
+subscribe subscription subscriber subscribers paywall login log sign signed register registration
+limit unlimited
+account javascript browser enable enabled disable disabled blocker adblock unsupported
+newsletter premium trial
+""".split())
+
+
+def notice_share(tokens: list[str]) -> float:
+    """Share of tokens that are consent/paywall/login vocabulary."""
+    return sum(t in NOTICE_WORDS for t in tokens) / len(tokens) if tokens else 0.0
+
+
+# phrases that only notices use; checked on the normalized words joined by single spaces
+NOTICE_PHRASE_PATTERNS = (
+    r"(?:we|this (?:site|website)) uses? cookies", r"accept (?:all )?cookies", r"cookie (?:policy|settings|preferences)",
+    r"(?:store|access) (?:and access )?information on (?:a|your) device", r"personali[sz]ed (?:ads|advertising|content)",
+    r"(?:your|manage) (?:privacy )?(?:choices|preferences|settings)", r"(?:refuse|withdraw) (?:your )?consent",
+    r"(?:reached|hit|used) (?:your|the) (?:limit|maximum|monthly limit)", r"free articles?",
+    r"(?:already|become) a subscriber", r"subscribe (?:now |today )?to (?:continue|read|keep reading)",
+    r"unlimited (?:digital )?access", r"(?:sign|log) in to (?:continue|read|keep reading)",
+    r"(?:enable|turn on) javascript", r"javascript is (?:disabled|required|not enabled)",
+    r"(?:disable|turn off|pause) (?:your )?ad ?blocker", r"browser is (?:not supported|out of date)",
+)
+NOTICE_PHRASES = re.compile(r"\b(?:" + "|".join(NOTICE_PHRASE_PATTERNS) + r")\b")
+# Every match of a phrase above holds one of these strings (pattern by pattern: cookie, cookie,
+# cookie, information on, personali, choices/preferences/settings, consent, limit/maximum, free
+# article, subscribe(r), subscribe, unlimited, sign/log in to, javascript, javascript, blocker,
+# browser is). A text with none of them has no phrase: the phrase scan (tens of µs on a short
+# text, the regex tried at every word) is skipped, with the same answer.
+_PHRASE_HINTS = ("cookie", "information on", "personali", "choices", "preferences", "settings", "consent", "limit",
+                 "maximum", "free article", "subscribe", "unlimited", "sign in to", "log in to", "javascript",
+                 "blocker", "browser is")
+
+
+def looks_like_notice(tokens: list[str], max_tokens: int = 400, share: float = 0.06) -> bool:
+    """A short text that is a consent, paywall, login or "enable JavaScript" notice, not content:
+    two notice phrases, or one in a text dense in notice words. (Density alone would skip a real
+    article about cookie consent.)"""
+    if len(tokens) > max_tokens:
+        return False
+    text = " ".join(tokens)
+    for hint in _PHRASE_HINTS:
+        if hint in text:
+            break
+    else:  # no phrase can match
+        return False
+    phrases = len(set(m.group(0) for m in NOTICE_PHRASES.finditer(text)))
+    return phrases >= 2 or (phrases >= 1 and notice_share(tokens) >= share)

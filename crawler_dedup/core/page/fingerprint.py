@@ -7,22 +7,29 @@ pages, their state), so they also run in worker processes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .boilerplate import template_keys
-from ..decide.sitelines import lines_of
-from .visible import main_shingles, page_view
+from .boilerplate import looks_like_notice, template_keys
 from .extract import extract
 from .features import content_hash, shingles
-from ..decide.guards import looks_like_notice
-from ..index.plugins import NoConceptual, Shingles, feature_plugin, is_pure
+from .plugins import NoConceptual, Shingles, feature_plugin, is_pure
 from .simhash import simhash
+from .site import lines_of
 from .sketch import SKETCH_SIZE
 from .tokens import tokenize
+from .visible import main_shingles, page_view
 from ..verdict import Skip, Step
-from ..decide.verify import Verifier, make_verifier
+
+
+class Keeps(Protocol):
+    """What a fingerprint takes from the verifier chosen above it (decide/verify.Verifier): what a
+    page keeps for it to score against later."""
+
+    name: str
+
+    def keep(self, tokens: list[str], features: np.ndarray) -> dict[str, bytes]: ...
 
 
 @dataclass
@@ -69,7 +76,7 @@ def extract_parsed(html, url: str, max_bytes: int, mode: str = "thorough") -> tu
     return Step.TEXT, extracted.text, extracted.title, extracted.tree
 
 
-def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
+def fingerprint(text: str, config, features: Shingles, verifier: Keeps,
                 conceptual: NoConceptual = NoConceptual(), tokens: list[str] | None = None) -> Fingerprinted | Skip:
     """Steps 2-4, or why the text is not checked (too short, a notice). `tokens`: the text's, if made already."""
     tokens = tokenize(text) if tokens is None else tokens
@@ -92,10 +99,11 @@ def fingerprint(text: str, config, features: Shingles, verifier: Verifier,
 _WORKER_PLUGINS: dict = {}
 
 
-def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str | None]:
+def fingerprint_html(html, url: str, config, verifier: Keeps) -> tuple[Step, object, str | None]:
     """Steps 1-4 in a worker process: like extract_step, but (FINGERPRINT, Fingerprinted or the
     Skip, title) when the fingerprint depends on the text alone (plugins.is_pure); otherwise the
-    text comes back, to be fingerprinted where the pages kept before are known."""
+    text comes back, to be fingerprinted where the pages kept before are known. `verifier`: the
+    one DEDUP_VERIFIER names (decide/verify.make_verifier), chosen by the caller."""
     kind, value, title, tree = extract_parsed(html, url, config.max_bytes, config.extract_mode)
     if kind != Step.TEXT or not is_pure(config):
         return kind, value, title
@@ -103,7 +111,7 @@ def extract_and_fingerprint(html, url: str, config) -> tuple[Step, object, str |
     features = _WORKER_PLUGINS.get(key) or _WORKER_PLUGINS.setdefault(key, feature_plugin(config))
     try:
         tokens = tokenize(str(value))  # once, for the fingerprint and the view
-        fp = fingerprint(str(value), config, features, make_verifier(config.verifier), tokens=tokens)
+        fp = fingerprint(str(value), config, features, verifier, tokens=tokens)
         if isinstance(fp, Fingerprinted) and config.boilerplate:
             fp.template = template_keys(html, fp.text)
         if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .features import shingles
-from .markup import without
+from .extract import without
 from .tokens import tokenize
 
 W = 5  # words a shingle: exact containment of 5-word shingles is what the benchmark's reference measures

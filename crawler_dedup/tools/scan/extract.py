@@ -11,7 +11,8 @@ from typing import Callable, Iterable, Iterator
 
 from ...config import DedupConfig
 from ...core.page.extract import canonical_link
-from ...core.page.fingerprint import Fingerprinted, body_digest, extract_and_fingerprint
+from ...core.dedup import extract_and_fingerprint
+from ...core.page.fingerprint import Fingerprinted, body_digest
 from ...core.page.tokens import tokenize
 from ...core.verdict import Step
 from ..sources import PAGE, Entry

@@ -43,7 +43,7 @@ class SparkScan:
             raise ScanError("--engine spark decides with an index of each task's own: DEDUP_BACKEND="
                             f"{opts.settings['DEDUP_BACKEND']} (a shared index) is for the one-machine scan")
         self.config = DedupConfig.from_settings(settings)
-        from ...core.index.plugins import is_pure
+        from ...core.page.plugins import is_pure
 
         if not is_pure(self.config):
             raise ScanError("--engine spark needs fingerprints made from each page's text alone (the default "

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...config import DedupConfig
-from ...core.decide.guards import headline_keys
-from ...core.decide.sitelines import title_key
-from ...core.index.records import canonical_url
+from ...core.page.site import canonical_url, title_key
+from ...core.page.title import headline_keys
 from ...core.index.tables import Plan, plan_for
 from ...core.page.fingerprint import Fingerprinted, body_digest
 from ...core.verdict import Step
@@ -131,7 +130,7 @@ def read_file(file_no: int, path: str, fmt: str, config: DedupConfig, fields: Fi
 
 def _text_fingerprint(text: str, config: DedupConfig) -> Fingerprinted | None:
     from ...core.decide.verify import make_verifier
-    from ...core.index.plugins import feature_plugin, is_pure
+    from ...core.page.plugins import feature_plugin, is_pure
     from ...core.page.fingerprint import fingerprint
 
     if not is_pure(config):  # features learned from the pages kept (IDF): the decide stage makes them

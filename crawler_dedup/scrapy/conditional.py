@@ -15,9 +15,9 @@ import time
 
 from scrapy.http import HtmlResponse, Request
 
-from .core.index.fetches import IF_HEADERS, Fetch, from_response
-from .core.page.fingerprint import body_digest
-from .core.verdict import Action, Reason
+from ..core.index.fetches import IF_HEADERS, Fetch, from_response
+from ..core.page.fingerprint import body_digest
+from ..core.verdict import Action, Reason
 from .stats import CONDITIONAL, CONDITIONAL_REFUSED, NOT_MODIFIED, NOT_MODIFIED_BYTES, REFETCHED
 
 SENT = "dedup_conditional"  # meta: the validators this middleware sent ({"url", "headers"}); False: never

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from .core.dedup import Pending
-from .core.verdict import Failure, Verdict
+from ..core.dedup import Pending
+from ..core.verdict import Failure, Verdict
 
 logger = logging.getLogger(__name__)
 

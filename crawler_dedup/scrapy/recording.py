@@ -8,9 +8,9 @@ import logging
 import time
 
 from . import stats as keys
-from .core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Verdict
-from .droplog import DropLog, make_record, superseded_record
-from .signals import page_superseded
+from ..core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Verdict
+from ..droplog import DropLog, make_record, superseded_record
+from ..signals import page_superseded
 
 logger = logging.getLogger(__name__)
 

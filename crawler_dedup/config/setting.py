@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 BACKENDS = ("lmdb", "memory", "redis")
 VERIFIER_NAMES = ("resemblance", "qgram", "swlr")

@@ -12,11 +12,11 @@ import logging
 
 from ...exceptions import StoreDamaged
 from ..page.boilerplate import collapsed, text_lines
-from ..decide.guards import headline_keys
-from .neardup import NearDupIndex
-from .txn import IndexTxn
-from .records import DocRecord
-from ..decide.sitelines import SitePage
+from ..page.title import headline_keys
+from ..index.neardup import NearDupIndex
+from ..index.txn import IndexTxn
+from ..index.records import DocRecord
+from .sitelines import SitePage
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""A worker process: `python -m crawler_dedup.worker`, started by workers.WorkerPool.
+"""A worker process: `python -m crawler_dedup.workers`, started by pool.WorkerPool.
 
 It imports crawler-dedup and nothing of the crawl that started it (a script that runs a
 CrawlerProcess without a `__main__` guard is not run again here, as multiprocessing's spawn
@@ -110,6 +110,3 @@ def _serve() -> int:
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             write_message(out, (False, f"the result could not be sent back: {exc}"))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

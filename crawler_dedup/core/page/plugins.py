@@ -4,9 +4,9 @@
   The default, word shingles unweighted, depends on the text alone. TF-IDF weighting (seed 000)
   and document images (seed 001) depend on the document frequencies of the pages kept before.
 - The conceptual check (DEDUP_CONCEPTUAL, seed 000): an LSI model fitted on the first kept
-  pages; a page textually related to a candidate but under the thresholds is matched when
-  their LSI cosine is high enough.
-- Verifiers (DEDUP_VERIFIER): verify.py.
+  pages gives each page a concept vector; a page textually related to a candidate but under the
+  thresholds is matched when their LSI cosine is high enough (decide/matching.conceptual_match).
+- Verifiers (DEDUP_VERIFIER): decide/verify.py.
 
 A plugin whose output depends on earlier pages is not `pure`: its pages are fingerprinted in
 the crawler's process, in the order they are decided. Its state lives outside the store, so
@@ -15,12 +15,142 @@ it is told when a transaction of decisions starts, is run again, and ends (commi
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
-from ..page.conceptual import LsiModel, term_vector
-from ..decide.matching import Match, conceptual_match
-from ..page.features import document_image, token_hashes
-from ..page.weights import DocFrequencies
+from .features import document_image, token_hashes
+
+
+# -- document frequencies (seeds 000 and 001) ---------------------------------------------------
+# Counts live in a fixed table of 2^20 hashed buckets (4 MiB, whatever the crawl's size), are
+# updated by every kept page, and are saved in the index's meta record now and then and at close,
+# so a later crawl on the same index starts from them. Processes sharing an index each keep their
+# own counts and save the element-wise maximum: an approximation, as IDF is one anyway.
+
+BITS = 20
+SAVE_EVERY = 1000
+
+
+class DocFrequencies:
+    def __init__(self):
+        self.counts = np.zeros(1 << BITS, dtype=np.uint32)
+        self.docs = 0
+        self._unsaved = 0
+
+    def _buckets(self, hashes: np.ndarray) -> np.ndarray:
+        return (np.asarray(hashes, dtype=np.uint64) >> np.uint64(64 - BITS)).astype(np.int64)
+
+    def idf(self, hashes: np.ndarray) -> np.ndarray:
+        """Smoothed log((N+1)/(df+1)) + 1: never zero, so an unseen feature still counts."""
+        df = self.counts[self._buckets(hashes)].astype(np.float64)
+        return np.log((self.docs + 1) / (df + 1)) + 1.0
+
+    def add(self, distinct: np.ndarray) -> np.ndarray:
+        """Count one more page; returns what undo() takes to take it back."""
+        buckets = np.unique(self._buckets(distinct))
+        self.counts[buckets] += 1
+        self.docs += 1
+        self._unsaved += 1
+        return buckets
+
+    def undo(self, buckets: np.ndarray) -> None:
+        """Take back an add() whose transaction was aborted."""
+        self.counts[buckets] -= 1
+        self.docs -= 1
+        self._unsaved = max(0, self._unsaved - 1)
+
+    # -- persistence in the store's meta ------------------------------------------------------
+    def load(self, txn) -> None:
+        raw = txn.meta_get("df")
+        if raw:
+            data = np.frombuffer(zlib.decompress(raw), dtype="<u4")
+            self.docs = int(data[0])
+            self.counts = data[1:].astype(np.uint32).copy()
+
+    def maybe_save(self, txn, force: bool = False) -> None:
+        if not (force and self._unsaved) and self._unsaved < SAVE_EVERY:
+            return
+        stored = DocFrequencies()
+        stored.load(txn)
+        if stored.docs:
+            np.maximum(self.counts, stored.counts, out=self.counts)
+            self.docs = max(self.docs, stored.docs)
+        blob = np.concatenate([[np.uint32(min(self.docs, 2**32 - 1))], self.counts]).astype("<u4")
+        txn.meta_put("df", zlib.compress(blob.tobytes(), 1))
+        self._unsaved = 0
+
+
+# -- the LSI model (seed 000) -------------------------------------------------------------------
+# Conceptual near-duplicates (seed 000): pages textually close but not near-duplicates whose
+# latent semantic (LSI) vectors point the same way, e.g. one story rewritten by two outlets.
+#
+# The LSI model is fitted once, online, from the first `train` kept pages: their log-TF-IDF
+# vectors over 2^14 hashed word buckets, reduced by SVD to `dims` concepts. The model (the term
+# to concept matrix and the IDF of the buckets) is saved in the index's meta record; every later
+# page stores its unit concept vector (float16) for the check.
+
+BUCKET_BITS = 14
+
+
+def term_vector(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(bucket ids, 1 + log tf) of the page's words."""
+    buckets = (token_hashes(tokens) >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
+    ids, counts = np.unique(buckets, return_counts=True)
+    return ids, 1.0 + np.log(counts)
+
+
+class LsiModel:
+    def __init__(self, terms_to_concepts: np.ndarray, idf: np.ndarray):
+        self.v = terms_to_concepts.astype(np.float32)  # (buckets, dims)
+        self.idf = idf.astype(np.float32)
+
+    @classmethod
+    def fit(cls, vectors: list[tuple[np.ndarray, np.ndarray]], dims: int) -> "LsiModel":
+        n, width = len(vectors), 1 << BUCKET_BITS
+        df = np.zeros(width, dtype=np.float64)
+        for ids, _ in vectors:
+            df[ids] += 1
+        idf = np.log((n + 1) / (df + 1)) + 1.0
+        x = np.zeros((n, width), dtype=np.float32)
+        for row, (ids, tf) in enumerate(vectors):
+            x[row, ids] = tf * idf[ids]
+        x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        # SVD through the n x n Gram matrix: n (pages) is far smaller than the bucket count
+        values, u = np.linalg.eigh(x @ x.T)
+        order = np.argsort(values)[::-1][:dims]
+        values, u = np.clip(values[order], 1e-9, None), u[:, order]
+        v = (x.T @ u) / np.sqrt(values)  # (buckets, dims): right singular vectors
+        return cls(v, idf)
+
+    def project(self, ids: np.ndarray, tf: np.ndarray) -> np.ndarray:
+        """Unit concept vector of a page."""
+        vec = (tf * self.idf[ids]) @ self.v[ids]
+        norm = np.linalg.norm(vec)
+        return (vec / norm if norm > 0 else vec).astype(np.float16)
+
+    def to_bytes(self) -> bytes:
+        dims = np.array([self.v.shape[1]], dtype="<u4").tobytes()
+        return zlib.compress(dims + self.idf.astype("<f4").tobytes() + self.v.astype("<f2").tobytes(), 1)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "LsiModel":
+        raw = zlib.decompress(blob)
+        dims = int(np.frombuffer(raw[:4], dtype="<u4")[0])
+        width = 1 << BUCKET_BITS
+        idf = np.frombuffer(raw, dtype="<f4", count=width, offset=4)
+        v = np.frombuffer(raw, dtype="<f2", offset=4 + 4 * width).reshape(width, dims)
+        return cls(v.astype(np.float32), idf)
+
+
+def cosine(a: bytes, b: bytes) -> float:
+    va, vb = np.frombuffer(a, dtype=np.float16).astype(np.float32), np.frombuffer(b, dtype=np.float16).astype(np.float32)
+    return float(np.clip(va @ vb, -1.0, 1.0))
+
+
+# -- the plugins ---------------------------------------------------------------------------------
+
+
 
 
 class Plugin:
@@ -128,9 +258,6 @@ class NoConceptual(Plugin):
     def describe(self, tokens: list[str], fp) -> None:
         pass
 
-    def match(self, fp, candidates) -> Match | None:
-        return None
-
 
 class Conceptual(NoConceptual):
     """LSI conceptual duplicates (seed 000): fitted once on the first DEDUP_LSI_TRAIN kept pages."""
@@ -152,9 +279,6 @@ class Conceptual(NoConceptual):
         fp.terms = term_vector(tokens)
         if self.lsi is not None:
             fp.extras["lsi"] = self.lsi.project(*fp.terms).tobytes()
-
-    def match(self, fp, candidates) -> Match | None:
-        return conceptual_match(fp, candidates, self.config.conceptual_threshold)
 
     def start(self) -> None:
         self._snapshot = (self.lsi, list(self._pending))

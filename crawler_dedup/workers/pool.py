@@ -1,4 +1,4 @@
-"""Worker processes for extraction: `python -m crawler_dedup.worker` processes fed over pipes.
+"""The pool: `python -m crawler_dedup.workers` processes (process.py) fed over pipes.
 
 Not multiprocessing's spawn: that runs the main module of the crawl again in every worker, so a
 script that builds a CrawlerProcess without an `if __name__ == "__main__":` guard would start a
@@ -20,13 +20,13 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from .worker import _LEN, write_message
-from .exceptions import WorkerDied
+from .process import _LEN, write_message
+from ..exceptions import WorkerDied
 
 logger = logging.getLogger(__name__)
 
 JOB_SECONDS = 120.0  # a page whose extraction takes longer kills its worker (which is started again)
-WARM = ("trafilatura", "crawler_dedup.core.page.fingerprint")  # imported before the first page
+WARM = ("trafilatura", "crawler_dedup.core.dedup")  # imported before the first page
 
 
 def usable_cores() -> int:
@@ -44,7 +44,7 @@ class _Worker:
 
     def start_process(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler_dedup.worker", str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "crawler_dedup.workers", str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             start_new_session=True,  # Ctrl-C in a terminal stops the crawl, which then stops its workers
         )
         write_message(self.proc.stdin.fileno(), {"sys_path": list(sys.path), "warm": WARM})  # type: ignore[union-attr]

@@ -9,10 +9,10 @@ import tempfile
 import threading
 import time
 
-from .config import DedupConfig
-from .setting import _bool
-from .deduplicator import Deduplicator
-from .exceptions import ConfigError
+from ..config import DedupConfig
+from ..config.setting import _bool
+from ..deduplicator import Deduplicator
+from ..exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def spider_reset(spider) -> bool:
 def reset_index(path: str) -> str | None:
     """Move the index directory at `path` aside as `<path>.reset-<UTC time>` (never deleted);
     the moved path, or None when there was no index there."""
-    from .stores.lmdb.file import held_exclusive, lost_signs
+    from ..stores.lmdb.file import held_exclusive, lost_signs
 
     if not os.path.isfile(os.path.join(path, "data.mdb")) and not lost_signs(path):
         return None
@@ -63,7 +63,7 @@ def reset_index(path: str) -> str | None:
 
 def _one_per_process(config: DedupConfig) -> tuple | None:
     """The sharing key of an index that may be open once per process, or None."""
-    from .stores import BUILTIN
+    from ..stores import BUILTIN
 
     cls = BUILTIN.get(config.backend)
     if cls is None or not getattr(cls, "one_per_process", False) or not config.dir:

@@ -1,6 +1,6 @@
 """DEDUP_* settings parsed and checked once, from Scrapy settings or any mapping.
 
-SETTINGS is the one list of them (each a setting.Setting, whose kind says how it is checked): defaults.py, DedupConfig's defaults, the checks in
+SETTINGS is the one list of them (each a setting.Setting, whose kind says how it is checked): crawler_dedup/defaults.py, DedupConfig's defaults, the checks in
 DedupConfig._checked and the settings page docs/settings.md (scripts/settings_table.py) all come from it.
 """
 
@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
-from .setting import (  # noqa: F401  (the kinds and checks, importable from here as before)
+from .setting import (
     AUTO_BOOL,
     BACKEND,
     BACKENDS,
@@ -31,7 +31,6 @@ from .setting import (  # noqa: F401  (the kinds and checks, importable from her
     VERIFIER_NAMES,
     WORKERS,
     Setting,
-    mask_password,
 )
 
 # In the settings page's order: ENABLED first, the rest alphabetical.
@@ -223,7 +222,7 @@ SETTINGS: tuple[Setting, ...] = (
         "matching at once and leave the index a few at a time as new pages come, so its size stays flat "
         "on a steady stream; on Redis a page's keys also expire at twice the window")),
     Setting("DEDUP_WORKERS", WORKERS, "auto", doc=(
-        "worker processes for extraction and fingerprinting (`python -m crawler_dedup.worker`, fed over "
+        "worker processes for extraction and fingerprinting (`python -m crawler_dedup.workers`, fed over "
         "pipes; they import nothing of the crawl's script): the crawler keeps downloading while "
         "trafilatura runs, and only the lookup and insert stay in the crawler; `auto`: one a core the "
         "crawl may use; `0`: extraction in the crawler's thread (see [Speed](#speed))")),
@@ -351,7 +350,7 @@ class DedupConfig:
     def worker_count(self) -> int:
         """DEDUP_WORKERS as a number: `auto` is one worker a core this process may use."""
         if self.workers == "auto":
-            from .workers import usable_cores
+            from ..workers import usable_cores
 
             return usable_cores()
         return int(self.workers)

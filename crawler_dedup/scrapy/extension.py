@@ -10,26 +10,25 @@ page is kept and the failure counted: nothing is dropped without a drop-log line
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.project import data_path
 
+from ..config import DedupConfig, default_droplog
+from ..core.dedup import Verdict, extract_and_fingerprint
+from ..core.index.fetches import Fetch
+from ..core.page.extract import canonical_link
+from ..core.page.fingerprint import Fingerprinted, body_digest
+from ..core.verdict import Action, Failure, Skip, Stage, Step
+from ..deduplicator import Deduplicator
+from ..exceptions import ConfigError, DedupError, StoreDamaged, StoreError
+from ..workers import WorkerPool
 from . import conditional, opening
 from .batching import GroupCommit, in_worker
-from .config import DedupConfig, default_droplog
-from .core.dedup import Verdict, extract_and_fingerprint
-from .deduplicator import Deduplicator
-from .core.index.fetches import Fetch
-from .core.page.fingerprint import Fingerprinted, body_digest
-from .core.page.extract import canonical_link
-from .core.verdict import Action, Failure, Skip, Stage, Step
-from .exceptions import ConfigError, DedupError, StoreDamaged, StoreError
 from .recording import Recorder
 from .stats import COMMITS, FAST_SAME_BYTES, WORKERS_RESTARTED
-from .workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 
