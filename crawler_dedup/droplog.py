@@ -81,7 +81,11 @@ def superseded_record(verdict: Verdict, stage: str, spider: str | None, dry_run:
 def kept_now(lines) -> Callable[[str], str]:
     """url -> the URL whose page stands for it now, following the log's superseded lines (a kept
     page replaced later by its canonical or cleaner URL); a URL never replaced is itself."""
-    replaced = {r["url"]: r["duplicate_of"] for r in lines if r.get("reason") == "superseded"}
+    replaced: dict[str, str] = {}
+    for r in lines:  # in the log's order: a URL that replaces another is kept from then on
+        if r.get("reason") == "superseded":
+            replaced[r["url"]] = r["duplicate_of"]
+            replaced.pop(r["duplicate_of"], None)
 
     def now(url: str) -> str:
         seen: set[str] = set()

@@ -31,8 +31,19 @@ def test_a_cleaner_url_is_the_same_page_without_tracking_or_session_parameters()
     assert not cleaner(CLEAN, CLEAN)
 
 
+def test_https_is_the_cleaner_of_a_pages_two_schemes(tmp_path):
+    """http://... is one letter shorter, yet an http copy never replaces the https page (it once
+    did: the scheme was left out of `same_page`, then the shorter URL won)."""
+    plain = CLEAN.replace("https://", "http://")
+    assert same_page(plain, CLEAN) and cleaner(CLEAN, plain) and not cleaner(plain, CLEAN)
+    for n, order in enumerate(itertools.permutations([plain, CLEAN])):
+        _, kept = _crawl(tmp_path / str(n), list(order))
+        assert [u for u, k in zip(order, kept) if k] == [CLEAN], order
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.permutations([CLEAN, TRACKED, SESSION, CLEAN + "?gclid=1", CLEAN + "?fbclid=22&utm_term=a"]))
+@given(st.permutations([CLEAN, TRACKED, SESSION, CLEAN + "?gclid=1", CLEAN + "?fbclid=22&utm_term=a",
+                        CLEAN.replace("https://", "http://"), TRACKED.replace("https://", "http://")]))
 def test_the_order_is_total_so_the_same_url_wins_in_any_order(urls):
     best = urls[0]
     for url in urls[1:]:

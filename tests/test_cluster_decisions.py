@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core import dedup as dedup_module
+from crawler_dedup.core.decide import claims
 from crawler_dedup.core.index.integrity import verify
 from crawler_dedup.core.verdict import Action, Guard
 from crawler_dedup.stores.redis import spread
@@ -81,7 +81,7 @@ class Race:
         self.filing = threading.Barrier(n, timeout=60)
         self.turns = [threading.Event() for _ in range(n)]
         self.order, self.local = order, threading.local()
-        commit, confirm = spread.SpreadTxn.commit, dedup_module.confirm
+        commit, confirm = spread.SpreadTxn.commit, claims.confirm
         race = self
 
         def commit_after_all_looked(txn):
@@ -99,7 +99,7 @@ class Race:
                 race.next_turn(me)
 
         monkeypatch.setattr(spread.SpreadTxn, "commit", commit_after_all_looked)
-        monkeypatch.setattr(dedup_module, "confirm", confirm_in_turn)
+        monkeypatch.setattr(claims, "confirm", confirm_in_turn)
         self.turns[order[0]].set()
 
     def next_turn(self, me: int) -> None:
@@ -161,7 +161,7 @@ def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypa
     b = base[50:250]
     d_words = base[100:300]
     with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two, Deduplicator(**cluster) as three:
-        confirm = dedup_module.confirm  # (the real one: B's turn is held by b_after_d, not by the race)
+        confirm = claims.confirm  # (the real one: B's turn is held by b_after_d, not by the race)
         race = Race(monkeypatch, 2, order=[0, 1])
         got_d: list = []
         released = threading.Event()
@@ -171,7 +171,7 @@ def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypa
                 released.wait(timeout=60)
             return confirm(*args, **kw)
 
-        monkeypatch.setattr(dedup_module, "confirm", b_after_d)
+        monkeypatch.setattr(claims, "confirm", b_after_d)
 
         tries: list[int] = []
         decide_many = three.decide_many

@@ -26,8 +26,8 @@ def _doc(doc_id, fingerprint=0, title=None, url=None, **extras):
                      tokens=500, time=1.0, title=title, doc_id=doc_id, extras=extras)
 
 
-def _fp(tokens=500, fingerprint=0):
-    return SimpleNamespace(tokens=tokens, fingerprint=fingerprint, extras={})
+def _fp(tokens=500, fingerprint=0, digest=b"d" * 16):
+    return SimpleNamespace(tokens=tokens, fingerprint=fingerprint, extras={}, digest=digest)
 
 
 def test_thresholds_are_the_settings_raised_only_for_short_texts():
@@ -73,11 +73,13 @@ def test_same_site_compares_registered_domains():
 
 
 def test_exact_match_and_its_title_guard():
-    doc = _doc(7, fingerprint=5, title="Storm closes schools")
+    doc = _doc(7, fingerprint=5, title="Storm closes schools", **{Extra.DIGEST: b"d" * 16})
     match, guarded = exact_match(_fp(tokens=50, fingerprint=4), "Storm closes schools", doc)
     assert (match.reason, match.similarity, match.distance, guarded) == (Reason.EXACT, 1.0, 1, None)
     assert exact_match(_fp(tokens=50), "Local team wins the final", doc) == (None, Guard.TITLE)
     assert exact_match(_fp(tokens=50), "x", None) == (None, None)
+    # an entry that names a page with other words (left behind, or filed over) is no exact match
+    assert exact_match(_fp(tokens=50, digest=b"e" * 16), "Storm closes schools", doc) == (None, None)
 
 
 def test_supersedes_only_the_copy_that_names_this_url():

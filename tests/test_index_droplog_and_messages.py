@@ -88,3 +88,16 @@ def test_a_database_number_on_a_cluster_is_told_to_be_0(redis_cluster):
     url = redis_cluster.rsplit("/", 1)[0] + "/3" if redis_cluster.count("/") > 2 else redis_cluster + "/3"
     with pytest.raises(StoreError, match="end DEDUP_REDIS_URL with /0"):
         Deduplicator(backend="redis", redis_url=url, redis_prefix="db3").open()
+
+
+def test_kept_now_follows_superseded_lines_in_the_logs_order():
+    """A URL replaced by another and later replacing it back (the site's rel=canonical changed) is
+    the kept one: a drop that named either finds it (the chain once went round in a circle and
+    named the URL that left storage). Found by tests/test_crawl_model.py."""
+    from crawler_dedup.droplog import kept_now
+
+    sup = lambda url, by: {"reason": "superseded", "url": url, "duplicate_of": by}  # noqa: E731
+    now = kept_now([sup("https://s/a", "https://s/a?utm_source=x"), sup("https://s/a?utm_source=x", "https://s/a")])
+    assert now("https://s/a?utm_source=x") == "https://s/a" and now("https://s/a") == "https://s/a"
+    chain = kept_now([sup("https://s/1", "https://s/2"), sup("https://s/2", "https://s/3")])
+    assert chain("https://s/1") == "https://s/3" and chain("https://s/4") == "https://s/4"

@@ -85,7 +85,7 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
 def test_the_chain_is_listed_once_in_order_and_each_rule_says_what_it_decides():
     names = [name for name, _ in rules.describe()]
     assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "trusted_text", "contained",
-                     "template_guard", "canonical", "clean_url", "never_drop", "revisit_copy", "item_of_matched_response",
+                     "template_guard", "known_copy", "canonical", "clean_url", "never_drop", "revisit_copy", "item_of_matched_response",
                      "duplicate", "keep"]
     assert all(len(what) > 30 for _, what in rules.describe())
 
@@ -293,3 +293,42 @@ def test_contained_needs_the_same_headline_text_that_is_not_chrome_and_the_setti
     short = page("https://b.example/copy", text(1, 30), Table([source]), title="Storm hits the coast - Wire")
     rules.contained(_with_view(short, text(1, 30)))
     assert short.match is None  # under 50 shingles: too little to tell
+
+
+def test_the_exact_entry_counts_only_for_a_page_with_the_same_words():
+    """An exact entry names a kept page by the words' digest: a page whose own digest differs (an
+    entry left behind, or a page filed over it on a store without transactions) is no exact match."""
+    body = text(1)
+    stale = kept(5, text(2), "https://a.example/other")
+    stale.extras[Extra.DIGEST] = b"\x00" * 16
+
+    class Stale(Table):
+        def exact(self, digest):
+            return stale
+
+    p = page("https://b.example/x", body, Stale([]))
+    assert rules.find_match(p) is None and p.match is None
+
+
+def test_a_known_copys_304_stands_only_when_dropped_again_as_the_copy_it_was():
+    """A dropped copy's 304 (steps 1-4 from the page it copies): dropped again against that page;
+    asked again in full (Skip.REFETCH) when no match stands, when the kept page names it as its
+    canonical, or when it is the cleaner URL of the page (unless it named the kept page as its
+    canonical when it was downloaded); never filed, never replacing a page."""
+    body = text(1)
+
+    def copy_304(url, look, named=False, **settings):
+        p = page(url, body, look, **settings)
+        p.fp.not_modified, p.fp.copy_reason, p.fp.copy_named = True, "exact", named
+        return rules.decide(p)
+
+    look = Table([kept(1, body, "https://a.example/1?utm_source=x")])
+    again = copy_304("https://b.example/copy", look)
+    assert (again.verdict.action, again.verdict.measure, again.file) == (Action.DROP, "not-modified", False)
+    cleaner = copy_304("https://a.example/1", look)
+    assert (cleaner.verdict.skipped, cleaner.file, cleaner.remove) == (Skip.REFETCH, False, ())
+    named = copy_304("https://a.example/1", look, named=True)
+    assert named.verdict.action == Action.DROP and not named.file
+    assert copy_304("https://a.example/1", look, prefer_clean_url=False).verdict.action == Action.DROP
+    gone = copy_304("https://b.example/copy", Table([]))
+    assert (gone.verdict.skipped, gone.file) == (Skip.REFETCH, False)

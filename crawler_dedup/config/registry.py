@@ -57,8 +57,8 @@ SETTINGS: tuple[Setting, ...] = (
         "`False`: the first copy stays")),
     Setting("DEDUP_PREFER_CLEAN_URL", BOOL, True, doc=(
         "a copy of a kept page under a cleaner URL of the same page (the same host, path and query but for "
-        "tracking and session parameters such as `utm_*`, `gclid`, `fbclid`, `sessionid`, `;jsessionid=`; "
-        "fewer of them, then a shorter query, then a shorter URL) replaces the kept one, as `DEDUP_CANONICAL` "
+        "tracking and session parameters such as `utm_*`, `gclid`, `fbclid`, `sessionid`, `;jsessionid=`, "
+        "on http or https; fewer session parameters, then https, then fewer tracking parameters, a shorter query, a shorter URL) replaces the kept one, as `DEDUP_CANONICAL` "
         "does (a `superseded` drop-log line with `rule` `clean_url`, the `page_superseded` signal): the same "
         "URL is kept whatever order the crawl meets the copies in; `False`: the first copy stays")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(

@@ -35,7 +35,7 @@ from .index.records import DocRecord, Extra, canonical_key
 from .index.tables import choose_plan
 from .index.txn import IndexTxn
 from .decide.churn import churn_digest, mask
-from .decide.claims import AGAIN, confirm, settle
+from .decide.claims import AGAIN_MAX, second_looks
 from .decide.lookups import TxnLookups
 from .decide.matching import thin_view
 from .decide.rules import Decision, Judging, Page, decide
@@ -46,7 +46,6 @@ from .verdict import Action, Failure, Skip, Stage, Step, Verdict
 logger = logging.getLogger(__name__)
 
 EXPIRE_BATCH = 4  # expired pages removed per page kept (more than one: the index shrinks back)
-AGAIN_MAX = 3  # a page decided again this often (each time the page it matched withdrew), then kept
 
 __all__ = ["Deduplicator", "Pending", "Verdict", "extract_and_fingerprint", "extract_step", "fp_hex"]
 
@@ -94,7 +93,8 @@ class Deduplicator:
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
         self.filed: int | None = None  # the doc id the last decision filed
-        self._looked: tuple = (None, None)  # the last decision's (URL's kept page, site lines): claims
+        self._looked: DocRecord | None = None  # the last decision's URL's kept page: claims
+        self._deferred: tuple[int, ...] = ()  # what the last filed page replaces, where claims take it out
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self, new_run: bool = True) -> "Deduplicator":
@@ -268,7 +268,7 @@ class Deduplicator:
         # batch were decided is fingerprinted again
         again = len(pages) > 1 and not self.pure
 
-        filed: list[tuple[int, int, tuple]] = []  # (page, doc id, what its first look read) of the pages filed: claims
+        filed: list[tuple[int, int, DocRecord | None, tuple[int, ...]]] = []  # (page, doc id, its URL's kept page, what it replaces) of the pages filed: claims
 
         def run(txn: IndexTxn) -> list[Verdict]:
             for plugin in self.plugins:
@@ -285,7 +285,7 @@ class Deduplicator:
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched))
                 if self.filed is not None:
-                    filed.append((len(out) - 1, self.filed, self._looked))
+                    filed.append((len(out) - 1, self.filed, self._looked, self._deferred))
             return out
 
         for plugin in self.plugins:
@@ -308,42 +308,14 @@ class Deduplicator:
         for plugin in self.plugins:
             plugin.end(committed=True)
         self.commits += 1
-        if not getattr(self.index.store, "serializable", True):
-            verdicts = self._claimed(pages, verdicts, filed, _again)
+        if not getattr(self.index.store, "serializable", True):  # (the spread Redis layout: claims.py)
+            verdicts = second_looks(self.index, self.judging(), pages, verdicts, filed, self._site_of,
+                                    lambda i: self.decide_many([pages[i]], _again + 1)[0] if _again < AGAIN_MAX else None,
+                                    self.failed)
         kept = sum(v.action != Action.DROP and v.doc_id is not None and not v.skipped for v in verdicts)
         if self.config.window and kept and getattr(self.index.store, "expire_apart", False):
             self._expire_apart(max(p.now for p in pages) - self.config.window, EXPIRE_BATCH * kept)
         return verdicts
-
-    def _claimed(self, pages: list[Pending], verdicts: list[Verdict], filed: list[tuple[int, int, tuple]],
-                 again: int) -> list[Verdict]:
-        """A store without transactions across its keys (the spread Redis layout): each filed page
-        claims its order and is decided again over the pages before it (claims.py); a drop waits
-        for the page it names to stay, and is decided again when that page withdrew. A store
-        failure there keeps the page."""
-        index, judging, cfg = self.index, self.judging(), self.config
-        assert index is not None
-        out = list(verdicts)
-        for i, doc_id, (prior, site) in filed:
-            try:
-                out[i] = confirm(index, judging, pages[i], verdicts[i], doc_id,
-                                 lambda txn, site=site: TxnLookups(index, txn, cfg, site), prior)
-            except (DedupError, OSError) as exc:
-                out[i] = self.failed(verdicts[i], Failure.STORE, exc)
-        for i, verdict in enumerate(out):
-            if not verdict.is_duplicate or verdict.doc_id is None:
-                continue
-            try:
-                got = settle(index, verdict, pages[i].now)
-            except (DedupError, OSError):
-                continue  # (the drop stands, named after the page it matched)
-            if got != AGAIN:
-                out[i] = got  # type: ignore[assignment]
-            elif again < AGAIN_MAX:
-                out[i] = self.decide_many([pages[i]], again + 1)[0]
-            else:
-                out[i] = self.failed(pages[i].verdict, Failure.STORE, "the pages it matched withdrew, each in turn")
-        return out
 
     def _expire_apart(self, cutoff: float, limit: int) -> None:
         """A store whose writers run at once (Redis) removes expired pages in a transaction of its
@@ -362,18 +334,23 @@ class Deduplicator:
         its decision's writes, all inside one write transaction."""
         index, cfg = self.index, self.config
         assert index is not None
-        site = (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
-                if cfg.site_boilerplate and cfg.store_text else None)
+        site = self._site_of(verdict, fp)
         look = TxnLookups(index, txn, cfg, site)
         look.prefetch(verdict.url, fp, verdict.title)
         page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
-        self._looked = (page.prior, site)
+        self._looked = page.prior
         verdict = self._apply(txn, page, decide(page), site)
         if fetched is not None and verdict.url:
             revalidation.file_fetch(txn, verdict, fetched, now, filed=self.filed, run=self.run,
                                     max_age=cfg.conditional_max_age)
         return verdict
+
+    def _site_of(self, verdict: Verdict, fp: Fingerprinted) -> SitePage | None:
+        """The page's lines under its site, with DEDUP_SITE_BOILERPLATE (sitelines.py)."""
+        cfg = self.config
+        return (SitePage.of(verdict.url, fp.text, verdict.title, fp.lines, self._kept_lines)
+                if cfg.site_boilerplate and cfg.store_text else None)
 
     def judging(self) -> Judging:
         """What the rules decide with in this process (the same for each of its pages)."""
@@ -390,16 +367,16 @@ class Deduplicator:
             txn.doc_put(int(prior.doc_id or 0), prior.encode())
         if not decision.file:
             return verdict
-        old = verdict.superseded
-        carried = revalidation.superseded_entry(txn, old["url"]) if old and cfg.conditional else None
-        for doc_id in decision.remove:  # an update, a superseded page or a stale entry: out, in this transaction
-            index.remove(txn, doc_id)
+        deferred = not getattr(index.store, "serializable", True)  # (claims.confirm takes them out once it stays)
+        self._deferred = decision.remove if deferred else ()
+        carried = None if deferred else revalidation.take_out(index, txn, list(decision.remove), verdict.superseded,
+                                                               cfg.conditional)
         self.filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
                            exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None,
                            body=fp.body if cfg.store_text else None)  # (the fast path reads the kept text)
-        if carried is not None and old:  # the replaced URL is a known copy of this page now
-            revalidation.file_superseded(txn, old["url"], carried, doc_id, near=old.get("measure") != "exact")
+        if carried is not None and verdict.superseded:  # the replaced URL is a known copy of this page now
+            revalidation.file_superseded(txn, verdict.superseded, carried, doc_id)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
         cutoff = page.cutoff

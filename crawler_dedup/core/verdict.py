@@ -55,6 +55,9 @@ class Skip(StrEnum):
     STATUS = "status"
     NOT_HTML = "not_html"
     UNDECODABLE = "undecodable"
+    # a dropped copy's 304 that would now be decided otherwise (rules.known_copy): asked again in
+    # full. Not counted: the page is decided when it comes back
+    REFETCH = "refetch"
 
 
 class Failure(StrEnum):

@@ -64,6 +64,8 @@ class Recorder:
                 # index that never opened is one error, logged at start)
                 logger.warning("Dedup kept unchecked: %s (%s error)", verdict.url, verdict.error)
             return verdict
+        if verdict.skipped == Skip.REFETCH:
+            return verdict  # (asked again in full: recorded when decided by its text)
         if verdict.skipped:
             self.skip(verdict.url, verdict.skipped)
             return verdict

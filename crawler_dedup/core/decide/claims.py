@@ -16,8 +16,15 @@ matched (an exact digest, a response digest, a URL) go back to that page.
 
 A page dropped against a kept page that is still racing (filed, not confirmed yet) waits for it
 to settle (`settle`): when that page stays, the drop stands; when it withdrew, the page is
-decided again (`AGAIN`), so `duplicate_of` always names a page that stays kept. A page whose
-process died before confirming stays; waiting for it ends when it has been filed RACING_S.
+decided again (`AGAIN`), so `duplicate_of` always names a page that stays kept. The windows
+cover the store's own retry deadline (DEDUP_REDIS_RETRY: a crawler waiting out a failover is
+late by that much, `windows`): a second look that begins later than `confirm_by` after its page
+was filed keeps the page whatever it finds, so a page filed `settled_after` ago and not
+confirmed stays (its process died, or kept it), and a drop against it stands.
+
+What a page replaces (an updated page's earlier record, a copy it supersedes) is taken out by its
+second look, once it stays (`confirm`), never by the first: a page that withdraws leaves the
+index as it found it, and storage, told of no replacement, holds what the index holds.
 """
 
 from __future__ import annotations
@@ -25,21 +32,36 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from ...exceptions import DedupError
 from ...stores.base import Claim
-from ..index.records import Extra
+from ..index import revalidation
+from ..index.records import Extra, url_key
 from ..page.site import canonical_url
-from ..verdict import Action, Reason, Stage, Verdict
+from ..verdict import Action, Failure, Reason, Stage, Verdict
+from .lookups import TxnLookups
 from .rules import Judging, Page, decide
 
 if TYPE_CHECKING:
-    from .lookups import TxnLookups
+    from .sitelines import SitePage
     from ..index.neardup import NearDupIndex
     from ..index.records import DocRecord
     from ..page.fingerprint import Fingerprinted
 
-RACING_S = 30.0  # a kept page filed this long ago without a claim (or a confirmation) has settled
-SETTLE_S = 5.0  # a drop waits this long at most for the page it matched to settle
-AGAIN = "again"  # settle(): the page matched withdrew, decide this one again
+RACING_S = 30.0  # a second look begins at most this long after its page was filed (beside the store's retries)
+MARGIN_S = 10.0  # for the crawlers' clocks and the store's own calls
+AGAIN = "again"  # settle(): the page matched withdrew (or never settled), decide this one again
+AGAIN_MAX = 3  # a page decided again this often (each time the page it matched withdrew), then kept
+
+
+def windows(index: NearDupIndex) -> tuple[float, float]:
+    """(confirm_by, settled_after) in seconds for the index's store: a page whose second look
+    begins more than confirm_by after it was filed stays whatever that look finds (drops against
+    it may stand already); a page filed settled_after ago and neither confirmed nor withdrawn has
+    settled: it stays. Both cover the store's retry deadline (the withdrawal's own writes may wait
+    it out twice)."""
+    retry = float(getattr(index.store, "retry_seconds", 0.0) or 0.0)
+    confirm_by = max(RACING_S, retry + MARGIN_S)
+    return confirm_by, confirm_by + 2 * retry + MARGIN_S
 
 
 class Prepared(Protocol):
@@ -59,9 +81,12 @@ class Racing:
     """The rules' lookups for a page's second look: the pages that came before it only (claimed
     before it, or settled), never itself. Wraps the page's TxnLookups."""
 
-    def __init__(self, look: TxnLookups, txn, own: int, order: int, now: float):
+    def __init__(self, look: TxnLookups, txn, own: int, order: int, now: float, settled_after: float = RACING_S):
         self.inner, self.txn, self.own, self.order, self.now = look, txn, own, order, now
+        self.settled_after = settled_after
         self.site = look.site
+        if look.site is not None:  # the site's pages under its headline: those before it only
+            look.site.page.visible = self._before_ids
         self._claims: dict[int, Claim | None] = {}
         self._fp: Fingerprinted | None = None
 
@@ -78,9 +103,13 @@ class Racing:
             if doc.doc_id is None or doc.doc_id == self.own:
                 continue
             claim = self._claims.get(doc.doc_id)
-            if claim.order < self.order if claim is not None else doc.time < self.now - RACING_S:
+            if claim.order < self.order if claim is not None else doc.time < self.now - self.settled_after:
                 out.append(doc)
         return out
+
+    def _before_ids(self, ids: list[int]) -> list[int]:
+        docs = [d for d in (self.inner.index.doc(self.txn, i) for i in ids if i != self.own) if d is not None]
+        return [d.doc_id for d in self._before(docs) if d.doc_id is not None]
 
     def by_url(self, url: str) -> DocRecord | None:
         found = self.inner.by_url(url)
@@ -120,70 +149,129 @@ class Racing:
         return next((d for d in found if d is not None and canonical_url(d.url) == mine), None)
 
 
+def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: list[Verdict],
+                 filed: list[tuple[int, int, DocRecord | None, tuple[int, ...]]],
+                 site_of: Callable[[Verdict, Fingerprinted], SitePage | None],
+                 again: Callable[[int], Verdict | None], failed: Callable[..., Verdict]) -> list[Verdict]:
+    """A committed batch's pages on a store without transactions across its keys: each filed page
+    (`filed`: its place in the batch, doc id, URL's kept page and what it replaces) claims its
+    order and is decided again over the pages before it (`confirm`, its site's lines read afresh:
+    `site_of`); a drop waits for the page it names to settle (`settle`), and is decided again
+    (`again(i)`, None past AGAIN_MAX) when that page withdrew. A store failure keeps the page
+    (`failed(verdict, Failure, why)`): a drop is never left naming a page that may not stay."""
+    cfg = judging.config
+    out = list(verdicts)
+    for i, doc_id, prior, first_remove in filed:
+        page = pages[i]
+
+        def lookups(txn, page=page) -> TxnLookups:
+            return TxnLookups(index, txn, cfg, site_of(page.verdict, page.fp))
+        try:
+            out[i] = confirm(index, judging, page, verdicts[i], doc_id, lookups, prior, first_remove)
+        except (DedupError, OSError) as exc:
+            out[i] = failed(verdicts[i], Failure.STORE, exc)
+    for i, verdict in enumerate(out):
+        if not verdict.is_duplicate or verdict.doc_id is None:
+            continue
+        try:
+            got = settle(index, verdict, pages[i].now)
+        except (DedupError, OSError) as exc:
+            out[i] = failed(pages[i].verdict, Failure.STORE, exc)
+            continue
+        if got != AGAIN:
+            out[i] = got  # type: ignore[assignment]
+        else:
+            out[i] = again(i) or failed(pages[i].verdict, Failure.STORE, "the pages it matched withdrew, each in turn")
+    return out
+
+
 def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verdict, doc_id: int,
-            lookups: Callable[..., TxnLookups], prior: DocRecord | None) -> Verdict:
+            lookups: Callable[..., TxnLookups], prior: DocRecord | None, first_remove: tuple[int, ...] = ()) -> Verdict:
     """The kept page's second look (see above): its verdict when it stays (the second look's when
-    that one flags it or replaces a copy), else the chain's decision with the page withdrawn
-    (`rule` claim when dropped). `lookups(txn)`: the page's lookups in the second look's
-    transaction (the Deduplicator's, with its site lines); `prior`: the URL's kept page its first
-    look found."""
+    that one flags it or replaces a copy), with what it replaces taken out now; else the chain's
+    decision with the page withdrawn (`rule` claim when dropped). `lookups(txn)`: the page's
+    lookups in the second look's transaction (its site lines read afresh); `prior`: the URL's kept
+    page its first look found; `first_remove`: what the first look would have taken out (taken out
+    now when the page stays without a second look that counts: it came too late)."""
     config = judging.config
+    confirm_by, settled_after = windows(index)
+    withdrawn: list[int] = []
 
     def run(txn) -> Verdict | None:
+        withdrawn.clear()
         order = txn.claim(doc_id)
-        racing = Racing(lookups(txn), txn, doc_id, order, page.now)
+        racing = Racing(lookups(txn), txn, doc_id, order, page.now, settled_after)
         racing.prefetch(page.verdict.url, page.fp, page.verdict.title)
-        before = prior
+        before = prior if prior is not None and index.doc(txn, int(prior.doc_id or 0)) is not None else None
         if before is None and page.verdict.url and config.revisit != "drop":
             before = racing.same_url(page.verdict.url, page.fp)  # (a revisit of a page filed at the same moment)
         second = Page(page.verdict, page.fp, page.stage, page.now, racing, judging, prior=before)
         decision = decide(second)
-        if decision.file:
-            for gone in decision.remove:  # (a copy it replaces as its canonical URL; the first look's are out)
-                if gone != doc_id:
-                    index.remove(txn, gone)
+        late = time.time() - page.now > confirm_by  # (drops against it may have stood: it stays)
+        if decision.file or late:
+            final = decision if decision.file else None
+            remove = final.remove if final is not None else first_remove
+            replaced(index, txn, [g for g in remove if g != doc_id],
+                     (final.verdict if final is not None else verdict).superseded, doc_id, config.conditional,
+                     index.doc(txn, doc_id))
             txn.confirm(doc_id)
-            again = decision.verdict
-            if verdict.superseded and not again.superseded and again.action == verdict.action:
-                # the first look replaced a copy (removed it then): the second no longer meets it
-                again = again.but(superseded=verdict.superseded)
+            again = final.verdict if final is not None else verdict
             if again.action == verdict.action and again.superseded == verdict.superseded:
                 return None
             return again.but(doc_id=doc_id) if again.action == Action.KEEP else again
         heir = index.doc(txn, decision.verdict.doc_id) if decision.verdict.doc_id is not None else None
         index.remove(txn, doc_id, heir=heir)
-        txn.unclaim(doc_id)
+        url = page.verdict.url
+        if before is not None and url and canonical_url(before.url) == canonical_url(url) and txn.url_get(url_key(url)) is None:
+            txn.url_put(url_key(url), int(before.doc_id or 0))  # (the URL's earlier page stays its page)
+        withdrawn.append(doc_id)
         out = decision.verdict
         if out.action in (Action.DROP, Action.FLAG):
             out = out.but(rule="claim", text=page.fp.text if config.store_text else None)
         return out
 
     second = index.write(run)
+    if withdrawn:  # after the withdrawal is written (killed before, the page stays claimed and filed);
+        try:  # a claim left of a page that left is no harm (a drop against it is decided again)
+            index.write(lambda txn: txn.unclaim(doc_id))
+        except (DedupError, OSError):
+            pass
     return verdict if second is None else second
+
+
+def replaced(index: NearDupIndex, txn, remove: list[int], superseded: dict | None, kept_id: int, conditional: bool,
+             staying: DocRecord | None = None) -> None:
+    """What a page that stays replaces, taken out (revalidation.take_out) now that it stays."""
+    carried = revalidation.take_out(index, txn, remove, superseded, conditional, staying)
+    if carried is not None and superseded:
+        revalidation.file_superseded(txn, superseded, carried, kept_id)
 
 
 def settle(index: NearDupIndex, verdict: Verdict, now: float) -> Verdict | str:
     """A drop against a kept page that may still be racing: the drop once that page stays (it
-    confirmed, or it has been filed RACING_S), AGAIN when it withdrew (decide the page again).
-    Waits SETTLE_S at most, then names it as it is."""
+    confirmed, or was filed `settled_after` ago), AGAIN when it withdrew. Waits as long as that
+    takes (it covers the store's retry deadline); a page that has not settled by then (a clock
+    far off) is decided again too, rather than the drop kept."""
     kept_id = verdict.doc_id
     if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT, Reason.CONCEPTUAL):
         return verdict
+    _, settled_after = windows(index)
 
     def look(txn) -> Verdict | str | None:
         doc = index.doc(txn, kept_id)
         if doc is None:
             return AGAIN  # withdrawn (or removed): its place is another's now
-        if doc.time < now - RACING_S:
-            return verdict  # kept long before: its race is over, it stayed (one read)
+        if doc.time < time.time() - settled_after:
+            return verdict  # its race is over, and it stayed
         claim = txn.claims([kept_id])[0]
         return verdict if claim is not None and claim.confirmed else None
 
-    deadline = time.monotonic() + SETTLE_S
+    deadline, pause = time.monotonic() + settled_after, 0.01
     while True:
         got = index.read(look)
         if got is not None:
             return got
         if time.monotonic() >= deadline:
-            return verdict  # (its process died before confirming: it stays filed)
-        time.sleep(0.01)
+            return AGAIN
+        time.sleep(pause)
+        pause = min(0.5, pause * 2)

@@ -3,8 +3,8 @@
 Two URLs are of one page when they differ only in tracking and session parameters (`utm_*`,
 `gclid`, `sessionid`, a `;jsessionid=` path parameter, ...) and in how the query is ordered.
 Of two such URLs the cleaner has fewer session parameters (a visitor's own session: never a
-URL to cite), then fewer tracking parameters, then a shorter query, then is shorter, then comes
-first in plain string order: a total order, so the same URL is kept
+URL to cite), then is https rather than http, then has fewer tracking parameters, then a shorter
+query, then is shorter, then comes first in plain string order: a total order, so the same URL is kept
 whatever order the crawl meets the copies in. No store, no Scrapy: rules.clean_url applies it.
 """
 
@@ -48,13 +48,14 @@ def _parts(url: str) -> tuple[str, str, list[tuple[str, str]], tuple[int, int]] 
     return u.hostname.lower(), path or "/", kept, (sessions, sum(1 for k, _ in pairs if _tracking(k)))
 
 
-def rank(url: str) -> tuple[int, int, int, int, str]:
-    """The cleaner URL ranks lower: session parameters, tracking parameters, query length,
-    length, the URL."""
+def rank(url: str) -> tuple[int, int, int, int, int, str]:
+    """The cleaner URL ranks lower: session parameters, then http before https (a secure URL is
+    the one to cite, though one letter longer), tracking parameters, query length, length, the URL."""
     parts = _parts(url)
     sessions, tracking = parts[3] if parts is not None else (1_000, 1_000)
     query = url.partition("?")[2].partition("#")[0]
-    return sessions, tracking, len(query), len(url), url
+    plain = 0 if url[:6].lower() == "https:" else 1
+    return sessions, plain, tracking, len(query), len(url), url
 
 
 def same_page(a: str, b: str) -> bool:

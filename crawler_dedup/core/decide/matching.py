@@ -124,8 +124,10 @@ def _distance(fp, doc: DocRecord) -> int:
 
 
 def exact_match(fp, title: str | None, doc: DocRecord | None, url: str | None = None) -> tuple[Match | None, Guard | None]:
-    """The kept page with the same words, unless a guard keeps this one; (match, the guard)."""
-    if doc is None:
+    """The kept page with the same words, unless a guard keeps this one; (match, the guard). The
+    exact entry names a page by the words' digest; the page's own digest must be the same (an entry
+    left behind, or a page filed over it where writes are not one transaction, names another)."""
+    if doc is None or doc.extras.get(Extra.DIGEST) != fp.digest:
         return None, None
     guard = _guard(fp, title, doc, url)
     if guard is not None:

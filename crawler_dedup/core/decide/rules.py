@@ -241,10 +241,27 @@ def template_guard(p: Page) -> Decision | None:
     return None
 
 
+def known_copy(p: Page) -> Decision | None:
+    """A dropped copy's 304 (its body not downloaded, its own rel=canonical not known) stands for
+    the page only when the page is dropped again as the copy it was. When no match stands, or the
+    page would now replace the kept one (named as its canonical URL, or a cleaner URL of it under
+    DEDUP_PREFER_CLEAN_URL: a setting changed), it is asked again in full and decided by its text:
+    a 304 never files a page nor removes one."""
+    if not p.fp.not_modified or p.fp.copy_reason is None:
+        return None
+    match, cfg, url = p.match, p.config, p.verdict.url
+    if (match is None or (cfg.canonical and supersedes(url, None, match.doc))
+            or (cfg.prefer_clean_url and match.reason != Reason.CONCEPTUAL and not p.fp.copy_named
+                and cleaner(url, match.doc.url))):
+        return Decision(p.verdict.but(skipped=Skip.REFETCH))
+    return None
+
+
 def canonical(p: Page) -> Decision | None:
     """The kept copy names this page's URL as its rel=canonical: this page replaces it (a dry run only flags that)."""
     match = p.match
-    if match is None or not p.config.canonical or not supersedes(p.verdict.url, p.verdict.canonical, match.doc):
+    if (match is None or not p.config.canonical or p.fp.not_modified
+            or not supersedes(p.verdict.url, p.verdict.canonical, match.doc)):
         return None
     return supersede(p, match, "canonical")
 
@@ -255,7 +272,7 @@ def clean_url(p: Page) -> Decision | None:
     rule does; the same URL is kept whatever order the copies come in. Not against a kept page
     this page names as its rel=canonical."""
     match = p.match
-    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL:
+    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL or p.fp.not_modified:
         return None
     url, named = p.verdict.url, p.verdict.canonical
     if not url or not cleaner(url, match.doc.url) or (named and canonical_url(named) == canonical_url(match.doc.url)):
@@ -323,8 +340,8 @@ def keep(p: Page) -> Decision:
 
 
 RULES: tuple[Rule, ...] = (
-    item_of_kept_response, out_of_window, revisit, find_match, trusted_text, contained, template_guard, canonical,
-    clean_url, never_drop,
+    item_of_kept_response, out_of_window, revisit, find_match, trusted_text, contained, template_guard, known_copy,
+    canonical, clean_url, never_drop,
     revisit_copy, item_of_matched_response, duplicate, keep,
 )
 

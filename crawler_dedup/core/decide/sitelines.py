@@ -21,6 +21,7 @@ match of that text unless the two texts are all but identical.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -97,6 +98,7 @@ class SitePage:
         self.kept = kept if kept is not None else KeptLines()
         self._holders: list[list[int]] | None = None
         self._titled: list[int] | None = None
+        self.visible: Callable[[list[int]], list[int]] | None = None  # the pages it may see (claims.Racing)
         self._scores: dict[int | None, OwnScores | None] = {}
         self._rests: dict[frozenset, tuple[int, np.ndarray]] = {}
 
@@ -117,7 +119,8 @@ class SitePage:
     def titled(self, txn) -> list[int]:
         """The kept pages of this page's site under its headline (doc ids)."""
         if self._titled is None:
-            self._titled = txn.title_docs(self.title_key) if self.title_key is not None else []
+            titled = txn.title_docs(self.title_key) if self.title_key is not None else []
+            self._titled = self.visible(titled) if self.visible is not None and titled else titled
         return self._titled
 
     def _exclude(self, doc) -> set[int]:

@@ -38,6 +38,7 @@ _TIME = struct.Struct(">I")
 _AS_TIME = 255
 _COPY_OF = 1 << 31  # the run field's top bit: the entry is a dropped copy's (its doc id names the page it copies)
 _NEAR = 1 << 30  # and the next: that copy was a near one (else exact)
+_NAMED = 1 << 29  # and the next: that copy named the page it copies as its rel=canonical
 _MAX_VALIDATOR = 250  # bytes: longer is no validator a careful server sends
 _SKEW = 60.0  # seconds a Last-Modified may lie after the response's Date (clocks drift)
 
@@ -66,6 +67,7 @@ class Fetch:
     run: int = 0  # the run that fetched it
     copy_of: bool = False  # a dropped copy's entry: a 304 drops it again against doc_id's page
     near: bool = False  # that copy was a near duplicate (else an exact one)
+    named: bool = False  # that copy named the page it duplicates as its rel=canonical
     body: bytes | None = None  # the body itself, before filing (never stored as it is)
     keep_copy: bool = False  # before filing: store a copy of `body`
 
@@ -119,7 +121,8 @@ class Fetch:
             lm, lm_len = _TIME.pack(int(when)), _AS_TIME
         else:
             lm_len = len(lm)
-        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run | (_COPY_OF if self.copy_of else 0) | (_NEAR if self.near else 0),
+        parts = [_HEAD.pack(self.doc_id, int(self.fetched), int(self.kept), self.run | (_COPY_OF if self.copy_of else 0) | (_NEAR if self.near else 0)
+                            | (_NAMED if self.named else 0),
                             self.length,
                             int.from_bytes(self.digest[:8].ljust(8, b"\x00"), "big"), len(etag), lm_len), etag, lm]
         if self.copy is not None:
@@ -151,7 +154,8 @@ class Fetch:
                                "run `crawler-dedup index verify`") from exc
         return cls(etag=etag or None, last_modified=lm or None, fetched=float(fetched), kept=float(kept), status=status,
                    length=length, digest=digest.to_bytes(8, "big"), content_type=ct or None, copy=copy, doc_id=doc_id,
-                   run=run & ~(_COPY_OF | _NEAR), copy_of=bool(run & _COPY_OF), near=bool(run & _NEAR))
+                   run=run & ~(_COPY_OF | _NEAR | _NAMED), copy_of=bool(run & _COPY_OF), near=bool(run & _NEAR),
+                   named=bool(run & _NAMED))
 
 
 def doc_of(data: bytes) -> int:

@@ -289,11 +289,12 @@ class NearDupIndex:
         """For each line key, how many kept pages showed it outside their text (up to TEMPLATE_PAGES)."""
         return txn.template_counts([u64(k) for k in keys]) if keys else []
 
-    def remove(self, txn, doc_id: int, heir: DocRecord | None = None) -> bool:
+    def remove(self, txn, doc_id: int, heir: DocRecord | None = None, staying: DocRecord | None = None) -> bool:
         """Take a page out of every database; its fingerprint leaves the tables with its last page.
         `heir`: the kept page it was a copy of (a page withdrawn on a store without transactions,
         claims.py): an entry of one value the two shared (the URL, the exact words, the response's
-        bytes), which the later writer took, goes back to it."""
+        bytes), which the later writer took, goes back to it. `staying`: a page filed before this
+        one left that replaces it (claims.py): the lines it files under the same URL stay filed."""
         doc = self.doc(txn, doc_id)
         if doc is None:
             return False
@@ -334,7 +335,11 @@ class NearDupIndex:
         text = doc.text
         lines = lines_of(text, doc.url) if text is not None else None
         if lines is not None and lines.keys:
-            txn.site_remove(lines.filed, holder_of(doc.url))
+            keys = lines.filed
+            if staying is not None and staying.text is not None and holder_of(staying.url) == holder_of(doc.url):
+                theirs = lines_of(staying.text, staying.url)
+                keys = [k for k in keys if theirs is None or k not in set(theirs.filed)]
+            txn.site_remove(keys, holder_of(doc.url))
         titled = title_key(doc.url, doc.title)
         if titled is not None:
             txn.title_remove(titled, doc_id)

@@ -1,7 +1,7 @@
 """Conditional requests, the index's side: what a recrawl's request asks the server with (the
 URL's kept response's validators, fetches.py), a 304 turned into the decision its page would get
 (an unchanged revisit, `measure` not-modified), and the validators filed with a decision. The
-Deduplicator calls these; the Scrapy side is crawler_dedup/conditional.py.
+Deduplicator calls these; the Scrapy side is crawler_dedup/scrapy/conditional.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..page.fingerprint import Fingerprinted
 from .neardup import NearDupIndex
 from .txn import IndexTxn
 from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
+from ..page.site import canonical_url
 from ..verdict import Action, Reason, Revisit, Verdict
 
 
@@ -83,7 +84,7 @@ def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: st
         return None
     fp.not_modified = True
     if found.copy_of:  # decided again as the copy it was: dropped against the page it duplicates
-        fp.copy_reason = "near" if found.near else "exact"
+        fp.copy_reason, fp.copy_named = "near" if found.near else "exact", found.named
         return fp, found, cfg.dry_run
     passed_on = killed or cfg.unchanged == "keep" or cfg.dry_run or cfg.revisit != "update"
     return fp, found, passed_on
@@ -133,13 +134,26 @@ def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run:
         return
     fetched.doc_id, fetched.run, fetched.copy_of = int(verdict.doc_id or 0), run, True
     fetched.near = verdict.reason == Reason.NEAR
+    # (its rel=canonical named the page it copies: its 304 does not make it that page's cleaner URL)
+    fetched.named = bool(verdict.canonical and verdict.duplicate_of
+                         and canonical_url(verdict.canonical) == canonical_url(verdict.duplicate_of))
     fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
     txn.fetch_put(key, fetched.encode())
 
 
-def superseded_entry(txn: IndexTxn, url: str) -> Fetch | None:
-    """The entry of a kept page about to be replaced by its canonical or cleaner URL, when it has
-    validators (file_superseded keeps them for that URL as a known copy's)."""
+def take_out(index: NearDupIndex, txn: IndexTxn, remove: list[int], superseded: dict | None, conditional: bool,
+             staying: DocRecord | None = None) -> Fetch | None:
+    """Take out what a kept page replaces (an update's earlier record, a superseded copy, a stale
+    entry); `staying`: the kept page when it is filed already (its lines stay filed under its
+    URL). Returns the superseded URL's entry when it has validators: file_superseded keeps them as
+    a known copy's once the kept page's doc id is known."""
+    carried = _superseded_entry(txn, superseded["url"]) if superseded and conditional else None
+    for gone in remove:
+        index.remove(txn, gone, staying=staying)
+    return carried
+
+
+def _superseded_entry(txn: IndexTxn, url: str) -> Fetch | None:
     raw = txn.fetch_get(url_key(url))
     if raw is None:
         return None
@@ -150,9 +164,11 @@ def superseded_entry(txn: IndexTxn, url: str) -> Fetch | None:
     return found if found.validators and not found.copy_of else None
 
 
-def file_superseded(txn: IndexTxn, url: str, entry: Fetch, kept_id: int, near: bool) -> None:
+def file_superseded(txn: IndexTxn, superseded: dict, entry: Fetch, kept_id: int) -> None:
     """The replaced URL's validators, kept as a known copy's of the page that replaced it: its next
-    crawl asks, and a 304 drops it against that page without a download (no body copy kept)."""
-    entry.copy_of, entry.doc_id, entry.near = True, kept_id, near
+    crawl asks, and a 304 drops it against that page without a download (no body copy kept). It
+    named that page as its rel=canonical when the canonical rule replaced it."""
+    entry.copy_of, entry.doc_id = True, kept_id
+    entry.near, entry.named = superseded.get("measure") != "exact", superseded.get("rule") == "canonical"
     entry.copy, entry.keep_copy, entry.body = None, False, None
-    txn.fetch_put(url_key(url), entry.encode())
+    txn.fetch_put(url_key(superseded["url"]), entry.encode())

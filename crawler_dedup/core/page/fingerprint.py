@@ -51,6 +51,7 @@ class Fingerprinted:
     known: bool = False  # steps 1-4 came from a kept page with these very bytes (Deduplicator.known): no view needed
     not_modified: bool = False  # steps 1-4 came from the URL's kept page: its server answered 304 (fetches.py)
     copy_reason: str | None = None  # a known copy's 304: how it was dropped when last downloaded (exact, near)
+    copy_named: bool = False  # and whether it named the page it copies as its rel=canonical then
 
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:

@@ -44,6 +44,7 @@ LEASE_S = 20.0  # a shard handed out and not done in this time is handed out aga
 SHARDS_A_PHASE = 256  # commits a phase (moving, sweeping) takes about, whatever the count: shards a commit grow
 MAX_A_COMMIT = 16  # with it, up to this many (one round trip for them all)
 TASK_WAIT_S = 2.0  # growth's own steps wait this long through faults (a page's commit does not wait for them)
+NOTE_S = 86_400  # a mover's note of what it copies outlives any lease (deleted when the shard is done)
 
 GROWING, SWEEPING = b"growing", b"sweeping"
 
@@ -205,16 +206,26 @@ def move(store: "StoreHandle", names: list[bytes], pexpire: int) -> None:
     level: a packed list merged with what was written there since, a value kept if one was
     written there since; then read the old shard again and take back from the new level what was
     removed meanwhile (a removal reaches the old level first). The old shard stays until the
-    sweep. `pexpire`: the TTL of a generation's keys (DEDUP_WINDOW), or 0."""
+    sweep. What is copied is noted first (a key beside each shard, `note_name`): a mover killed
+    between the copy and the taking back leaves its lease to run out, and the one that takes the
+    shard over takes back what the note holds and the old level no longer does, so a removed entry
+    never comes back. `pexpire`: the TTL of a generation's keys (DEDUP_WINDOW), or 0."""
     s, count = store, store.map.shards
     kinds = {table_code(t): k for t, k in s.kinds.items() if t not in OWN_KEYS and t != "meta"}
+    notes = [note_name(s.prefix_b, n) for n in names]
+    earlier = _read(s, notes)  # (what a mover before this one may have copied)
     before = _read(s, names)
 
     def target(name: bytes, f: bytes) -> bytes:
         gen = name[len(s.prefix_b) + 2:].split(b":")[0]  # (the family and generation marks)
         return shard_name(s.prefix_b, gen, count, xxhash.xxh64_intdigest(f) % count)
 
+    noted = [_merged(kinds, old, new) for old, new in zip(earlier, before)]
     batch: list[tuple[bytes, tuple]] = []
+    for note, fields in zip(notes, noted):
+        if fields:
+            batch += [(note, ("HSET", note, *[x for f, v in fields.items() for x in (f, v)])),
+                      (note, ("EXPIRE", note, NOTE_S))]
     for name, fields in zip(names, before):
         for f, v in fields.items():
             to = target(name, f)
@@ -229,7 +240,7 @@ def move(store: "StoreHandle", names: list[bytes], pexpire: int) -> None:
         return
     s.nodes.run(batch, wait=TASK_WAIT_S)
     undo: list[tuple[bytes, tuple]] = []
-    for name, fields, now in zip(names, before, _read(s, names)):
+    for name, fields, read, now in zip(names, noted, before, _read(s, names)):
         for f, v in fields.items():
             to = target(name, f)
             if kinds.get(f[:2]) == MULTI:
@@ -238,6 +249,25 @@ def move(store: "StoreHandle", names: list[bytes], pexpire: int) -> None:
                 if gone:
                     undo.append((to, s.nodes.script("packed", [to], [f, 0, 0, *gone])))
             elif f not in now:
-                undo.append((to, s.nodes.script("hdel_if", [to], [f, v])))
+                for value in {v, read.get(f, v)}:  # (as noted, and as this mover copied it)
+                    undo.append((to, s.nodes.script("hdel_if", [to], [f, value])))
     if undo:
         s.nodes.run(undo, wait=TASK_WAIT_S)
+    s.nodes.run([(note, ("DEL", note)) for note in notes], wait=TASK_WAIT_S)
+
+
+def note_name(prefix: bytes, shard: bytes) -> bytes:
+    """Where a mover notes what it copies of an old shard (never under `:h`, which the shards' scans list)."""
+    return prefix + b":gn" + shard[len(prefix) + 2:]
+
+
+def _merged(kinds: dict[bytes, str], old: dict[bytes, bytes], new: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """Two reads of a shard as one note: a packed list's values of both, a value as first noted."""
+    out = dict(old)
+    for f, v in new.items():
+        if f not in out:
+            out[f] = v
+        elif kinds.get(f[:2]) == MULTI:
+            both = {out[f][i:i + 8] for i in range(0, len(out[f]), 8)} | {v[i:i + 8] for i in range(0, len(v), 8)}
+            out[f] = b"".join(sorted(both))
+    return out

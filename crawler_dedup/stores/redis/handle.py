@@ -28,6 +28,10 @@ class StoreHandle(Protocol):
     def redis(self) -> Any:
         """The redis module (its exceptions)."""
 
+    @property
+    def retry_seconds(self) -> float:
+        """DEDUP_REDIS_RETRY."""
+
     def k(self, *parts: str | bytes) -> bytes:
         """A key under the prefix's hash tag (one cluster slot)."""
 

@@ -39,7 +39,13 @@ from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELD
 if TYPE_CHECKING:
     from .handle import StoreHandle
 
-CLAIMS_KEPT = 10_000  # claims remembered: a page racing another is settled long before this many more
+CLAIMS_KEPT_S = 60.0  # beside three times DEDUP_REDIS_RETRY: a claim is kept this long, past any race
+# (claims.windows: a filed page has settled after at most three times the retry deadline and 40 s)
+
+
+def claims_kept_s(retry_s: float) -> float:
+    """How long the claims of a spread index are kept (DEDUP_REDIS_RETRY: `retry_s`)."""
+    return 3 * retry_s + CLAIMS_KEPT_S
 
 
 class SpreadTxn(BufferedTxn):
@@ -173,7 +179,7 @@ class SpreadTxn(BufferedTxn):
         """The page's order (the one it has when claimed already); the shard map comes with it, so
         the second look that follows reads every level a page filed before it may be in."""
         s = self.s
-        args = [claim_field(doc_id), claim_field(doc_id - CLAIMS_KEPT)]
+        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds))]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         s.map.learn(got[1:])
         self._shard_levels = None
@@ -202,7 +208,7 @@ class SpreadTxn(BufferedTxn):
             stored = s.client.hgetall(s.meta_key) if not s.cluster else \
                 s.client.get_redis_connection(s.nodes.node_of(s.meta_key)).hgetall(s.meta_key)
             rows = sorted((bytes(k), bytes(v)) for k, v in stored.items()
-                          if bytes(k) not in STORE_FIELDS and not bytes(k).startswith(b"\x00c"))
+                          if bytes(k) not in STORE_FIELDS and not bytes(k).startswith(b"\x00"))
         else:
             rows = []
             for own in ([True, False] if table in PACKABLE else [table in OWN_KEYS]):

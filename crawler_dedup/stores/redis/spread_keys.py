@@ -60,15 +60,30 @@ return v
     # with its record; the one it has when claimed already (a command sent again after a lost
     # reply gets the order it got); and the shard map as it is now (the second look reads every
     # level a page may be in). One key, so it runs while its slot moves (a script of several keys
-    # waits)
+    # waits). ARGV: the claim field, the doc id, the seconds a claim is kept. Each claim also
+    # notes its doc id and the server's time under its order (`\0o<order>`), and prunes the two
+    # oldest claims past that age: claims are kept by age, however many pages a second are filed
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local got = redis.call('HGET', KEYS[1], ARGV[1])
 local o
+local now = tonumber(redis.call('TIME')[1])
 if got then o = tonumber(string.match(got, '^%d+')) else
   o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
-  redis.call('HSET', KEYS[1], ARGV[1], o)
-  redis.call('HDEL', KEYS[1], ARGV[2])
+  redis.call('HSET', KEYS[1], ARGV[1], o, '\0o' .. o, ARGV[2] .. ':' .. now)
+end
+local p = tonumber(redis.call('HGET', KEYS[1], 'pruned') or '0')
+for i = 1, 2 do
+  if p + 1 >= o then break end
+  local seen = redis.call('HGET', KEYS[1], '\0o' .. (p + 1))
+  if seen then
+    local d, t = string.match(seen, '^(%d+):(%d+)$')
+    if t and now - tonumber(t) < tonumber(ARGV[3]) then break end
+    if d then redis.call('HDEL', KEYS[1], '\0c' .. d) end
+    redis.call('HDEL', KEYS[1], '\0o' .. (p + 1))
+  end
+  p = p + 1
+  redis.call('HSET', KEYS[1], 'pruned', p)
 end
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
 return {o, f('shards'), f('growing'), f('sweeping'), f('since')}
@@ -105,8 +120,8 @@ def generation_ttl(ttl_ms: int) -> int:
     return ttl_ms - generation_ms(ttl_ms)
 
 
-# the meta hash's fields that are the store's, not the index's (the claims' are b"\x00c..."): left out of a scan
-STORE_FIELDS = frozenset((b"claims", b"layout", b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor",
+# the meta hash's fields that are the store's, not the index's (the claims' are b"\x00c...", b"\x00o..."): left out of a scan
+STORE_FIELDS = frozenset((b"claims", b"pruned", b"layout", b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor",
                           b"entries", b"grown_at", b"moved"))  # (the last two: growth before its leases)
 
 

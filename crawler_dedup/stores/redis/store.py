@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 OPEN_WAIT_S = 10.0  # opening waits this long at most for a server restarting or a cluster failing over
 LEFTOVER_ROUNDS = 200  # SCAN rounds of 1,000 keys a node looked through for an index's keys without its meta
+LEFTOVER_RECORDS = 64  # the first records asked for by name (a small index on a crowded cluster is found so)
+LEFTOVER_LEVELS = 24  # and the first two shards of each family at this many shard counts (64 to 2^29)
 MAX_ATTEMPTS = 200  # fn run again this often (a conflict each time) before the call fails (the page is kept)
 
 
@@ -60,6 +62,12 @@ class RedisStore:
     def serializable(self) -> bool:
         """write(fn) is one transaction (stores/base.py); the spread layout keeps groups once by claims."""
         return not self.spread
+
+    @property
+    def retry_seconds(self) -> float:
+        """How long a call waits through a reshard, a failover or a restart (DEDUP_REDIS_RETRY): a
+        crawler waiting out a fault is late by that much (claims.windows)."""
+        return self.patience.seconds
 
     @property
     def ordered(self) -> bool:
@@ -168,25 +176,37 @@ class RedisStore:
     def _refuse_leftovers(self) -> None:
         """No meta hash (plan, counters, claims) under the prefix: a new index, unless other keys of
         it remain (the node holding the meta restarted without persistence, or the hash was deleted):
-        then starting over would file new pages over the old ones' ids. Refused, with the fix."""
-        from .spread_keys import escape
+        then starting over would file new pages over the old ones' ids. Refused, with the fix. The
+        keys an index always has are asked for by name (its first records, the first shards of every
+        level and family), whatever else the cluster holds; then a bounded scan looks for the rest."""
+        from .growth import FIRST_SHARDS
+        from .spread_keys import FAMILIES, escape, shard_name
 
+        named = [self.prefix_b + b":d:" + str(i).encode() for i in range(1, LEFTOVER_RECORDS + 1)]
+        named += [shard_name(self.prefix_b, fam, FIRST_SHARDS << level, shard)
+                  for level in range(LEFTOVER_LEVELS) for fam in FAMILIES for shard in range(2)]
+        found = [key for key, there in zip(named, self.nodes.run([(k, ("EXISTS", k)) for k in named])) if there]
+        if found:
+            self._leftover(found[0], "")
         pattern = escape(self.prefix_b) + b":[dhf]*"
         for node in self.nodes.primaries():
             client = self.client.get_redis_connection(node)
             cursor, rounds = 0, 0
             while True:
-                cursor, found = client.scan(cursor=cursor, match=pattern, count=1000)
-                if found:
-                    raise StoreDamaged(
-                        f"the Redis index {self.location} has lost its meta hash {self.meta_key.decode()} (its plan, "
-                        f"counters and claims: a node restarted without persistence?) while other keys of it remain "
-                        f"(such as {bytes(found[0]).decode('latin-1')!r} on {node.name}); it cannot go on safely: "
-                        "crawl under a new DEDUP_REDIS_PREFIX (and delete the old keys), or bring the node back with "
-                        "its data (appendonly yes on every node)")
+                cursor, keys = client.scan(cursor=cursor, match=pattern, count=1000)
+                if keys:
+                    self._leftover(bytes(keys[0]), f" on {node.name}")
                 rounds += 1
                 if not cursor or rounds >= LEFTOVER_ROUNDS:
                     break
+
+    def _leftover(self, key: bytes, where: str) -> None:
+        raise StoreDamaged(
+            f"the Redis index {self.location} has lost its meta hash {self.meta_key.decode()} (its plan, "
+            f"counters and claims: a node restarted without persistence?) while other keys of it remain "
+            f"(such as {key.decode('latin-1')!r}{where}); it cannot go on safely: "
+            "crawl under a new DEDUP_REDIS_PREFIX (and delete the old keys), or bring the node back with "
+            "its data (appendonly yes on every node)")
 
     def expiring(self) -> bool:
         """Whether the index's keys expire (DEDUP_WINDOW here, or in a crawl that wrote it)."""

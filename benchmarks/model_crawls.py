@@ -1,0 +1,90 @@
+"""Sequences of crawls, model-checked, longer than the tests run them (tests/test_crawl_model.py).
+
+    python benchmarks/model_crawls.py [--examples 200] [--steps 14] [--cluster] [--random]
+
+Hypothesis generates sequences of site changes, setting changes and crawls; after every crawl the
+model's invariants are checked (tests/crawl_model.py: no page lost, no dangling drop, storage and
+the index agree, `index verify` clean). Prints the sequences run, the crawls (states checked) and
+pages fetched, the time, and the first failure if one is found (hypothesis shrinks it to the
+shortest sequence). `--cluster` runs it on a 3-node Redis Cluster's spread layout started here
+(redis-server must be installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=200, help="sequences to run")
+    parser.add_argument("--steps", type=int, default=14, help="steps a sequence at most")
+    parser.add_argument("--cluster", action="store_true", help="on a Redis Cluster's spread layout")
+    parser.add_argument("--random", action="store_true", help="new sequences each run (else the same ones)")
+    args = parser.parse_args()
+
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from tests import crawl_model
+    from tests.test_crawl_model import Crawls
+
+    counts = {"crawls": 0, "fetched": 0, "sequences": 0}
+    crawl = crawl_model.Model.crawl
+
+    def counted(self, *a, **kw):
+        done = crawl(self, *a, **kw)
+        counts["crawls"] += 1
+        counts["fetched"] += len(done.statuses)
+        return done
+
+    crawl_model.Model.crawl = counted  # type: ignore[method-assign]
+    init = Crawls.__init__
+
+    def started(self):
+        counts["sequences"] += 1
+        init(self)
+
+    Crawls.__init__ = started  # type: ignore[method-assign]
+    procs = []
+    if args.cluster:
+        from tests.conftest import start_cluster
+
+        procs, _, url = start_cluster(Path(tempfile.mkdtemp(prefix="model-cluster-")))
+        Crawls.store = {"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": url}
+    else:
+        Crawls.store = {}
+    began = time.monotonic()
+    failure = None
+    try:
+        run_state_machine_as_test(Crawls, settings=settings(
+            max_examples=args.examples, stateful_step_count=args.steps, deadline=None,
+            suppress_health_check=list(HealthCheck), database=None, derandomize=not args.random))
+    except AssertionError as exc:  # the shrunk sequence is in the exception's notes
+        import traceback
+
+        print("".join(traceback.format_exception(exc)), file=sys.stderr)
+        failure = str(exc).splitlines()[0][:300]
+    finally:
+        for proc in procs:
+            proc.terminate()
+    took = time.monotonic() - began
+    where = "Redis Cluster (spread layout, 3 nodes)" if args.cluster else "LMDB"
+    print(f"\nmodel-checked crawl sequences on {where}")
+    print(f"{'sequences':<12}{'crawls':>10}{'pages':>10}{'seconds':>10}{'crawls/s':>10}  failures")
+    print(f"{counts['sequences']:<12}{counts['crawls']:>10}{counts['fetched']:>10}{took:>10.1f}"
+          f"{counts['crawls'] / max(took, 1e-9):>10.2f}  {failure or 'none'}")
+    return 1 if failure else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
