@@ -21,6 +21,7 @@ class StoreHandle(Protocol):
     ttl_ms: int
     ttl_except: tuple[str, ...]
     fetch_copies: bool  # fetch entries carry body copies (DEDUP_CONDITIONAL_COPY): keys of their own
+    generation: int  # spread: a generation of shards' length in ms, once a window wrote any (else 0)
     trips: int  # round trips, for the benchmarks
     commands: int
 

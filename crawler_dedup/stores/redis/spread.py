@@ -33,7 +33,7 @@ from ...exceptions import StoreError
 from ..base import MULTI, SINGLE, Claim, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
-from .spread_keys import (FAMILIES, GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, claim_field, escape, family,
+from .spread_keys import (FAMILIES, GENERATIONS, MAX_GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, claim_field, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class SpreadTxn(BufferedTxn):
         super().__init__(store, writing)
         self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
+        self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
         self._shard_levels: list[int] | None = None
 
     # -- keys -------------------------------------------------------------------------------
@@ -91,12 +92,19 @@ class SpreadTxn(BufferedTxn):
         return self._shard_levels
 
     def _generations(self, table: str) -> list[bytes]:
+        """The generations an entry may be in, where writes go first: with DEDUP_WINDOW the newest
+        of those covering a window and a half, else the keys without one. An index written both
+        with and without a window (the setting changed between crawls) is read in both: the
+        generations' length is the index's (the meta hash's `gen`), whatever the window now."""
         s = self.s
-        if not s.ttl_ms or table in s.ttl_except:  # ("*": every table but meta)
+        if table in s.ttl_except or not (s.ttl_ms or s.generation):  # ("*": every table but meta)
             return [b""]
         if not hasattr(self, "_gens"):
-            now = int(time.time() * 1000) // generation_ms(s.ttl_ms)
-            self._gens = [str(now - i).encode() for i in range(GENERATIONS)]
+            length = s.generation or generation_ms(s.ttl_ms)
+            span = max(GENERATIONS, -(-3 * s.ttl_ms // 4 // length)) if s.ttl_ms else GENERATIONS + 1
+            now = int(time.time() * 1000) // length
+            gens = [str(now - i).encode() for i in range(min(span, MAX_GENERATIONS))]
+            self._gens = [*gens, b""] if s.ttl_ms else [b"", *gens]
         return self._gens
 
     # -- reads ------------------------------------------------------------------------------
@@ -115,8 +123,9 @@ class SpreadTxn(BufferedTxn):
             raws = [None if r is None else bytes(r) for r in (next(replies) for _ in range(span))]
             if self.s.kinds[pair[0]] == MULTI:  # every generation's values
                 self.got[pair] = sorted({raw[i:i + 8] for raw in raws if raw for i in range(0, len(raw), 8)})
-            else:  # the newest generation's value
+            else:  # the newest generation's value (and where any value lies: a put clears the others)
                 self.got[pair] = next((raw for raw in raws if raw is not None), None)
+                self.held[pair] = [i for i, raw in enumerate(raws) if raw is not None]
 
     def prefetch(self, single, multi):
         self._fetch([(t, bytes(k)) for t, k in single] + [(t, bytes(k)) for t, k in multi])
@@ -291,9 +300,14 @@ class SpreadTxn(BufferedTxn):
         name, field = places[0]
         if value is None:  # (out of every place it may be in)
             return [(n, ("DEL", n) if f is None else ("HDEL", n, f)) for n, f in places]
+        # one value a key: out of the other places it was read in (or, not read, may be in: a
+        # window or a copy setting changed between crawls), so no reader meets an older one
+        held = self.held.get((table, key), range(1, len(places)))
+        out: list[tuple[bytes, tuple]] = [(n, ("DEL", n) if f is None else ("HDEL", n, f))
+                                          for i, (n, f) in enumerate(places) if i and i in held]
         if field is None:
-            return [(name, ("SET", name, value, "PX", ttl) if expire else ("SET", name, value))]
-        out: list[tuple[bytes, tuple]] = [(name, ("HSET", name, field, value))]
+            return out + [(name, ("SET", name, value, "PX", ttl) if expire else ("SET", name, value))]
+        out.append((name, ("HSET", name, field, value)))
         if expire:
             out.append((name, ("PEXPIRE", name, generation_ttl(ttl))))
         return out

@@ -107,6 +107,7 @@ OWN_KEYS = {"docs": b":d:", "fetches": b":f:"}
 PACKABLE = frozenset(("fetches",))
 
 GENERATIONS = 3  # with DEDUP_WINDOW, generations a read looks in: a window and a half
+MAX_GENERATIONS = 64  # (a window made much longer than the one the index began with)
 
 
 def generation_ms(ttl_ms: int) -> int:
@@ -121,7 +122,7 @@ def generation_ttl(ttl_ms: int) -> int:
 
 
 # the meta hash's fields that are the store's, not the index's (the claims' are b"\x00c...", b"\x00o..."): left out of a scan
-STORE_FIELDS = frozenset((b"claims", b"pruned", b"layout", b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor",
+STORE_FIELDS = frozenset((b"claims", b"pruned", b"gen", b"layout", b"shards", b"growing", b"sweeping", b"since", b"left", b"cursor",
                           b"entries", b"grown_at", b"moved"))  # (the last two: growth before its leases)
 
 

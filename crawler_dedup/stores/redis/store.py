@@ -40,6 +40,7 @@ class RedisStore:
         self.url, self.prefix, self.readonly = url, prefix, readonly
         self.fetch_copies = fetch_copies  # fetch entries carry body copies: keys of their own (spread.py)
         self.patience = Patience(retry_s)  # DEDUP_REDIS_RETRY (retry.py)
+        self.generation = 0  # spread: the length (ms) of a generation of shards, once a window wrote any
         self.ttl_ms, self.ttl_except = int(ttl_ms), ttl_except
         self.layout, self.expected_pages = layout, expected_pages
         self.location = f"{_safe_url(url)} prefix {prefix}"
@@ -161,16 +162,19 @@ class RedisStore:
             from .growth import FIRST_SHARDS, ShardMap
             from .growth import SCRIPTS as GROWTH
             from .nodes import Nodes
-            from .spread_keys import SCRIPTS
+            from .spread_keys import SCRIPTS, generation_ms
 
             self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH}, self.patience)
             meta = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
             if not meta.hexists(self.meta_key, b"layout"):
                 self._refuse_leftovers()
+            node = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
             if not self.readonly:
-                node = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
                 node.hsetnx(self.meta_key, b"layout", b"spread")
                 node.hsetnx(self.meta_key, b"shards", FIRST_SHARDS)
+                if self.ttl_ms:  # (the generations' length is the index's, whatever later crawls' window)
+                    node.hsetnx(self.meta_key, b"gen", generation_ms(self.ttl_ms))
+            self.generation = int(node.hget(self.meta_key, b"gen") or 0)
             self.map = ShardMap(self, self.patience.seconds)
 
     def _refuse_leftovers(self) -> None:
