@@ -137,10 +137,15 @@ def test_components_in_spark_are_union_find(tmp_path):
     assert got == union_find(edges)
 
 
-def test_a_huge_bucket_pairs_neighbours_only():
-    members = [(i, i * 3) for i in range(1000)]  # one template's shingle, 1,000 pages
-    pairs = list(bucket_pairs("p:42", members, 3))
+def test_a_huge_bucket_pairs_neighbours_only_and_a_keys_limit_none():
+    members = [(i, i * 3) for i in range(1000)]  # one URL's 1,000 captures
+    pairs = list(bucket_pairs("u:https://a.example/", members, 3))
     assert len(pairs) == 999 * 8 - sum(range(8))  # each page with its next 8, not 499,500 pairs
+    # what the one-machine index stops filing past its limit pairs nothing: a site's name in 9
+    # titles, a site's headline on 3 pages, a shingle among the smallest of 201 pages
+    assert list(bucket_pairs("h:ab", members[:9], 3)) == [] and len(list(bucket_pairs("h:ab", members[:8], 3))) == 28
+    assert list(bucket_pairs("s:ab", members[:3], 3)) == [] and list(bucket_pairs("s:ab", members[:2], 3)) == [(0, 1)]
+    assert list(bucket_pairs("p:42", members[:201], 3)) == [] and list(bucket_pairs("p:42", members[:200], 3))
     small = list(bucket_pairs("t0:ab", [(1, 0b0), (2, 0b111), (3, 0b1111)], 3))
     assert small == [(1, 2), (2, 3)]  # the table's Hamming test: 1 and 3 are 4 bits apart
 

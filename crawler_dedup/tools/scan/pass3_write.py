@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 from ...config import DedupConfig
 from ...core.decide.policy import Page
@@ -100,66 +101,24 @@ class Writer:
         return "kept"
 
     def _write_file(self, db, path, fmt, size, output, rows, decisions, follows, by_payload, droplog, counts) -> dict:
-        import gzip
-
-        per = {"records": 0, "pages": 0, "kept": 0, "dropped": 0}
         kept_path, dropped_path = (os.path.join(self.out, sub, output) for sub in ("kept", "dropped"))
-        gz = fmt == "jsonl" and sources.is_gzip(path)
-        opener = (lambda p: gzip.open(p, "wb")) if gz else (lambda p: open(p, "wb"))
         kinds = {seq: kind for seq, _, kind, _, _ in rows}
-        with opener(kept_path) as kept_fh, opener(dropped_path) as dropped_fh:
-            outs = {"kept": (kept_fh,), "dropped": (dropped_fh,), "both": (kept_fh, dropped_fh)}
-            for (seq, offset, kind, url, why), raw, line_item in self._records(path, fmt, size, rows):
-                if kind == DAMAGED:
-                    continue
-                per["records"] += 1
-                counts["records"] += 1
-                dest = self._destination(seq, kind, decisions, follows, by_payload, db, kinds)
-                record = None
-                if kind == PAGE:
-                    per["pages"] += 1
-                    counts["pages"] += 1
-                    d = decisions.get(seq)
-                    if d is not None and d[2] is not None:
-                        record = json.loads(d[2])
-                        reason = record.get("reason", "?")
-                        counts["by_reason"][reason] = counts["by_reason"].get(reason, 0) + 1
-                    if d is not None and d[0]:
-                        per["dropped"] += 1
-                        counts["dropped"] += 1
-                    else:
-                        per["kept"] += 1
-                        counts["kept"] += 1
-                        counts["flagged"] += bool(d is not None and d[1])
-                    if d is None or d[3] == "skipped":  # kept without a check: too short, no text, ...
-                        note = "no_decision" if d is None else str(d[4])
-                        counts["unchecked"][note] = counts["unchecked"].get(note, 0) + 1
-                    elif d[4] == "updated":
-                        counts["updated"] += 1
+
+        def routed() -> Iterator[tuple]:
+            for row, raw, item in records(path, fmt, size, rows):
+                seq, _, kind, _, _ = row
+                route = None
+                if kind not in (DAMAGED, REVISIT):
+                    route = Route(self._destination(seq, kind, decisions, follows, by_payload, db, kinds),
+                                  decisions.get(seq) if kind == PAGE else None)
                 elif kind == REVISIT:
                     original = self._original(seq, db, by_payload)
-                    if original is None:
-                        counts["revisits"]["no_original"] += 1
-                    else:
-                        d = decisions.get(original)
-                        if d is not None and d[0]:
-                            dest = "dropped"
-                            record = json.loads(d[2]) if d[2] else None
-                            if record is not None:
-                                record["url"] = url or record["url"]
-                                record["revisit_of"] = self._source(db, original)
-                    counts["revisits"]["dropped" if dest == "dropped" else "kept"] += original is not None
-                else:
-                    label = why or kind
-                    counts["passed"][label] = counts["passed"].get(label, 0) + 1
-                for fh in outs[dest]:
-                    fh.write(raw)
-                if record is not None:
-                    record = {"time": iso_time(), **record, "source": {"file": path, "offset": offset}}
-                    if line_item is not None and self.config.droplog_items:
-                        record["item"] = line_item
-                    droplog.write(record)
-        return per
+                    route = Route("kept", revisit=None if original is None else (
+                        decisions.get(original), self._source(db, original)))
+                yield row, raw, item, route
+
+        return copy_file(path, fmt, kept_path, dropped_path, routed(), droplog.write, counts,
+                         self.config.droplog_items)
 
     def _original(self, seq: int, db, by_payload) -> int | None:
         digest, url = db.execute("SELECT payload_digest, refers_to FROM entries WHERE seq=?", (seq,)).fetchone()
@@ -172,33 +131,6 @@ class Writer:
         path, offset = db.execute("SELECT f.path, e.offset FROM entries e JOIN files f USING (file_no) WHERE e.seq=?",
                                   (seq,)).fetchone()
         return {"file": path, "offset": offset}
-
-    @staticmethod
-    def _records(path: str, fmt: str, size: int, rows) -> Iterator[tuple]:
-        """(row, the record's bytes, a JSON line's object or None) for each entry, in order."""
-        if fmt == "jsonl":
-            with sources.open_jsonl(path) as fh:
-                for row in rows:
-                    fh.seek(row[1])
-                    line = fh.readline()
-                    item = None
-                    if row[2] == PAGE:
-                        try:
-                            item = json.loads(line)
-                        except ValueError:
-                            item = None
-                    if line and not line.endswith(b"\n"):
-                        line += b"\n"
-                    yield row, line, item
-            return
-        ends = [r[1] for r in rows[1:]] + [size]
-        with open(path, "rb") as fh:
-            for row, end in zip(rows, ends):
-                if row[2] == DAMAGED:
-                    yield row, b"", None
-                    continue
-                fh.seek(row[1])
-                yield row, fh.read(max(0, end - row[1])), None
 
     def _write_clusters(self, db) -> None:
         path = os.path.join(self.out, "clusters.jsonl")
@@ -241,3 +173,112 @@ def save_summary(out: str, summary: dict) -> None:
 def load_summary(out: str) -> dict:
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as fh:
         return json.load(fh)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a record goes and what the drop log says of it, as the decisions have it: `dest`
+    ('kept', 'dropped' or 'both'); a page's decision (dropped, flagged, drop-log record as JSON,
+    reason, note); a revisit's original page (its decision, its source) or None: no original."""
+
+    dest: str
+    decision: tuple | None = None
+    revisit: tuple | None = None
+
+
+def copy_file(path: str, fmt: str, kept_path: str, dropped_path: str, routed: Iterable[tuple], write_line,
+              counts: dict, droplog_items: bool) -> dict:
+    """One input copied record by record into its kept and dropped outputs (`routed`: (row, the
+    record's bytes, a JSON line's object, Route) in input order), the drop-log lines written with
+    `write_line`, `counts` added to; the input's own counts (both engines' write step)."""
+    import gzip
+
+    per = {"records": 0, "pages": 0, "kept": 0, "dropped": 0}
+    gz = fmt == "jsonl" and sources.is_gzip(path)
+    opener = (lambda p: gzip.open(p, "wb")) if gz else (lambda p: open(p, "wb"))
+    with opener(kept_path) as kept_fh, opener(dropped_path) as dropped_fh:
+        outs = {"kept": (kept_fh,), "dropped": (dropped_fh,), "both": (kept_fh, dropped_fh)}
+        for (seq, offset, kind, url, why), raw, line_item, route in routed:
+            if kind == DAMAGED:
+                continue
+            per["records"] += 1
+            counts["records"] += 1
+            dest, record = route.dest, None
+            if kind == PAGE:
+                per["pages"] += 1
+                counts["pages"] += 1
+                d = route.decision
+                if d is not None and d[2] is not None:
+                    record = json.loads(d[2])
+                    reason = record.get("reason", "?")
+                    counts["by_reason"][reason] = counts["by_reason"].get(reason, 0) + 1
+                if d is not None and d[0]:
+                    per["dropped"] += 1
+                    counts["dropped"] += 1
+                else:
+                    per["kept"] += 1
+                    counts["kept"] += 1
+                    counts["flagged"] += bool(d is not None and d[1])
+                if d is None or d[3] == "skipped":  # kept without a check: too short, no text, ...
+                    note = "no_decision" if d is None else str(d[4])
+                    counts["unchecked"][note] = counts["unchecked"].get(note, 0) + 1
+                elif d[4] == "updated":
+                    counts["updated"] += 1
+            elif kind == REVISIT:
+                if route.revisit is None:
+                    counts["revisits"]["no_original"] += 1
+                else:
+                    d, source = route.revisit
+                    if d is not None and d[0]:
+                        dest = "dropped"
+                        record = json.loads(d[2]) if d[2] else None
+                        if record is not None:
+                            record["url"] = url or record["url"]
+                            record["revisit_of"] = source
+                    counts["revisits"]["dropped" if dest == "dropped" else "kept"] += 1
+            else:
+                label = why or kind
+                counts["passed"][label] = counts["passed"].get(label, 0) + 1
+            for fh in outs[dest]:
+                fh.write(raw)
+            if record is not None:
+                record = {"time": iso_time(), **record, "source": {"file": path, "offset": offset}}
+                if line_item is not None and droplog_items:
+                    record["item"] = line_item
+                write_line(record)
+    return per
+
+
+def records(path: str, fmt: str, size: int, rows) -> Iterator[tuple]:
+    """(row, the record's bytes, a JSON line's object or None) for each entry, in order; `rows`:
+    (seq, offset, kind, url, why) in input order, the input's first record on."""
+    if fmt == "jsonl":
+        with sources.open_jsonl(path) as fh:
+            for row in rows:
+                fh.seek(row[1])
+                line = fh.readline()
+                item = None
+                if row[2] == PAGE:
+                    try:
+                        item = json.loads(line)
+                    except ValueError:
+                        item = None
+                if line and not line.endswith(b"\n"):
+                    line += b"\n"
+                yield row, line, item
+        return
+    with open(path, "rb") as fh:
+        for row, end in _with_ends(iter(rows), size):  # (a record ends where the next begins)
+            if row[2] == DAMAGED:
+                yield row, b"", None
+                continue
+            fh.seek(row[1])
+            yield row, fh.read(max(0, end - row[1])), None
+
+
+def _with_ends(rows: Iterator[tuple], size: int) -> Iterator[tuple[tuple, int]]:
+    row = next(rows, None)
+    while row is not None:
+        following = next(rows, None)
+        yield row, following[1] if following is not None else size
+        row = following

@@ -2,24 +2,34 @@
 
 Pairs: the signatures' keys exploded (one row a page and key) and grouped by key; in each bucket
 every two pages are a pair (a simhash table's bucket only when their fingerprints are within k
-bits: the Manku et al. test, with bit_count). A bucket of more than CAP pages (one template's
-shared shingle, a site's front-page headline) pairs each page with its NEIGHBOURS next pages in
-fingerprint order only, so one bucket cannot make the join quadratic.
+bits: the Manku et al. test, with bit_count). A bucket of a title part, a site's headline or a
+smallest shingle filed for more pages than the one-machine index files under it (LIMITS) pairs
+none: a site's name or a template's shingle makes no group of a site. Any other bucket of more
+than CAP pages (the URL of many captures, a crowded simhash bucket) pairs each page with its
+NEIGHBOURS next pages in fingerprint order only, so one bucket cannot make the join quadratic.
 
 Groups: the connected components of the pairs. Pages of one component can only be decided
-against each other, so components are decided apart (decide.py); union-find on the driver while
-the pairs fit in its memory (MAX_DRIVER_EDGES), else the large-star/small-star loop in Spark
-(Kiveris et al., 2014), checkpointed each round.
+against each other, so components are decided apart (decide.py); found by the
+large-star/small-star loop in Spark (Kiveris et al., 2014), checkpointed every few rounds: the
+driver holds none of them (union_find is the tests' reference).
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from ...core.index.neardup import HEADS_LIMIT, POSTING_LIMIT, TITLED
+
 CAP = 64  # pages of a bucket paired all with all; a larger bucket pairs neighbours only
 NEIGHBOURS = 8  # a large bucket: each page and its next NEIGHBOURS in fingerprint order
-MAX_DRIVER_EDGES = 20_000_000  # pairs gathered on the driver for union-find; more: components in Spark
 MASK = (1 << 64) - 1
+
+
+# a bucket filed for more pages than the one-machine index files under its key pairs none of them:
+# a title part shared by more than HEADS_LIMIT pages is a site's name or a stock title, a site's
+# headline with more than TITLED pages is no headline, a shingle hash among the smallest of more
+# than POSTING_LIMIT pages is boilerplate (core/index/neardup.py)
+LIMITS = {"h": HEADS_LIMIT, "s": TITLED, "p": POSTING_LIMIT}
 
 
 def bucket_pairs(key: str, members: Iterable[tuple[int, int | None]], k: int) -> Iterator[tuple[int, int]]:
@@ -27,6 +37,9 @@ def bucket_pairs(key: str, members: Iterable[tuple[int, int | None]], k: int) ->
     pages = sorted(set(members), key=lambda m: ((m[1] or 0) & MASK, m[0]))
     tested = key.startswith("t")
     n = len(pages)
+    limit = LIMITS.get(key.split(":", 1)[0])
+    if limit is not None and n > limit:
+        return
     reach = n if n <= CAP else NEIGHBOURS + 1
     for i in range(n):
         a, fa = pages[i]
@@ -67,22 +80,26 @@ def union_find(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
 
 def components_in_spark(edges, checkpoint_dir: str, max_rounds: int = 64):
     """(page, component's smallest page) for every page of `edges` (an RDD of (a, b)), by
-    alternating large-star and small-star until nothing changes (Kiveris et al., 2014)."""
+    alternating large-star and small-star until nothing changes (Kiveris et al., 2014). Each
+    round's edges are kept in memory (the next round and the test read them once more)."""
+    from pyspark import StorageLevel
+
     sc = edges.context
     sc.setCheckpointDir(checkpoint_dir)
-    e = edges.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct()
+    e = edges.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct().persist(StorageLevel.MEMORY_AND_DISK)
     for round_no in range(max_rounds):
         # large-star: every node links its larger neighbours to its smallest neighbour (or itself)
         large = e.groupByKey().flatMap(_large_star).distinct()
         # small-star: every node links its smaller neighbours and itself to the smallest of them
         small = large.map(lambda ab: (ab[0], ab[1]) if ab[1] < ab[0] else (ab[1], ab[0])) \
             .groupByKey().flatMap(_small_star).distinct()
-        small = small.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct()
+        small = small.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct().persist(StorageLevel.MEMORY_AND_DISK)
         if round_no % 4 == 3:
             small.checkpoint()
-        changed = small.subtract(e).count() + e.subtract(small).count()
+        same = small.subtract(e).isEmpty() and e.subtract(small).isEmpty()
+        e.unpersist()
         e = small
-        if not changed:
+        if same:
             break
     return e.groupByKey().map(lambda kv: (kv[0], min(min(kv[1]), kv[0])))
 

@@ -15,12 +15,10 @@ from typing import Callable
 from ...config import DedupConfig
 from ...core.decide.policy import parse_policy
 from ..scan.options import Options, ScanError, checked_inputs
-from ..scan.pass3_write import Writer, load_summary, save_summary
-from ..scan.state import State
-from ..sources import DAMAGED, PAGE
+from ..scan.pass3_write import load_summary, save_summary
+from ..sources import PAGE
 
 STAGES = ("signatures", "pairs", "components", "decisions")
-BROADCAST_ROWS = 5_000_000  # pages in pairs up to which their component ids are broadcast to the tasks
 JOB_VERSION = 1
 
 
@@ -73,7 +71,7 @@ class SparkScan:
         if os.path.exists(job_file):
             with open(job_file, encoding="utf-8") as fh:
                 recorded = json.load(fh)
-            if {k: v for k, v in recorded.items() if k not in ("done", "files")} != described:
+            if {k: v for k, v in recorded.items() if k not in ("done", "files", "stats")} != described:
                 what = [k for k in described if described[k] != recorded.get(k)]
                 raise ScanError(f"{self.opts.out} holds a Spark scan with other {', '.join(what)}: give the same "
                                 "inputs, --policy and settings to continue it, --restart, or another --out")
@@ -212,21 +210,25 @@ class SparkScan:
         spark.createDataFrame(pairs(sig, self.config.k), schema).write.mode("overwrite").parquet(path)
 
     def _components(self, spark, path: str, job: dict) -> None:
+        """The groups the pairs make, in Spark (the driver holds none of them); the largest one's
+        size is kept for the summary."""
+        from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        from .candidates import MAX_DRIVER_EDGES, components_in_spark, union_find
+        from .candidates import components_in_spark
 
         edges = spark.read.parquet(os.path.join(self.work, "pairs"))
-        n = self.counts["pairs"] = edges.count()
+        n = edges.count()
         schema = T.StructType([T.StructField("seq", T.LongType()), T.StructField("unit", T.LongType())])
-        if n <= MAX_DRIVER_EDGES:
-            units = union_find((r.a, r.b) for r in edges.toLocalIterator())
-            df = spark.createDataFrame(list(units.items()) or [], schema)
-        else:
-            df = spark.createDataFrame(components_in_spark(edges.rdd.map(tuple), os.path.join(self.work, "checkpoints")),
-                                       schema)
+        df = spark.createDataFrame(components_in_spark(edges.rdd.map(tuple), os.path.join(self.work, "checkpoints")),
+                                   schema)
         df.write.mode("overwrite").parquet(path)
-        self.say(f"components: {n} candidate pairs")
+        sizes = spark.read.parquet(path).groupBy("unit").count().agg(F.max("count").alias("largest"),
+                                                                      F.count("*").alias("groups")).first()
+        job["stats"] = {**job.get("stats", {}), "candidate_pairs": n, "components": sizes.groups or 0,
+                        "largest_component": sizes.largest or 0}
+        self.say(f"components: {n} candidate pairs, {sizes.groups or 0} groups of two or more, the largest "
+                 f"{sizes.largest or 0} pages")
 
     def _decisions(self, spark, path: str, job: dict) -> None:
         """Pages of a component are brought to one task (a shuffle of their rows); a page in no pair
@@ -238,8 +240,6 @@ class SparkScan:
         sig = spark.read.parquet(os.path.join(self.work, "signatures")).where(F.col("kind") == PAGE)
         units = spark.read.parquet(os.path.join(self.work, "components"))
         paired = units.count()
-        if paired <= BROADCAST_ROWS:  # the page -> component map sent to every task: no shuffle of the pages
-            units = F.broadcast(units)
         cols = ("seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result")
         pages = sig.join(units, "seq", "left")
         n = self.partitions or max(2, spark.sparkContext.defaultParallelism * 2)
@@ -254,50 +254,50 @@ class SparkScan:
         self.say(f"decisions: {paired} pages in components of two or more")
 
     def _write(self, spark, job: dict) -> dict:
-        """The scan's outputs from the stages' Parquet, by the one-machine scan's write pass."""
-        from .signatures import COLUMNS
+        """The scan's outputs, written by the executors (write.py): the driver gathers one line of
+        counts an input."""
+        from pyspark.sql import functions as F
 
-        # the write pass's state file under .spark/ (a one-machine scan on this OUT is told it is not its own)
-        state_path = os.path.join(self.work, ".scan", "state.sqlite")
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(state_path + suffix):
-                os.remove(state_path + suffix)  # (written whole again)
-        state = State(self.work)
-        try:
-            db = state.db
-            from pyspark.sql import functions as F
+        from ..scan.pass3_write import copy_file
+        from ..sources import DAMAGED
+        from .write import add_counts, clusters, empty_counts, join_droplog, routes, write_inputs
 
-            # the write pass reads no extraction: its bytes stay on the executors
-            sig = spark.read.parquet(os.path.join(self.work, "signatures")).select(
-                *(F.lit(None).cast("binary").alias(c) if c in ("result", "body") else c for c in COLUMNS))
-            db.execute("BEGIN")
-            errors: dict[int, str] = {}
-            # a record's position as the one-machine scan numbers it (its input, then its offset)
-            number = {seq: n for n, seq in enumerate(sorted(r.seq for r in sig.select("seq").toLocalIterator()))}
-            for row in sig.toLocalIterator():
-                if row.kind == DAMAGED:
-                    errors.setdefault(row.file_no, row.why)
-                values = list(row)
-                values[0] = number[row.seq]
-                db.execute(f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(COLUMNS))})", values)
-            names = [os.path.basename(p) for p in job["inputs"]]
-            for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"])):
-                st = os.stat(path)
-                output = names[no] if names.count(names[no]) == 1 else f"{no + 1:03d}-{names[no]}"
-                db.execute("INSERT INTO files (file_no, path, format, size, mtime, output, last_offset, done, error) "
-                           "VALUES (?, ?, ?, ?, ?, ?, -1, 1, ?)", (no, path, fmt, st.st_size, st.st_mtime, output,
-                                                                  errors.get(no)))
-            dec = spark.read.parquet(os.path.join(self.work, "decisions"))
-            for row in dec.toLocalIterator():
-                values = list(row)
-                values[0] = number[row.seq]
-                values[5] = None if row.leader is None else number[row.leader]
-                db.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
-            db.execute("COMMIT")
-            summary = Writer(self.out, self.config, self.keys, True, lambda *a: None).run(state)
-        finally:
-            state.close()
-        return summary
+        for sub in ("kept", "dropped"):
+            os.makedirs(os.path.join(self.out, sub), exist_ok=True)
+        names = [os.path.basename(p) for p in job["inputs"]]
+        inputs = [(path, fmt, names[no] if names.count(names[no]) == 1 else f"{no + 1:03d}-{names[no]}")
+                  for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"]))]
+        out, config, work = self.out, self.config, self.work
+        n = max(1, min(len(inputs), self.partitions or spark.sparkContext.defaultParallelism * 2))
+        got = (routes(spark, work).rdd.map(lambda r: ((r.file_no, r.seq), r))
+               .repartitionAndSortWithinPartitions(n, partitionFunc=lambda key: key[0])
+               .mapPartitions(lambda it: write_inputs(it, out, inputs, config, work)).collect())
+        counts, per_file = empty_counts(), {}
+        for no, per, more in got:
+            add_counts(counts, more)
+            per_file[no] = per
+        sig = spark.read.parquet(os.path.join(work, "signatures"))
+        errors = {r.file_no: r.why for r in sig.where(F.col("kind") == DAMAGED).groupBy("file_no").agg(
+            F.min_by("why", "seq").alias("why")).collect()}
+        files_out = []
+        for no, (path, fmt, output) in enumerate(inputs):
+            kept, dropped = os.path.join(out, "kept", output), os.path.join(out, "dropped", output)
+            per = per_file.get(no)
+            if per is None:  # (an input without a record: its outputs empty, as the one-machine scan writes them)
+                per = copy_file(path, fmt, kept, dropped, iter(()), lambda record: None, empty_counts(), False)
+            per.update({"input": path, "format": fmt, "kept_output": os.path.join("kept", output),
+                        "dropped_output": os.path.join("dropped", output)})
+            if errors.get(no):
+                per["damaged"] = errors[no]
+            files_out.append(per)
+        file_nos = list(range(len(inputs)))
+        spark.sparkContext.parallelize([0], 1).foreach(lambda _: join_droplog(out, work, file_nos))
+        clusters(spark, work, out, self.keys, [p for p, _, _ in inputs])
+        if not os.path.exists(os.path.join(out, "clusters.jsonl")):  # (no group at all)
+            open(os.path.join(out, "clusters.jsonl"), "w").close()
+        return {"out": out, "policy": list(self.keys), "inputs": files_out, **counts,
+                "droplog": os.path.join(out, "droplog.jsonl"), "clusters": os.path.join(out, "clusters.jsonl"),
+                "index": None, **job.get("stats", {})}
 
 
 def stage_metrics(spark) -> dict[str, dict]:
