@@ -62,7 +62,7 @@ def test_jsonl_read_in_parts_decides_as_the_one_machine_scan(tmp_path, pages):
         with open(os.path.join(spark, sub, "crawl.jsonl"), encoding="utf-8") as fh:
             out += fh.read().splitlines()
     assert sorted(out) == lines
-    assert b["engine"] == "spark" and set(b["seconds"]) == {"signatures", "pairs", "components", "decisions", "write"}
+    assert b["engine"] == "spark" and set(b["seconds"]) == {"signatures", "pairs", "components", "order", "sites", "decisions", "write"}
     assert any("signatures: running" in line for line in said)
     # the groups file too, positions numbered as the one-machine scan numbers records
     with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fa, \
@@ -181,3 +181,66 @@ def test_spark_submit_runs_the_same_job(tmp_path, pages):
     summary = json.loads(r.stdout[r.stdout.index("{"):])
     local = Scan(Options(inputs=[str(path)], out=str(tmp_path / "local"))).run()
     assert summary["engine"] == "spark" and summary["dropped"] == local["dropped"] > 20
+
+
+def test_a_decide_task_knows_what_other_components_filed_under_its_site(tmp_path):
+    """A page whose text is its site's template beside a few words matches an article of the site
+    whose text holds that template. Two other articles of the site (other components, decided
+    before it) show the template too: the one-machine index knows them, so the site-boilerplate
+    guard keeps the page. A decide task used to know only its component and dropped it; it is
+    handed the other components' pages under the template's lines (sites.py) and keeps it."""
+    import pickle
+    import zlib
+    from types import SimpleNamespace
+
+    from crawler_dedup.config import DedupConfig
+    from crawler_dedup.core.page.site import holder_of, lines_of
+    from crawler_dedup.core.verdict import Step
+    from crawler_dedup.tools.spark_scan.decide import decide_partition
+    from crawler_dedup.tools.spark_scan.signatures import as_long
+
+    from .crawl_model import article_text
+
+    template = "\n".join(" ".join(article_text(700 + n, 12)) for n in range(16))
+    article = "\n".join(" ".join(article_text(800 + n, 15)) for n in range(3)) + "\n" + template
+    thin = " ".join(article_text(900, 6)) + "\n" + template
+    config = DedupConfig.from_settings({"DEDUP_BACKEND": "memory"})
+
+    def row(seq, url, text, place):
+        return SimpleNamespace(seq=seq, url=url, words=len(text.split()), time=None, score=None, canonical=None,
+                               file_no=0, body=None, place=place,
+                               result=zlib.compress(pickle.dumps((Step.TEXT, text, None))))
+
+    rows = [row(1, "https://s.example/article", article, 0), row(2, "https://s.example/thin", thin, 5)]
+    alone = {r[0]: r for r in decide_partition(rows, config, ("longest",), frozenset({0}))}
+    assert alone[2][2] == 1, alone[2]  # dropped: the task knew no other page of the site
+    keys = [as_long(k) for k in lines_of(template, "https://s.example/x").filed]
+    others = [SimpleNamespace(place=p, kind="l", key=k, holder=holder_of(u) - (1 << 64) if holder_of(u) >= 1 << 63
+                              else holder_of(u), from_unit=9)
+              for p, u in ((1, "https://s.example/other1"), (2, "https://s.example/other2")) for k in keys]
+    told = {r[0]: r for r in decide_partition(rows, config, ("longest",), frozenset({0}), others)}
+    assert told[2][2] == 0 and told[1][2] == 0, told[2]  # kept, as the one-machine scan keeps it
+
+
+def test_template_heavy_sites_decide_as_the_one_machine_scan(tmp_path):
+    """12 sites, each: a page that is mostly the site's template, a thin page that is the template
+    and six words, three long articles in the template. The thin page matches the first one only;
+    the articles (other components) show the template too, so the one-machine scan's guard keeps
+    it. Spark used to know only the component (7 drops against none); the sites stage gives each
+    task what the other components filed under its lines."""
+    from .crawl_model import article_text
+
+    rows = []
+    for s in range(12):
+        template = "\n".join(" ".join(article_text(s * 1000 + n, 12)) for n in range(16))
+        pages = [("anchor", 3, s * 10_000 + 100)] + [(f"long{b}", 200, s * 10_000 + 1000 * (b + 1)) for b in range(3)]
+        for name, lines, seed in pages:
+            own = "\n".join(" ".join(article_text(seed + n, 15)) for n in range(lines))
+            rows.append({"url": f"https://site{s}.example/{name}", "text": own + "\n" + template})
+        rows.append({"url": f"https://site{s}.example/thin", "text": " ".join(article_text(s + 90_000, 6)) + "\n" + template})
+    random.Random(3).shuffle(rows)
+    path = tmp_path / "sites.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    a, b, (local, spark), said = both([path], tmp_path)
+    assert a["dropped"] == b["dropped"] == 0, (a["by_reason"], b["by_reason"])
+    assert b["largest_component"] >= 2 and any("groups of two or more" in line for line in said)

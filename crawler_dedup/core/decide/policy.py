@@ -88,4 +88,9 @@ class Page:
 
 def rank(pages: Iterable[Page], keys: tuple[str, ...]) -> list[Page]:
     """Best first: the order in which a group's best page is met before the others."""
-    return sorted(pages, key=lambda p: (*(p.value(k) for k in keys), p.url, p.time or 0.0, p.seq))
+    return sorted(pages, key=lambda p: rank_key(p, keys))
+
+
+def rank_key(page: Page, keys: tuple[str, ...]) -> tuple:
+    """A page's place in the policy's order, as a sort key."""
+    return (*(page.value(k) for k in keys), page.url, page.time or 0.0, page.seq)

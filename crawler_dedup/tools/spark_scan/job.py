@@ -18,8 +18,8 @@ from ..scan.options import Options, ScanError, checked_inputs
 from ..scan.pass3_write import load_summary, save_summary
 from ..sources import PAGE
 
-STAGES = ("signatures", "pairs", "components", "decisions")
-JOB_VERSION = 1
+STAGES = ("signatures", "pairs", "components", "order", "sites", "decisions")
+JOB_VERSION = 2  # (2: the order and sites stages; a stopped job of version 1 is run again from its start)
 
 
 def _say(line: str) -> None:
@@ -230,15 +230,28 @@ class SparkScan:
         self.say(f"components: {n} candidate pairs, {sizes.groups or 0} groups of two or more, the largest "
                  f"{sizes.largest or 0} pages")
 
+    def _order(self, spark, path: str, job: dict) -> None:
+        from .sites import order
+
+        order(spark, self.work, self.keys).write.mode("overwrite").parquet(path)
+
+    def _sites(self, spark, path: str, job: dict) -> None:
+        from .sites import events
+
+        events(spark, self.work).write.mode("overwrite").parquet(path)
+
     def _decisions(self, spark, path: str, job: dict) -> None:
-        """Pages of a component are brought to one task (a shuffle of their rows); a page in no pair
-        is decided where it was read (its row does not move: most pages of a crawl)."""
+        """Pages of a component are brought to one task (a shuffle of their rows), with what other
+        components' pages had filed under their site's lines and headlines by their turn (sites.py);
+        a page in no pair is decided where it was read (its row does not move: most pages of a crawl)."""
         from pyspark.sql import functions as F
 
         from .decide import decide_partition, schema
 
         sig = spark.read.parquet(os.path.join(self.work, "signatures")).where(F.col("kind") == PAGE)
         units = spark.read.parquet(os.path.join(self.work, "components"))
+        places = spark.read.parquet(os.path.join(self.work, "order"))
+        events = spark.read.parquet(os.path.join(self.work, "sites"))
         paired = units.count()
         cols = ("seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result")
         pages = sig.join(units, "seq", "left")
@@ -247,9 +260,19 @@ class SparkScan:
         jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
         alone = pages.where(F.col("unit").isNull()).select(*cols).rdd.mapPartitions(
             lambda it: decide_partition(it, config, keys, jsonl))
-        together = (pages.where(F.col("unit").isNotNull()).select("unit", *cols).rdd
-                    .map(lambda r: (r.unit, r)).partitionBy(n)
-                    .mapPartitions(lambda it: decide_partition((r for _, r in it), config, keys, jsonl)))
+        rows = (pages.where(F.col("unit").isNotNull()).join(places, "seq").select("unit", "place", *cols).rdd
+                .map(lambda r: (r.unit, (0, r))))
+        due = events.rdd.map(lambda e: (e.unit, (1, e)))
+
+        def task(it):
+            pages_: list = []
+            events_: list = []
+            for _, (tag, r) in it:
+                (events_ if tag else pages_).append(r)
+            mine = {r.unit for r in pages_}  # (a page of a component in this task is filed when decided)
+            return decide_partition(pages_, config, keys, jsonl, [e for e in events_ if e.from_unit not in mine])
+
+        together = rows.union(due).partitionBy(n).mapPartitions(task)
         spark.createDataFrame(alone.union(together), schema()).write.mode("overwrite").parquet(path)
         self.say(f"decisions: {paired} pages in components of two or more")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...config import DedupConfig
-from ...core.page.site import canonical_url, title_key
+from ...core.page.site import canonical_url, holder_of, lines_of, title_key
 from ...core.page.title import headline_keys
 from ...core.index.tables import Plan, plan_for
 from ...core.page.fingerprint import Fingerprinted, body_digest
@@ -37,8 +37,31 @@ def schema():
              "score": T.DoubleType(), "body": T.BinaryType(), "same_as": T.LongType(), "words": T.LongType(),
              "result": T.BinaryType()}
     fields = [T.StructField(c, kinds.get(c, T.StringType()), True) for c in COLUMNS]
-    fields += [T.StructField("fp", T.LongType(), True), T.StructField("keys", T.ArrayType(T.StringType()), True)]
+    fields += [T.StructField("fp", T.LongType(), True), T.StructField("keys", T.ArrayType(T.StringType()), True),
+               T.StructField("holder", T.LongType(), True), T.StructField("lines", T.ArrayType(T.LongType()), True),
+               T.StructField("title_key", T.LongType(), True)]
     return T.StructType(fields)
+
+
+def as_long(key: bytes) -> int:
+    """An 8-byte key (a site line's, a site's headline's) as Spark's signed long (and back: as_key)."""
+    return int.from_bytes(key, "big", signed=True)
+
+
+def as_key(value: int) -> bytes:
+    return int(value).to_bytes(8, "big", signed=True)
+
+
+def site_columns(url: str | None, text: str | None, title: str | None, config: DedupConfig) -> tuple:
+    """(holder, line keys, site headline key) of a page, what the index files it under at its site
+    (the sites stage counts them over the whole archive: sites.py); Nones without site lines."""
+    if not (config.site_boilerplate and config.store_text) or not url or text is None:
+        return None, None, None
+    lines = lines_of(text, url)
+    headline = title_key(url, title)
+    return (holder_of(url) - (1 << 64) if holder_of(url) >= 1 << 63 else holder_of(url),
+            [as_long(k) for k in lines.filed] if lines is not None else None,
+            as_long(headline) if headline is not None else None)
 
 
 def seq_of(file_no: int, offset: int) -> int:
@@ -121,11 +144,13 @@ def read_file(file_no: int, path: str, fmt: str, config: DedupConfig, fields: Fi
         fp = result[1] if result is not None and result[0] == Step.FINGERPRINT else None
         if entry.kind == PAGE and result is not None and result[0] == Step.TEXT and fp is None:
             fp = _text_fingerprint(str(result[1] or ""), config)  # (for its keys: the row keeps the text)
-        keys = None
+        keys, site = None, (None, None, None)
         if entry.kind == PAGE and result is not None:
             keys = candidate_keys(entry.url, result[3], result[2], fp if isinstance(fp, Fingerprinted) else None,
                                   plan, config.sketch_probes)
-        yield (*row, signed(fp.fingerprint) if isinstance(fp, Fingerprinted) else None, keys)
+            if isinstance(fp, Fingerprinted):
+                site = site_columns(entry.url, fp.text, result[2], config)
+        yield (*row, signed(fp.fingerprint) if isinstance(fp, Fingerprinted) else None, keys, *site)
 
 
 def _text_fingerprint(text: str, config: DedupConfig) -> Fingerprinted | None:
