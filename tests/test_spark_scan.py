@@ -244,3 +244,73 @@ def test_template_heavy_sites_decide_as_the_one_machine_scan(tmp_path):
     a, b, (local, spark), said = both([path], tmp_path)
     assert a["dropped"] == b["dropped"] == 0, (a["by_reason"], b["by_reason"])
     assert b["largest_component"] >= 2 and any("groups of two or more" in line for line in said)
+
+
+@pytest.fixture
+def s3(monkeypatch, tmp_path):
+    """A real S3-compatible server on 127.0.0.1 (moto's server mode), its environment set as a
+    user's would be; yields a boto3 client."""
+    import subprocess
+    import sys
+    import time
+
+    boto3 = pytest.importorskip("boto3")
+    server = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    if not os.path.exists(server):
+        pytest.skip("moto's server is not installed (pip install 'moto[server]': the dev extra has it)")
+    from .conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
+           "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # (the stages' data of an --out on S3)
+    from crawler_dedup.tools import files
+
+    files._fs.cache_clear()
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    for _ in range(200):
+        try:
+            client.list_buckets()
+            break
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.05)
+    try:
+        yield client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        files._fs.cache_clear()
+
+
+def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3):
+    """An S3 feed read and the outputs written back to S3 (a local S3-compatible server): the same
+    drops and the same kept records as the one-machine scan of the same files here; an --out the
+    job cannot write is said before any work."""
+    s3.create_bucket(Bucket="crawl")
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    half = len(pages) // 2
+    warc = write_warc(tmp_path / "a.warc.gz", pages[:half])
+    for local_path, key in ((path, "in/crawl.jsonl"), (warc, "in/a.warc.gz")):
+        s3.upload_file(str(local_path), "crawl", key)
+    local = Scan(Options(inputs=[str(path), str(warc)], out=str(tmp_path / "local"))).run()
+    summary = SparkScan(Options(inputs=["s3://crawl/in/crawl.jsonl", "s3a://crawl/in/a.warc.gz"],
+                                out="s3://crawl/out"), master=MASTER, say=lambda line: None).run()
+    assert (summary["pages"], summary["kept"], summary["dropped"]) == (local["pages"], local["kept"], local["dropped"])
+    got = {o["Key"] for o in s3.list_objects_v2(Bucket="crawl", Prefix="out/")["Contents"]}
+    assert {"out/kept/crawl.jsonl", "out/dropped/a.warc.gz", "out/droplog.jsonl", "out/clusters.jsonl",
+            "out/summary.json"} <= got and not any(".droplog-parts" in k for k in got)
+    body = s3.get_object(Bucket="crawl", Key="out/kept/crawl.jsonl")["Body"].read().decode("utf-8")
+    with open(tmp_path / "local" / "kept" / "crawl.jsonl", encoding="utf-8") as fh:
+        assert sorted(body.splitlines()) == sorted(fh.read().splitlines())
+    lines = s3.get_object(Bucket="crawl", Key="out/droplog.jsonl")["Body"].read().decode("utf-8").splitlines()
+    assert len(lines) == local["dropped"] and all(json.loads(x)["source"]["file"].startswith("s3") for x in lines)
+    with pytest.raises(ScanError, match="cannot be written"):
+        SparkScan(Options(inputs=["s3://crawl/in/crawl.jsonl"], out="s3://no-such-bucket/out"), master=MASTER).run()
+    with pytest.raises(ScanError, match="no such file"):
+        SparkScan(Options(inputs=["s3://crawl/in/missing.jsonl"], out="s3://crawl/out2"), master=MASTER).run()
+    with pytest.raises(ScanError, match="with --engine spark"):
+        Scan(Options(inputs=["s3://crawl/in/crawl.jsonl"], out=str(tmp_path / "x"))).run()

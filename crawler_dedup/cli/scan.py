@@ -35,6 +35,9 @@ def add_parser(sub):
                    "spark://host:7077, yarn, ...)")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="with --engine spark: tasks of the decide stage (default: twice the cores)")
+    p.add_argument("--work", metavar="DIR",
+                   help="with --engine spark: where the stages' data goes (default OUT/.spark; needed for an --out "
+                   "on an object store with a Spark cluster: a folder every machine reaches, e.g. hdfs://...)")
     add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
     return p
 
@@ -102,15 +105,16 @@ def run(args) -> int:
         raise CliError("--policy with score needs --score-field NAME (a JSON field; WARC records have no score)")
     opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
-    if getattr(args, "engine", "local") != "spark" and (args.master is not None or args.partitions is not None):
-        raise CliError("--master and --partitions are for --engine spark (this scan runs here: --jobs N)")
+    if getattr(args, "engine", "local") != "spark" and (args.master is not None or args.partitions is not None
+                                                         or getattr(args, "work", None) is not None):
+        raise CliError("--master, --partitions and --work are for --engine spark (this scan runs here: --jobs N)")
     try:
         if getattr(args, "engine", "local") == "spark":
             from ..tools.spark_scan import SparkScan
 
             if args.partitions is not None and args.partitions < 1:
                 raise CliError("--partitions takes a number of tasks, 1 or more")
-            summary = SparkScan(opts, master=args.master, partitions=args.partitions).run()
+            summary = SparkScan(opts, master=args.master, partitions=args.partitions, work=args.work).run()
         else:
             summary = run_with_progress(lambda progress: Scan(opts, progress).run())
     except ScanError as exc:

@@ -10,7 +10,9 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
+
 from ..exceptions import SourceError
+from . import files
 
 # what an Entry is; a page is decided, the others follow a page or are passed through
 PAGE = "page"  # an HTML response (or a JSON line with html or text): decided
@@ -54,17 +56,24 @@ class Entry:
 
 
 def input_format(path: str) -> str:
-    """'warc' or 'jsonl', by name and then by the first bytes; SourceError when neither."""
-    if os.path.isdir(path):
+    """'warc' or 'jsonl', by name and then by the first bytes; SourceError when neither. `path`:
+    a file here, or a URL (files.py: s3://, hdfs://, ...)."""
+    try:
+        kind = files.info(path)[0]
+    except SourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an object store that refuses: said in one line
+        raise SourceError(f"{path}: cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+    if kind == "dir":
         raise SourceError(f"{path} is a folder: give the files in it (e.g. {path}/*.warc.gz)")
-    if not os.path.isfile(path):
+    if kind != "file":
         raise SourceError(f"{path}: no such file")
-    if not os.access(path, os.R_OK):
+    if not files.is_url(path) and not os.access(files.local(path), os.R_OK):
         raise SourceError(f"{path}: permission denied")
     name = path.lower()
     if name.endswith(WARC_SUFFIXES):
         return "warc"
-    with open(path, "rb") as fh:
+    with files.open_read(path) as fh:
         head = fh.read(4096)
     if head[:2] == b"\x1f\x8b":
         try:
@@ -84,8 +93,21 @@ def input_format(path: str) -> str:
 
 
 def _gunzip_head(path: str) -> bytes:
-    with gzip.open(path, "rb") as fh:
+    with open_gzip(path) as fh:
         return fh.read(4096)
+
+
+def open_gzip(path: str):
+    """A gzip file (here or at a URL) read as its uncompressed bytes; closing it closes the file."""
+    raw = files.open_read(path)
+    gz = gzip.GzipFile(fileobj=raw, mode="rb")
+    close = gz.close
+
+    def closing() -> None:
+        close()
+        raw.close()
+    gz.close = closing  # type: ignore[method-assign]
+    return gz
 
 
 def entries(path: str, fmt: str, start: int = 0, fields: Fields | None = None,
@@ -115,13 +137,13 @@ def _jsonl(path: str, start: int, fields: Fields) -> Iterator[Entry]:
 
 
 def is_gzip(path: str) -> bool:
-    with open(path, "rb") as fh:
+    with files.open_read(path) as fh:
         return fh.read(2) == b"\x1f\x8b"
 
 
 def open_jsonl(path: str):
     """A JSON-lines file for reading bytes, gzip or not (offsets are in the uncompressed lines)."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    return open_gzip(path) if is_gzip(path) else files.open_read(path)
 
 
 def _json_entry(at: int, line: bytes, fields: Fields) -> Entry:
@@ -170,7 +192,7 @@ def _when(value) -> float | None:
 def _warc(path: str, start: int, max_bytes: int) -> Iterator[Entry]:
     from warcio.archiveiterator import ArchiveIterator
 
-    with open(path, "rb") as fh:
+    with files.open_read(path) as fh:
         if start:
             fh.seek(start)
         records = ArchiveIterator(fh, arc2warc=True)

@@ -54,6 +54,12 @@ class Scan:
 
     # -- setting up ----------------------------------------------------------------------------
     def open(self) -> State:
+        from .. import files
+
+        remote = [p for p in [*self.opts.inputs, self.opts.out] if files.is_url(p)]
+        if remote:  # (its state file and index are this machine's; Spark reads and writes anywhere)
+            raise ScanError(f"{remote[0]}: the one-machine scan reads and writes this machine's files; "
+                            "scan inputs or --out on an object store or HDFS with --engine spark")
         formats = checked_inputs(self.opts)
         state_file = os.path.join(self.out, ".scan", "state.sqlite")
         if self.opts.restart:

@@ -29,9 +29,7 @@ class Options:
 def checked_inputs(opts: Options) -> list[str]:
     """The format of each input, and --out not a file; else a ScanError saying what is wrong
     (both engines start so)."""
-    import os
-
-    from .. import sources
+    from .. import files, sources
 
     formats = []
     for path in opts.inputs:
@@ -39,7 +37,7 @@ def checked_inputs(opts: Options) -> list[str]:
             formats.append(sources.input_format(path))
         except sources.SourceError as exc:
             raise ScanError(str(exc)) from None
-    if os.path.exists(opts.out) and not os.path.isdir(opts.out):
+    if files.info(opts.out)[0] == "file":
         raise ScanError(f"--out {opts.out} is a file: give a folder (it is made if missing)")
     return formats
 

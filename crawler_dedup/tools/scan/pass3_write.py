@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from ...config import DedupConfig
 from ...core.decide.policy import Page
 from ...droplog import DropLog, dumps, iso_time
-from .. import sources
+from .. import files, sources
 from ..sources import DAMAGED, INFO, PAGE, RELATED, REVISIT
 from .options import Progress
 from .state import State
@@ -164,15 +165,20 @@ class Writer:
 
 
 def save_summary(out: str, summary: dict) -> None:
-    path = os.path.join(out, "summary.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=1, ensure_ascii=False)
+    path = files.join(out, "summary.json")
+    data = json.dumps(summary, indent=1, ensure_ascii=False).encode("utf-8")
+    if files.is_url(out):  # (an object is stored whole when closed)
+        with files.open_write(path) as fh:
+            fh.write(data)
+        return
+    with open(path + ".tmp", "wb") as fh:
+        fh.write(data)
     os.replace(path + ".tmp", path)
 
 
 def load_summary(out: str) -> dict:
-    with open(os.path.join(out, "summary.json"), encoding="utf-8") as fh:
-        return json.load(fh)
+    with files.open_read(files.join(out, "summary.json")) as fh:
+        return json.loads(fh.read().decode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -191,12 +197,9 @@ def copy_file(path: str, fmt: str, kept_path: str, dropped_path: str, routed: It
     """One input copied record by record into its kept and dropped outputs (`routed`: (row, the
     record's bytes, a JSON line's object, Route) in input order), the drop-log lines written with
     `write_line`, `counts` added to; the input's own counts (both engines' write step)."""
-    import gzip
-
     per = {"records": 0, "pages": 0, "kept": 0, "dropped": 0}
     gz = fmt == "jsonl" and sources.is_gzip(path)
-    opener = (lambda p: gzip.open(p, "wb")) if gz else (lambda p: open(p, "wb"))
-    with opener(kept_path) as kept_fh, opener(dropped_path) as dropped_fh:
+    with _output(kept_path, gz) as kept_fh, _output(dropped_path, gz) as dropped_fh:
         outs = {"kept": (kept_fh,), "dropped": (dropped_fh,), "both": (kept_fh, dropped_fh)}
         for (seq, offset, kind, url, why), raw, line_item, route in routed:
             if kind == DAMAGED:
@@ -249,6 +252,19 @@ def copy_file(path: str, fmt: str, kept_path: str, dropped_path: str, routed: It
     return per
 
 
+@contextmanager
+def _output(path: str, gz: bool):
+    """An output file (here or at a URL: files.py), gzip-compressed when its input was."""
+    import gzip
+
+    with files.open_write(path) as raw:
+        if not gz:
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw, mode="wb", filename=path.rstrip("/").rsplit("/", 1)[-1]) as fh:
+            yield fh
+
+
 def records(path: str, fmt: str, size: int, rows) -> Iterator[tuple]:
     """(row, the record's bytes, a JSON line's object or None) for each entry, in order; `rows`:
     (seq, offset, kind, url, why) in input order, the input's first record on."""
@@ -267,7 +283,7 @@ def records(path: str, fmt: str, size: int, rows) -> Iterator[tuple]:
                     line += b"\n"
                 yield row, line, item
         return
-    with open(path, "rb") as fh:
+    with files.open_read(path) as fh:
         for row, end in _with_ends(iter(rows), size):  # (a record ends where the next begins)
             if row[2] == DAMAGED:
                 yield row, b"", None

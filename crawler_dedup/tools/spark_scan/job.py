@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 from ...config import DedupConfig
+from .. import files
 from ...core.decide.policy import parse_policy
 from ..scan.options import Options, ScanError, checked_inputs
 from ..scan.pass3_write import load_summary, save_summary
@@ -28,14 +29,15 @@ def _say(line: str) -> None:
 
 class SparkScan:
     def __init__(self, opts: Options, master: str | None = "local[*]", say: Callable[[str], None] = _say,
-                 partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False):
+                 partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False,
+                 work: str | None = None):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
         self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
         self.counts: dict[str, int] = {}
         self.metrics: dict[str, dict] | None = {} if metrics else None  # per stage, from Spark's REST API
         self.keys = parse_policy(opts.policy)
-        self.out = os.path.abspath(opts.out)
-        self.work = os.path.join(self.out, ".spark")
+        self.out = opts.out if files.is_url(opts.out) else os.path.abspath(files.local(opts.out))
+        self.work = self._work(work, master)
         settings = {**opts.settings, "DEDUP_BACKEND": "memory"}  # each decide task's own index
         if str(opts.settings.get("DEDUP_BACKEND", "lmdb")) not in ("lmdb", "memory"):
             raise ScanError("--engine spark decides with an index of each task's own: DEDUP_BACKEND="
@@ -49,9 +51,26 @@ class SparkScan:
                             "the one-machine scan")
 
     # -- setting up ----------------------------------------------------------------------------
+    def _work(self, work: str | None, master: str | None) -> str:
+        """Where the stages' data goes: --work, else OUT/.spark; with OUT on an object store, a
+        folder of this machine's cache for a local Spark (else --work is needed: every machine must
+        reach it)."""
+        if work:
+            return work if files.is_url(work) else os.path.abspath(files.local(work))
+        if not files.is_url(self.out):
+            return os.path.join(self.out, ".spark")
+        if master is not None and not master.startswith("local"):
+            raise ScanError(f"--out {self.out} is on an object store: give --work, a folder every Spark machine "
+                            "reaches (hdfs://..., or a shared mount), for the stages' data")
+        import hashlib
+
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(cache, "crawler-dedup", "spark", hashlib.sha1(self.out.encode()).hexdigest()[:12])
+
     def _described(self, formats: list[str]) -> dict:
         f = self.opts.fields
-        return {"version": JOB_VERSION, "engine": "spark", "inputs": [os.path.abspath(p) for p in self.opts.inputs],
+        return {"version": JOB_VERSION, "engine": "spark",
+                "inputs": [p if files.is_url(p) else os.path.abspath(files.local(p)) for p in self.opts.inputs],
                 "formats": formats, "policy": list(self.keys),
                 "settings": {k: str(v) for k, v in sorted(self.opts.settings.items())},
                 "fields": [f.url, f.html, f.text, f.time, f.score]}
@@ -60,13 +79,16 @@ class SparkScan:
         formats = checked_inputs(self.opts)
         job_file = os.path.join(self.work, "job.json")
         if self.opts.restart:
-            for name in (".spark", "kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json"):
-                target = os.path.join(self.out, name)
-                shutil.rmtree(target, ignore_errors=True) if os.path.isdir(target) else (
-                    os.remove(target) if os.path.exists(target) else None)
-        elif not os.path.exists(job_file) and os.path.isdir(self.out) and os.listdir(self.out):
+            for name in ("kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json", ".droplog-parts"):
+                files.remove(files.join(self.out, name))
+            files.remove(self.work)
+        elif not os.path.exists(job_file) and files.info(self.out)[0] == "dir" and [
+                n for n in files.listdir(self.out) if n != ".spark"]:
             raise ScanError(f"--out {self.opts.out} holds other files: give an empty or new folder "
                             "(a Spark scan writes kept/, dropped/ and the logs there)")
+        why = files.writable(self.out)
+        if why is not None:  # (before any work)
+            raise ScanError(f"--out {self.opts.out} cannot be written: {why}")
         described = self._described(formats)
         if os.path.exists(job_file):
             with open(job_file, encoding="utf-8") as fh:
@@ -76,11 +98,10 @@ class SparkScan:
                 raise ScanError(f"{self.opts.out} holds a Spark scan with other {', '.join(what)}: give the same "
                                 "inputs, --policy and settings to continue it, --restart, or another --out")
             for path, seen in zip(recorded["inputs"], recorded.get("files", [])):
-                st = os.stat(path)
-                if [st.st_size, st.st_mtime] != seen:
+                if list(files.info(path)[1:]) != seen:
                     raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
             return recorded
-        described["files"] = [[os.stat(p).st_size, os.stat(p).st_mtime] for p in described["inputs"]]
+        described["files"] = [list(files.info(p)[1:]) for p in described["inputs"]]
         os.makedirs(self.work, exist_ok=True)
         described["done"] = []
         self._save(described)
@@ -107,6 +128,9 @@ class SparkScan:
             # executors run this package's Python (spark-submit: its own --conf spark.pyspark.python)
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        for name, value in os.environ.items():  # the object stores' credentials and endpoint, to the executors too
+            if name.startswith(("AWS_", "GOOGLE_APPLICATION_CREDENTIALS")):
+                builder = builder.config(f"spark.executorEnv.{name}", value)
         try:
             spark = (builder.appName("crawler-dedup scan")
                      .config("spark.ui.showConsoleProgress", "true")
@@ -192,7 +216,7 @@ class SparkScan:
         config, fields = self.config, self.opts.fields
         size = self.split_bytes
         if size is None:  # parts enough for every core twice over, of 1 to 64 MiB
-            total = sum(os.path.getsize(p) for p, fmt in zip(job["inputs"], job["formats"]) if fmt == "jsonl")
+            total = sum(files.size(p) for p, fmt in zip(job["inputs"], job["formats"]) if fmt == "jsonl")
             cores = spark.sparkContext.defaultParallelism
             size = max(1 << 20, min(SPLIT_BYTES, -(-total // max(1, 2 * cores))))
         parts = [part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, size)]
@@ -286,8 +310,8 @@ class SparkScan:
         from .write import add_counts, clusters, empty_counts, join_droplog, routes, write_inputs
 
         for sub in ("kept", "dropped"):
-            os.makedirs(os.path.join(self.out, sub), exist_ok=True)
-        names = [os.path.basename(p) for p in job["inputs"]]
+            files.makedirs(files.join(self.out, sub))
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in job["inputs"]]
         inputs = [(path, fmt, names[no] if names.count(names[no]) == 1 else f"{no + 1:03d}-{names[no]}")
                   for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"]))]
         out, config, work = self.out, self.config, self.work
@@ -304,7 +328,7 @@ class SparkScan:
             F.min_by("why", "seq").alias("why")).collect()}
         files_out = []
         for no, (path, fmt, output) in enumerate(inputs):
-            kept, dropped = os.path.join(out, "kept", output), os.path.join(out, "dropped", output)
+            kept, dropped = files.join(out, "kept", output), files.join(out, "dropped", output)
             per = per_file.get(no)
             if per is None:  # (an input without a record: its outputs empty, as the one-machine scan writes them)
                 per = copy_file(path, fmt, kept, dropped, iter(()), lambda record: None, empty_counts(), False)
@@ -314,12 +338,10 @@ class SparkScan:
                 per["damaged"] = errors[no]
             files_out.append(per)
         file_nos = list(range(len(inputs)))
-        spark.sparkContext.parallelize([0], 1).foreach(lambda _: join_droplog(out, work, file_nos))
+        spark.sparkContext.parallelize([0], 1).foreach(lambda _: join_droplog(out, file_nos))
         clusters(spark, work, out, self.keys, [p for p, _, _ in inputs])
-        if not os.path.exists(os.path.join(out, "clusters.jsonl")):  # (no group at all)
-            open(os.path.join(out, "clusters.jsonl"), "w").close()
         return {"out": out, "policy": list(self.keys), "inputs": files_out, **counts,
-                "droplog": os.path.join(out, "droplog.jsonl"), "clusters": os.path.join(out, "clusters.jsonl"),
+                "droplog": files.join(out, "droplog.jsonl"), "clusters": files.join(out, "clusters.jsonl"),
                 "index": None, **job.get("stats", {})}
 
 

@@ -17,7 +17,7 @@ from ...core.page.title import headline_keys
 from ...core.index.tables import Plan, plan_for
 from ...core.page.fingerprint import Fingerprinted, body_digest
 from ...core.verdict import Step
-from .. import sources
+from .. import files, sources
 from ..scan.extract import scan_extract
 from ..scan.pass1_read import _row
 from ..sources import PAGE, Fields
@@ -102,9 +102,7 @@ SPLIT_BYTES = 64 * 1024**2  # a plain JSON-lines file is read in parts of this s
 def splits(file_no: int, path: str, fmt: str, split_bytes: int = SPLIT_BYTES) -> list[tuple[int, str, str, int, int]]:
     """The tasks reading one input: (file_no, path, format, start, end); a WARC or a gzip file is
     one task (its records cannot be found from the middle), a plain JSON-lines file one a part."""
-    import os
-
-    size = os.path.getsize(path)
+    size = files.size(path)
     if fmt != "jsonl" or sources.is_gzip(path) or size <= split_bytes:
         return [(file_no, path, fmt, 0, -1)]
     return [(file_no, path, fmt, at, min(at + split_bytes, size)) for at in range(0, size, split_bytes)]
@@ -114,7 +112,7 @@ def _entries(path: str, fmt: str, start: int, end: int, fields: Fields, max_byte
     """The records that start in [start, end) (end -1: to the file's end): a part of a JSON-lines
     file begins at the first line that starts in it."""
     if start > 0:
-        with open(path, "rb") as fh:
+        with files.open_read(path) as fh:
             fh.seek(start - 1)
             start += len(fh.readline()) - 1  # (0 when `start` is a line's first byte)
     for entry in sources.entries(path, fmt, start, fields, max_bytes):

@@ -6,7 +6,8 @@ archive (it gathers one line of counts an input).
   after the page it is concurrent to, a revisit after its original (its payload's first page).
 - Each input is copied by one task (its records sorted within the task, streamed): OUT/kept/ and
   OUT/dropped/ the one-machine scan's very files, with the one write loop both engines share
-  (pass3_write.copy_file); its drop-log lines to a part of its own under .spark/write/.
+  (pass3_write.copy_file); its drop-log lines to a part of its own under OUT/.droplog-parts/.
+- OUT may be a folder here or on a filesystem of its own (files.py: s3://, hdfs://, ...).
 - The drop log's parts are joined into OUT/droplog.jsonl by one task, in input order; the
   clusters file is grouped, sorted and written in Spark, a record's position numbered as the
   one-machine scan numbers it (its place among every input's records).
@@ -21,10 +22,11 @@ from typing import Iterator
 from ...config import DedupConfig
 from ...core.decide.policy import Page
 from ...droplog import dumps
+from .. import files
 from ..scan.pass3_write import Route, copy_file, records, scores
 from ..sources import INFO, PAGE, RELATED, REVISIT
 
-DROPLOG_PARTS = "droplog"  # under .spark/write/: one part an input
+DROPLOG_PARTS = ".droplog-parts"  # under OUT: one part an input, joined into droplog.jsonl at the end
 
 
 def routes(spark, work: str):
@@ -98,6 +100,7 @@ def write_inputs(rows: Iterator, out: str, inputs: list[tuple[str, str, str]], c
 
 
 def _write_one(file_no: int, rows: Iterator, out: str, inputs, config: DedupConfig, work: str) -> tuple[int, dict, dict]:
+    files.makedirs(files.join(out, DROPLOG_PARTS))
     path, fmt, output = inputs[file_no]
     counts = empty_counts()
 
@@ -113,15 +116,22 @@ def _write_one(file_no: int, rows: Iterator, out: str, inputs, config: DedupConf
             yield r.seq, r.offset, r.kind, r.url, r.why, route
 
     def routed() -> Iterator[tuple]:  # (records() reads offsets and kinds only: the route rides along)
-        for row, raw, item in records(path, fmt, os.path.getsize(path), with_routes()):
+        for row, raw, item in records(path, fmt, files.size(path), with_routes()):
             yield row[:5], raw, item, row[5]
 
-    part = os.path.join(work, "write", DROPLOG_PARTS, f"{file_no:07d}.jsonl")
-    os.makedirs(os.path.dirname(part), exist_ok=True)
-    with open(part + ".tmp", "w", encoding="utf-8") as log:
-        per = copy_file(path, fmt, os.path.join(out, "kept", output), os.path.join(out, "dropped", output),
-                        routed(), lambda record: log.write(dumps(record) + "\n"), counts, config.droplog_items)
-    os.replace(part + ".tmp", part)
+    log: list = []  # the part, opened at the input's first drop (most inputs of a crawl have some)
+
+    def write_line(record: dict) -> None:
+        if not log:
+            log.append(files.open_write(files.join(out, DROPLOG_PARTS, f"{file_no:07d}.jsonl")))
+        log[0].write((dumps(record) + "\n").encode("utf-8"))
+
+    try:
+        per = copy_file(path, fmt, files.join(out, "kept", output), files.join(out, "dropped", output),
+                        routed(), write_line, counts, config.droplog_items)
+    finally:
+        if log:
+            log[0].close()
     return file_no, per, counts
 
 
@@ -140,17 +150,19 @@ def add_counts(total: dict, more: dict) -> dict:
     return total
 
 
-def join_droplog(out: str, work: str, file_nos: list[int]) -> None:
-    """The drop log's parts, in input order, as OUT/droplog.jsonl (one task's work)."""
-    target = os.path.join(out, "droplog.jsonl")
-    with open(target + ".tmp", "wb") as fh:
+def join_droplog(out: str, file_nos: list[int]) -> None:
+    """The drop log's parts, in input order, as OUT/droplog.jsonl (one task's work); the parts go."""
+    parts = files.join(out, DROPLOG_PARTS)
+    target = files.join(out, "droplog.jsonl")
+    with files.open_write(target) as fh:
+        there = set(files.listdir(parts)) if files.info(parts)[0] == "dir" else set()
         for no in file_nos:
-            part = os.path.join(work, "write", DROPLOG_PARTS, f"{no:07d}.jsonl")
-            if os.path.exists(part):
-                with open(part, "rb") as src:
+            name = f"{no:07d}.jsonl"
+            if name in there:
+                with files.open_read(files.join(parts, name)) as src:
                     while chunk := src.read(1 << 20):
                         fh.write(chunk)
-    os.replace(target + ".tmp", target)
+    files.remove(parts)
 
 
 def clusters(spark, work: str, out: str, keys: tuple[str, ...], paths: list[str]) -> None:
@@ -189,13 +201,15 @@ def clusters(spark, work: str, out: str, keys: tuple[str, ...], paths: list[str]
         return dumps({"kept": kept, "dropped": [t[1] for t in items], "size": 1 + len(items), "policy": list(keys)})
 
     lines = rows.rdd.map(keyed).groupByKey().map(lambda kv: (kv[0], line(kv))).sortByKey(numPartitions=1).values()
-    target = os.path.join(out, "clusters.jsonl")
+    target = files.join(out, "clusters.jsonl")
 
     def write(it):
-        with open(target + ".tmp", "w", encoding="utf-8") as fh:
+        with files.open_write(target) as fh:
             for text in it:
-                fh.write(text + "\n")
-        os.replace(target + ".tmp", target)
+                fh.write((text + "\n").encode("utf-8"))
         return iter(())
 
-    lines.mapPartitions(write).count()
+    lines.coalesce(1).mapPartitions(write).count()
+    if files.info(target)[0] != "file":  # (no group at all: no task ran)
+        with files.open_write(target):
+            pass
