@@ -120,33 +120,54 @@ def test_a_finished_stage_is_not_run_again(tmp_path, pages):
         SparkScan(opts, master=MASTER).run()
 
 
-def test_components_in_spark_are_union_find(tmp_path):
+def test_components_and_pairs_in_spark_are_the_python_references(tmp_path):
     from pyspark.sql import SparkSession
 
-    from crawler_dedup.tools.spark_scan.candidates import components_in_spark
+    from crawler_dedup.tools.spark_scan.candidates import components_in_spark, pairs
+    from crawler_dedup.tools.spark_scan.signatures import HEAD, KIND_SHIFT, PROBE, TABLE, URL
 
     rng = random.Random(5)
     edges = [(rng.randrange(300), rng.randrange(300)) for _ in range(260)]
     edges = [(min(a, b), max(a, b)) for a, b in edges if a != b]
     edges += [(i, i + 1) for i in range(400, 460)]  # a long path: several rounds
+    # pages in buckets of each kind and size: all with all, neighbours only, over a kind's limit
+    fps = {seq: rng.getrandbits(64) for seq in range(1, 700)}
+    fps.update({seq: fps[1] ^ (1 << (seq % 64)) for seq in range(2, 40)})  # near the first one
+    buckets = {(URL << KIND_SHIFT) | 1: range(1, 101), (TABLE << KIND_SHIFT) | 2: range(1, 60),
+               (HEAD << KIND_SHIFT) | 3: range(200, 209), (HEAD << KIND_SHIFT) | 4: range(300, 308),
+               (PROBE << KIND_SHIFT) | 5: range(400, 601), (PROBE << KIND_SHIFT) | 6: range(400, 470)}
+    keys: dict[int, list[int]] = {}
+    for key, members in buckets.items():
+        for seq in members:
+            keys.setdefault(seq, []).append(key)
+    signed = {seq: fp - (1 << 64) if fp >= 1 << 63 else fp for seq, fp in fps.items()}
+    want = {pair for key, members in buckets.items()
+            for pair in bucket_pairs(key, [(s, signed[s]) for s in members], 3)}
     spark = SparkSession.builder.master(MASTER).appName("components test").getOrCreate()
     try:
-        got = dict(components_in_spark(spark.sparkContext.parallelize(edges, 4), str(tmp_path / "cp")).collect())
+        e = spark.createDataFrame(edges, ["a", "b"])
+        got = {r.seq: r.unit for r in components_in_spark(e, str(tmp_path / "cp")).collect()}
+        sig = spark.createDataFrame([(s, signed[s], ks) for s, ks in keys.items()], ["seq", "fp", "keys"])
+        found = {(r.a, r.b) for r in pairs(sig, 3).collect()}
     finally:
         spark.stop()
     assert got == union_find(edges)
+    assert found == want and len(want) > 1500
 
 
 def test_a_huge_bucket_pairs_neighbours_only_and_a_keys_limit_none():
+    from crawler_dedup.tools.spark_scan.signatures import HEAD, KIND_SHIFT, PROBE, SITE_HEAD, TABLE, URL
+
     members = [(i, i * 3) for i in range(1000)]  # one URL's 1,000 captures
-    pairs = list(bucket_pairs("u:https://a.example/", members, 3))
+    pairs = list(bucket_pairs((URL << KIND_SHIFT) | 7, members, 3))
     assert len(pairs) == 999 * 8 - sum(range(8))  # each page with its next 8, not 499,500 pairs
     # what the one-machine index stops filing past its limit pairs nothing: a site's name in 9
     # titles, a site's headline on 3 pages, a shingle among the smallest of 201 pages
-    assert list(bucket_pairs("h:ab", members[:9], 3)) == [] and len(list(bucket_pairs("h:ab", members[:8], 3))) == 28
-    assert list(bucket_pairs("s:ab", members[:3], 3)) == [] and list(bucket_pairs("s:ab", members[:2], 3)) == [(0, 1)]
-    assert list(bucket_pairs("p:42", members[:201], 3)) == [] and list(bucket_pairs("p:42", members[:200], 3))
-    small = list(bucket_pairs("t0:ab", [(1, 0b0), (2, 0b111), (3, 0b1111)], 3))
+    head, site, probe = HEAD << KIND_SHIFT, SITE_HEAD << KIND_SHIFT, PROBE << KIND_SHIFT
+    assert list(bucket_pairs(head, members[:9], 3)) == [] and len(list(bucket_pairs(head, members[:8], 3))) == 28
+    assert list(bucket_pairs(site, members[:3], 3)) == [] and list(bucket_pairs(site, members[:2], 3)) == [(0, 1)]
+    assert list(bucket_pairs(probe, members[:201], 3)) == [] and list(bucket_pairs(probe, members[:200], 3))
+    small = list(bucket_pairs(TABLE << KIND_SHIFT, [(1, 0b0), (2, 0b111), (3, 0b1111)], 3))
     assert small == [(1, 2), (2, 3)]  # the table's Hamming test: 1 and 3 are 4 bits apart
 
 

@@ -8,10 +8,10 @@ none: a site's name or a template's shingle makes no group of a site. Any other 
 than CAP pages (the URL of many captures, a crowded simhash bucket) pairs each page with its
 NEIGHBOURS next pages in fingerprint order only, so one bucket cannot make the join quadratic.
 
-Groups: the connected components of the pairs. Pages of one component can only be decided
-against each other, so components are decided apart (decide.py); found by the
-large-star/small-star loop in Spark (Kiveris et al., 2014), checkpointed every few rounds: the
-driver holds none of them (union_find is the tests' reference).
+Both in Spark SQL (the JVM's work, not Python's). Groups: the connected components of the pairs.
+Pages of one component can only be decided against each other, so components are decided apart
+(decide.py); found by the large-star/small-star loop (Kiveris et al., 2014): the driver holds
+none of them (union_find is the tests' reference).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from ...core.index.neardup import HEADS_LIMIT, POSTING_LIMIT, TITLED
+from .signatures import HEAD, KIND_SHIFT, PROBE, SITE_HEAD, TABLE
 
 CAP = 64  # pages of a bucket paired all with all; a larger bucket pairs neighbours only
 NEIGHBOURS = 8  # a large bucket: each page and its next NEIGHBOURS in fingerprint order
@@ -29,15 +30,17 @@ MASK = (1 << 64) - 1
 # a title part shared by more than HEADS_LIMIT pages is a site's name or a stock title, a site's
 # headline with more than TITLED pages is no headline, a shingle hash among the smallest of more
 # than POSTING_LIMIT pages is boilerplate (core/index/neardup.py)
-LIMITS = {"h": HEADS_LIMIT, "s": TITLED, "p": POSTING_LIMIT}
+LIMITS = {HEAD: HEADS_LIMIT, SITE_HEAD: TITLED, PROBE: POSTING_LIMIT}
+SIGN = -(1 << 63)  # a long XOR this orders as its unsigned value
 
 
-def bucket_pairs(key: str, members: Iterable[tuple[int, int | None]], k: int) -> Iterator[tuple[int, int]]:
-    """(smaller seq, larger seq) of the pages a bucket holds, `members` (seq, signed fp or None)."""
+def bucket_pairs(key: int, members: Iterable[tuple[int, int | None]], k: int) -> Iterator[tuple[int, int]]:
+    """(smaller seq, larger seq) of the pages a bucket holds, `members` (seq, signed fp or None):
+    what `pairs` does in Spark, one bucket in Python (its reference in the tests)."""
     pages = sorted(set(members), key=lambda m: ((m[1] or 0) & MASK, m[0]))
-    tested = key.startswith("t")
+    kind = key >> KIND_SHIFT
     n = len(pages)
-    limit = LIMITS.get(key.split(":", 1)[0])
+    limit = LIMITS.get(kind)
     if limit is not None and n > limit:
         return
     reach = n if n <= CAP else NEIGHBOURS + 1
@@ -45,16 +48,36 @@ def bucket_pairs(key: str, members: Iterable[tuple[int, int | None]], k: int) ->
         a, fa = pages[i]
         for j in range(i + 1, min(n, i + reach)):
             b, fb = pages[j]
-            if tested and (fa is None or fb is None or (((fa ^ fb) & MASK).bit_count() > k)):
+            if kind == TABLE and (fa is None or fb is None or (((fa ^ fb) & MASK).bit_count() > k)):
                 continue
             yield (a, b) if a < b else (b, a)
 
 
 def pairs(signatures, k: int):
-    """The candidate pairs of the signatures DataFrame, as an RDD of (a, b) with a < b, distinct."""
-    rows = signatures.where("keys IS NOT NULL").select("seq", "fp", "keys").rdd
-    by_key = rows.flatMap(lambda r: [(key, (r.seq, r.fp)) for key in r.keys]).groupByKey()
-    return by_key.flatMap(lambda kv: bucket_pairs(kv[0], kv[1], k)).distinct()
+    """The candidate pairs of the signatures DataFrame as a DataFrame (a, b) with a < b, distinct,
+    in Spark SQL: a bucket of up to CAP pages all with all, a larger one each page with its next
+    NEIGHBOURS in fingerprint order, a simhash table's pairs within k bits, the limits above."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    ex = signatures.where(F.col("keys").isNotNull()).select("seq", F.coalesce("fp", F.lit(0)).alias("fp"),
+                                                           F.col("fp").isNull().alias("nofp"),
+                                                           F.explode("keys").alias("key"))
+    kind = F.shiftright(F.col("key"), KIND_SHIFT)
+    sizes = ex.groupBy("key").agg(F.count("*").alias("n"))
+    over = F.lit(False)
+    for code, limit in LIMITS.items():
+        over = over | ((kind == code) & (F.col("n") > limit))
+    ex = ex.join(sizes, "key").where(~over & (F.col("n") > 1))
+    by_fp = Window.partitionBy("key").orderBy(F.col("fp").bitwiseXOR(F.lit(SIGN)), "seq")
+    ex = ex.withColumn("rn", F.row_number().over(by_fp)).withColumn("kind", kind)
+    a, b = ex.alias("a"), ex.alias("b")
+    reach = F.when(F.col("a.n") <= CAP, F.col("a.n")).otherwise(F.lit(NEIGHBOURS))
+    near = F.bit_count(F.col("a.fp").bitwiseXOR(F.col("b.fp"))) <= k
+    tested = (F.col("a.kind") != TABLE) | (~F.col("a.nofp") & ~F.col("b.nofp") & near)
+    joined = a.join(b, (F.col("a.key") == F.col("b.key")) & (F.col("b.rn") > F.col("a.rn"))
+                    & (F.col("b.rn") <= F.col("a.rn") + reach)).where(tested)
+    return joined.select(F.least("a.seq", "b.seq").alias("a"), F.greatest("a.seq", "b.seq").alias("b")).distinct()
 
 
 def union_find(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
@@ -79,46 +102,29 @@ def union_find(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
 
 
 def components_in_spark(edges, checkpoint_dir: str, max_rounds: int = 64):
-    """(page, component's smallest page) for every page of `edges` (an RDD of (a, b)), by
-    alternating large-star and small-star until nothing changes (Kiveris et al., 2014). Each
-    round's edges are kept in memory (the next round and the test read them once more)."""
-    from pyspark import StorageLevel
+    """(seq, unit): each page of `edges` (a DataFrame (a, b)) and its component's smallest page,
+    by alternating large-star and small-star in Spark SQL until nothing changes (Kiveris et al.,
+    2014); each round's edges checkpointed (the plan stays short)."""
+    from pyspark.sql import functions as F
 
-    sc = edges.context
-    sc.setCheckpointDir(checkpoint_dir)
-    e = edges.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct().persist(StorageLevel.MEMORY_AND_DISK)
-    for round_no in range(max_rounds):
-        # large-star: every node links its larger neighbours to its smallest neighbour (or itself)
-        large = e.groupByKey().flatMap(_large_star).distinct()
-        # small-star: every node links its smaller neighbours and itself to the smallest of them
-        small = large.map(lambda ab: (ab[0], ab[1]) if ab[1] < ab[0] else (ab[1], ab[0])) \
-            .groupByKey().flatMap(_small_star).distinct()
-        small = small.flatMap(lambda ab: [ab, (ab[1], ab[0])]).distinct().persist(StorageLevel.MEMORY_AND_DISK)
-        if round_no % 4 == 3:
-            small.checkpoint()
-        same = small.subtract(e).isEmpty() and e.subtract(small).isEmpty()
-        e.unpersist()
-        e = small
+    spark = edges.sparkSession
+    spark.sparkContext.setCheckpointDir(checkpoint_dir)
+    both = edges.select(F.col("a").alias("u"), F.col("b").alias("v")).unionByName(
+        edges.select(F.col("b").alias("u"), F.col("a").alias("v"))).distinct().localCheckpoint()
+    for _ in range(max_rounds):
+        # large-star: each node links its larger neighbours to the smallest of itself and its neighbours
+        low = both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))
+        large = (both.where(F.col("v") > F.col("u")).join(low, "u").select(F.col("v").alias("u"), F.col("m").alias("v"))
+                 .unionByName(low.where(F.col("m") != F.col("u")).select("u", F.col("m").alias("v"))).distinct())
+        # small-star: each node links itself and its smaller neighbours to the smallest of them
+        down = large.select(F.greatest("u", "v").alias("u"), F.least("u", "v").alias("v")).where(
+            F.col("u") != F.col("v")).distinct()
+        m = down.groupBy("u").agg(F.min("v").alias("m"))
+        star = (down.join(m, "u").select(F.col("v").alias("u"), F.col("m").alias("v"))
+                .unionByName(m.select("u", F.col("m").alias("v"))).where(F.col("u") != F.col("v")).distinct())
+        small = star.unionByName(star.select(F.col("v").alias("u"), F.col("u").alias("v"))).distinct().localCheckpoint()
+        same = small.exceptAll(both).isEmpty() and both.exceptAll(small).isEmpty()
+        both = small
         if same:
             break
-    return e.groupByKey().map(lambda kv: (kv[0], min(min(kv[1]), kv[0])))
-
-
-def _large_star(kv) -> Iterator[tuple[int, int]]:
-    node, neighbours = kv
-    ns = set(neighbours)
-    low = min(ns | {node})
-    for v in ns:
-        if v > node:
-            yield (v, low)
-    if low != node:
-        yield (node, low)
-
-
-def _small_star(kv) -> Iterator[tuple[int, int]]:
-    node, smaller = kv
-    ns = set(smaller) | {node}
-    low = min(ns)
-    for v in ns:
-        if v != low:
-            yield (v, low)
+    return both.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("unit")).select(F.col("u").alias("seq"), "unit")

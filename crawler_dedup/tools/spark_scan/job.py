@@ -225,28 +225,21 @@ class SparkScan:
         spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
 
     def _pairs(self, spark, path: str, job: dict) -> None:
-        from pyspark.sql import types as T
-
         from .candidates import pairs
 
         sig = spark.read.parquet(os.path.join(self.work, "signatures"))
-        schema = T.StructType([T.StructField("a", T.LongType()), T.StructField("b", T.LongType())])
-        spark.createDataFrame(pairs(sig, self.config.k), schema).write.mode("overwrite").parquet(path)
+        pairs(sig, self.config.k).write.mode("overwrite").parquet(path)
 
     def _components(self, spark, path: str, job: dict) -> None:
         """The groups the pairs make, in Spark (the driver holds none of them); the largest one's
         size is kept for the summary."""
         from pyspark.sql import functions as F
-        from pyspark.sql import types as T
 
         from .candidates import components_in_spark
 
         edges = spark.read.parquet(os.path.join(self.work, "pairs"))
         n = edges.count()
-        schema = T.StructType([T.StructField("seq", T.LongType()), T.StructField("unit", T.LongType())])
-        df = spark.createDataFrame(components_in_spark(edges.rdd.map(tuple), os.path.join(self.work, "checkpoints")),
-                                   schema)
-        df.write.mode("overwrite").parquet(path)
+        components_in_spark(edges, os.path.join(self.work, "checkpoints")).write.mode("overwrite").parquet(path)
         sizes = spark.read.parquet(path).groupBy("unit").count().agg(F.max("count").alias("largest"),
                                                                       F.count("*").alias("groups")).first()
         job["stats"] = {**job.get("stats", {}), "candidate_pairs": n, "components": sizes.groups or 0,
@@ -282,7 +275,15 @@ class SparkScan:
         n = self.partitions or max(2, spark.sparkContext.defaultParallelism * 2)
         config, keys = self.config, self.keys
         jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
-        alone = pages.where(F.col("unit").isNull()).select(*cols).rdd.mapPartitions(
+        # a page in no pair: no match is possible, its decision is its own (signatures.page_state);
+        # only what the Deduplicator must decide goes through one
+        single = pages.where(F.col("unit").isNull())
+        skipped = F.col("state").startswith("skip:")
+        plain = single.where(F.col("state") != "text").select(
+            "seq", F.lit(0).cast("long").alias("step"), F.lit(0).alias("dropped"), F.lit(0).alias("flagged"),
+            F.when(skipped, F.lit("skipped")).alias("reason"), F.lit(None).cast("long").alias("leader"),
+            F.when(skipped, F.expr("substring(state, 6)")).alias("note"), F.lit(None).cast("string").alias("record"))
+        alone = single.where(F.col("state") == "text").select(*cols).rdd.mapPartitions(
             lambda it: decide_partition(it, config, keys, jsonl))
         rows = (pages.where(F.col("unit").isNotNull()).join(places, "seq").select("unit", "place", *cols).rdd
                 .map(lambda r: (r.unit, (0, r))))
@@ -297,7 +298,8 @@ class SparkScan:
             return decide_partition(pages_, config, keys, jsonl, [e for e in events_ if e.from_unit not in mine])
 
         together = rows.union(due).partitionBy(n).mapPartitions(task)
-        spark.createDataFrame(alone.union(together), schema()).write.mode("overwrite").parquet(path)
+        decided = spark.createDataFrame(alone.union(together), schema())
+        plain.unionByName(decided).write.mode("overwrite").parquet(path)
         self.say(f"decisions: {paired} pages in components of two or more")
 
     def _write(self, spark, job: dict) -> dict:

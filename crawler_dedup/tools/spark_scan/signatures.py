@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import xxhash
+
 from ...config import DedupConfig
 from ...core.page.site import canonical_url, holder_of, lines_of, title_key
 from ...core.page.title import headline_keys
 from ...core.index.tables import Plan, plan_for
 from ...core.page.fingerprint import Fingerprinted, body_digest
+from ...core.decide.policy import Page
 from ...core.verdict import Step
 from .. import files, sources
 from ..scan.extract import scan_extract
@@ -23,7 +26,7 @@ from ..scan.pass1_read import _row
 from ..sources import PAGE, Fields
 
 OFFSET_BITS = 40  # a record's seq: its input's number above, its byte offset (< 1 TiB) below
-TABLE_BLOCKS = 8  # the candidate join's tables: C(8, 8-k) keys a page (k=3: 56), any plan finds all within k
+TABLE_BLOCKS = 6  # the candidate join's tables: C(6, 6-k) keys a page (k=3: 20 of 32 bits), any plan finds all within k
 
 COLUMNS = ("seq", "file_no", "offset", "kind", "url", "time", "score", "why", "record_id", "concurrent_to",
            "payload_digest", "body", "same_as", "words", "canonical", "refers_to", "result")
@@ -37,9 +40,10 @@ def schema():
              "score": T.DoubleType(), "body": T.BinaryType(), "same_as": T.LongType(), "words": T.LongType(),
              "result": T.BinaryType()}
     fields = [T.StructField(c, kinds.get(c, T.StringType()), True) for c in COLUMNS]
-    fields += [T.StructField("fp", T.LongType(), True), T.StructField("keys", T.ArrayType(T.StringType()), True),
+    fields += [T.StructField("fp", T.LongType(), True), T.StructField("keys", T.ArrayType(T.LongType()), True),
                T.StructField("holder", T.LongType(), True), T.StructField("lines", T.ArrayType(T.LongType()), True),
-               T.StructField("title_key", T.LongType(), True)]
+               T.StructField("title_key", T.LongType(), True), T.StructField("state", T.StringType(), True),
+               T.StructField("canonical_rank", T.IntegerType(), True)]
     return T.StructType(fields)
 
 
@@ -77,22 +81,34 @@ def table_plan(k: int) -> Plan:
     return plan_for(k, max(k + 1, TABLE_BLOCKS))
 
 
+# a candidate key: its kind in the top bits (the limits differ by kind: candidates.LIMITS), 60 bits
+# of a hash of the bucket below
+TABLE, PROBE, HEAD, SITE_HEAD, URL = range(5)
+KIND_SHIFT = 60
+_LOW = (1 << KIND_SHIFT) - 1
+
+
+def key_of(kind: int, data: bytes) -> int:
+    """A candidate key as a (non-negative) Spark long."""
+    return (kind << KIND_SHIFT) | (xxhash.xxh64_intdigest(data) & _LOW)
+
+
 def candidate_keys(url: str | None, canonical: str | None, title: str | None, fp: Fingerprinted | None,
-                   plan: Plan, probes: int) -> list[str]:
-    """Every bucket the index would look a page up in, as strings: the simhash tables (`t`: a pair
-    in one needs the Hamming test), the smallest shingle hashes (`p`), the URL and the
-    rel=canonical target (`u`), the headline (`h`) and the site's headline (`s`)."""
+                   plan: Plan, probes: int) -> list[int]:
+    """Every bucket the index would look a page up in: the simhash tables (TABLE: a pair in one
+    needs the Hamming test), the smallest shingle hashes (PROBE), the URL and the rel=canonical
+    target (URL), the headline's parts (HEAD) and the site's headline (SITE_HEAD)."""
     keys = []
     if fp is not None:
-        keys += [f"t{t}:{key.hex()}" for t, key in enumerate(plan.keys(fp.fingerprint))]
-        keys += [f"p:{int(v)}" for v in fp.sketch[:probes]]
-        keys += [f"h:{k.hex()}" for k in headline_keys(title)]
+        keys += [key_of(TABLE, bytes([t]) + key) for t, key in enumerate(plan.keys(fp.fingerprint))]
+        keys += [key_of(PROBE, int(v).to_bytes(8, "big")) for v in fp.sketch[:probes]]
+        keys += [key_of(HEAD, k) for k in headline_keys(title)]
         site = title_key(url, title)
         if site is not None:
-            keys.append(f"s:{site.hex()}")
+            keys.append(key_of(SITE_HEAD, site))
     for u in (url, canonical):
         if u:
-            keys.append(f"u:{canonical_url(u)}")
+            keys.append(key_of(URL, canonical_url(u).encode("utf-8", "surrogatepass")))
     return list(dict.fromkeys(keys))
 
 
@@ -142,21 +158,40 @@ def read_file(file_no: int, path: str, fmt: str, config: DedupConfig, fields: Fi
         fp = result[1] if result is not None and result[0] == Step.FINGERPRINT else None
         if entry.kind == PAGE and result is not None and result[0] == Step.TEXT and fp is None:
             fp = _text_fingerprint(str(result[1] or ""), config)  # (for its keys: the row keeps the text)
-        keys, site = None, (None, None, None)
+        keys, site, state = None, (None, None, None), None
         if entry.kind == PAGE and result is not None:
             keys = candidate_keys(entry.url, result[3], result[2], fp if isinstance(fp, Fingerprinted) else None,
                                   plan, config.sketch_probes)
             if isinstance(fp, Fingerprinted):
                 site = site_columns(entry.url, fp.text, result[2], config)
-        yield (*row, signed(fp.fingerprint) if isinstance(fp, Fingerprinted) else None, keys, *site)
+            state = page_state(entry.url or "", result, fp, config)
+        canonical = result[3] if entry.kind == PAGE and result is not None else None
+        yield (*row, signed(fp.fingerprint) if isinstance(fp, Fingerprinted) else None, keys, *site, state,
+               Page(0, entry.url or "", 0, canonical=canonical).value("canonical") if entry.kind == PAGE else None)
 
 
-def _text_fingerprint(text: str, config: DedupConfig) -> Fingerprinted | None:
+def page_state(url: str, result: tuple, fp, config: DedupConfig) -> str:
+    """What the decide stage would make of a page alone (in no pair: no match is possible): `fp`
+    kept, `skip:<why>` kept unchecked (Deduplicator.prepare's order: the allow list first), or
+    `text`: to be decided by the Deduplicator (never with the features Spark allows)."""
+    if any(p.search(url) for p in config.allow):
+        return "skip:allowed"
+    kind = result[0]
+    if kind == Step.SKIPPED:
+        return f"skip:{result[1]}"
+    if kind == Step.ERROR:
+        return "skip:error:extract"
+    if isinstance(fp, Fingerprinted):
+        return "fp"
+    return f"skip:{fp}" if isinstance(fp, str) else "text"
+
+
+def _text_fingerprint(text: str, config: DedupConfig):
+    """The text's steps 2-4 (a Fingerprinted, or the Skip saying why not; None: not here)."""
     from ...core.decide.verify import make_verifier
     from ...core.page.plugins import feature_plugin, is_pure
     from ...core.page.fingerprint import fingerprint
 
     if not is_pure(config):  # features learned from the pages kept (IDF): the decide stage makes them
         return None
-    got = fingerprint(text, config, feature_plugin(config), make_verifier(config.verifier))
-    return got if isinstance(got, Fingerprinted) else None
+    return fingerprint(text, config, feature_plugin(config), make_verifier(config.verifier))

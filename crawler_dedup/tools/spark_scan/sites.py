@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 
-from ...core.decide.policy import Page, rank_key
 from ...core.index.neardup import HOLDERS, TITLED
 
 LINE, TITLE = "l", "t"
@@ -25,17 +24,25 @@ FAKE_IDS = 1 << 62  # a page of another component under a headline: a doc id no 
 
 
 def order(spark, work: str, keys: tuple[str, ...]):
-    """(seq, place) of every page in the policy's order, best first: the order the one-machine
-    scan decides in (policy.rank), over the whole archive."""
+    """(seq, place) of every page in the policy's order, best first: the order the one-machine scan
+    decides in (policy.rank_key, in Spark SQL), over the whole archive. A place orders, it does not
+    count (monotonically_increasing_id over the sorted pages)."""
     from pyspark.sql import functions as F
 
-    sig = spark.read.parquet(os.path.join(work, "signatures")).where(F.col("kind") == "page").select(
-        "seq", "url", "words", "time", "score", "canonical", "file_no")
-
-    def key(r):
-        return rank_key(Page(r.seq, r.url or "", r.words or 0, r.time, r.score, r.canonical, r.file_no), keys)
-
-    return sig.rdd.map(lambda r: (key(r), r.seq)).sortByKey().values().zipWithIndex().toDF(["seq", "place"])
+    sig = spark.read.parquet(os.path.join(work, "signatures")).where(F.col("kind") == "page")
+    url, time, score = F.coalesce("url", F.lit("")), F.col("time"), F.col("score")
+    values = {
+        "first": [F.col("seq")],
+        "longest": [-F.coalesce("words", F.lit(0))],
+        "shortest-url": [F.length(url)],
+        "https-first": [F.when(F.lower(url).startswith("https:"), 0).otherwise(1)],
+        "canonical": [F.coalesce("canonical_rank", F.lit(1))],
+        "newest": [F.when(time.isNull(), 1).otherwise(0), F.when(time.isNull(), 0.0).otherwise(-time)],
+        "oldest": [F.when(time.isNull(), 1).otherwise(0), F.when(time.isNull(), 0.0).otherwise(time)],
+        "score": [F.when(score.isNull(), 1).otherwise(0), F.when(score.isNull(), 0.0).otherwise(-score)],
+    }
+    columns = [c for k in keys for c in values[k]] + [url, F.coalesce(time, F.lit(0.0)), F.col("seq")]
+    return sig.orderBy(*columns).select("seq").withColumn("place", F.monotonically_increasing_id())
 
 
 def events(spark, work: str):
