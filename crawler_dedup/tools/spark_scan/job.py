@@ -135,7 +135,10 @@ class SparkScan:
             spark = (builder.appName("crawler-dedup scan")
                      .config("spark.ui.showConsoleProgress", "true")
                      .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
-                     .config("spark.python.worker.reuse", "true").getOrCreate())
+                     .config("spark.python.worker.reuse", "true")
+                     # no table is broadcast: it would be built on the driver, whose memory must not
+                     # grow with the archive (a join is a shuffle, whatever Spark's size estimate)
+                     .config("spark.sql.autoBroadcastJoinThreshold", "-1").getOrCreate())
         except Exception as exc:  # no Java, a master that does not answer
             raise ScanError(self._not_started(exc)) from None
         spark.sparkContext.setLogLevel("WARN")
