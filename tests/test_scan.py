@@ -177,6 +177,61 @@ def test_scan_warcio_samples_good_and_broken(tmp_path):
         assert sorted(str(r) for r in got if r[0] not in head) == sorted(str(r) for r in want if r[0] not in head)
 
 
+def cut_inputs(tmp_path, pages):
+    """A .warc.gz and a .jsonl.gz each cut in the middle of a record (a copy stopped half way):
+    (warc path, jsonl path, the URLs of the records wholly before each cut)."""
+    import gzip
+
+    warc = write_warc(tmp_path / "whole.warc.gz", pages[:12], extra=False)
+    with open(warc, "rb") as fh:
+        it = ArchiveIterator(fh)
+        spans = [(r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), it.get_record_offset()) for r in it]
+    responses = [(url, at) for kind, url, at in spans if kind == "response"]
+    url, at = responses[8]
+    data = open(warc, "rb").read()
+    cut_warc = tmp_path / "cut.warc.gz"
+    cut_warc.write_bytes(data[:at + 300])  # inside the ninth response's gzip member
+    lines = [json.dumps({"url": u, "html": h.decode("utf-8", "replace")}) + "\n" for u, h, _ in pages[:12]]
+    packed = gzip.compress("".join(lines).encode())
+    cut_jsonl = tmp_path / "cut.jsonl.gz"
+    cut_jsonl.write_bytes(packed[:len(packed) * 2 // 3])
+    return str(cut_warc), str(cut_jsonl), {u for u, _ in responses[:8]}
+
+
+def whole_gzip(path) -> bool:
+    import gzip
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    except (EOFError, OSError):
+        return False
+    return True
+
+
+def test_damaged_archives_are_scanned_to_the_damage_and_named(tmp_path, pages):
+    warc, jsonl, before_cut = cut_inputs(tmp_path, pages)
+    proc = cli("scan", warc, jsonl, "--out", tmp_path / "out", "--jobs", "1")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.count("the file was cut short") == 1 and "ends in the middle of its gzip stream" in proc.stdout, \
+        proc.stdout
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    damaged = {os.path.basename(f["input"]): f.get("damaged") for f in summary["inputs"]}
+    assert warc in damaged["cut.warc.gz"] and jsonl in damaged["cut.jsonl.gz"]
+    # the records before the cut decided and copied; the cut one in no output; every output whole
+    for sub in ("kept", "dropped"):
+        assert whole_gzip(tmp_path / "out" / sub / "cut.warc.gz") and whole_gzip(tmp_path / "out" / sub / "cut.jsonl.gz")
+    got = {url for sub in ("kept", "dropped") for kind, url, _ in records(tmp_path / "out" / sub / "cut.warc.gz")
+           if kind == "response"}
+    assert got == before_cut
+    import gzip
+
+    copied = [json.loads(line) for sub in ("kept", "dropped")
+              for line in gzip.open(tmp_path / "out" / sub / "cut.jsonl.gz", "rt", encoding="utf-8")]
+    assert 4 <= len(copied) < 12 and all(row["url"] for row in copied)
+
+
 # -- JSON lines and policies ----------------------------------------------------------------------
 
 def write_jsonl(path, pages, order=None):

@@ -14,7 +14,7 @@ from crawler_dedup.tools.spark_scan.agree import agreement
 from crawler_dedup.tools.spark_scan.candidates import bucket_pairs, union_find
 
 from .conftest import cli
-from .test_scan import group_pages, records, write_jsonl, write_warc
+from .test_scan import cut_inputs, group_pages, records, whole_gzip, write_jsonl, write_warc
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -86,6 +86,20 @@ def test_warc_and_another_policy_decide_as_the_one_machine_scan(tmp_path, pages)
         groups = [json.loads(line) for line in fh]
     with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fh:
         assert len(groups) == sum(1 for _ in fh)
+
+
+def test_damaged_archives_are_scanned_to_the_damage_as_on_one_machine(tmp_path, pages):
+    warc, jsonl, before_cut = cut_inputs(tmp_path, pages)
+    a, b, (local, spark), _ = both([warc, jsonl], tmp_path)
+    assert [f.get("damaged") for f in b["inputs"]] == [f.get("damaged") for f in a["inputs"]]
+    assert all(f.get("damaged") for f in b["inputs"])
+    assert (b["pages"], b["kept"], b["dropped"]) == (a["pages"], a["kept"], a["dropped"])
+    for sub in ("kept", "dropped"):
+        for name in ("cut.warc.gz", "cut.jsonl.gz"):
+            assert whole_gzip(os.path.join(spark, sub, name))
+    got = {url for sub in ("kept", "dropped") for kind, url, _ in records(os.path.join(spark, sub, "cut.warc.gz"))
+           if kind == "response"}
+    assert got == before_cut
 
 
 def test_a_finished_stage_is_not_run_again(tmp_path, pages):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
@@ -122,11 +123,15 @@ def entries(path: str, fmt: str, start: int = 0, fields: Fields | None = None,
 
 def _jsonl(path: str, start: int, fields: Fields) -> Iterator[Entry]:
     with open_jsonl(path) as fh:
-        if start:
-            fh.seek(start)
         offset = start
         while True:
-            line = fh.readline()
+            try:
+                if offset == start and start:
+                    fh.seek(start)
+                line = fh.readline()
+            except (EOFError, OSError, zlib.error) as exc:  # a gzip file cut short or corrupt: read to there
+                yield Entry(offset, DAMAGED, why=_gzip_damage(path, exc))
+                return
             if not line:
                 return
             at, offset = offset, offset + len(line)
@@ -134,6 +139,13 @@ def _jsonl(path: str, start: int, fields: Fields) -> Iterator[Entry]:
                 yield Entry(at, OTHER, why="blank_line")
                 continue
             yield _json_entry(at, line, fields)
+
+
+def _gzip_damage(path: str, exc: Exception) -> str:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, EOFError):
+        return f"{path} ends in the middle of its gzip stream (cut short: {message[:160]})"
+    return f"{path}: {type(exc).__name__}: {message[:200]}"
 
 
 def is_gzip(path: str) -> bool:
@@ -197,14 +209,57 @@ def _warc(path: str, start: int, max_bytes: int) -> Iterator[Entry]:
             fh.seek(start)
         records = ArchiveIterator(fh, arc2warc=True)
         end = start
+        last: Entry | None = None  # held back until the next one: the file may end inside it
         try:
             for record in records:
                 entry = _warc_entry(0, record, max_bytes)  # (its payload first: the offset reads to the end)
                 at = entry.offset = records.get_record_offset()
                 end = max(end, at + records.get_record_length())
-                yield entry
+                if last is not None:
+                    yield last
+                last = entry
         except Exception as exc:  # noqa: BLE001 - warcio's errors have no common base
+            if last is not None:
+                yield last
             yield Entry(end, DAMAGED, why=_damage(path, exc))
+            return
+    if last is not None:
+        cut = _cut_short(path, last.offset, end)
+        yield Entry(last.offset, DAMAGED, why=cut) if cut else last
+        if not cut and (rest := _after(path, end)):
+            yield Entry(end, DAMAGED, why=rest)
+
+
+def _after(path: str, end: int) -> str | None:
+    """Bytes after the last record that warcio read no record from: a record cut in its headers."""
+    with files.open_read(path) as fh:
+        fh.seek(end)
+        tail = fh.read(1 << 16)
+    if tail.strip(b"\r\n\x00 "):
+        return f"{path} ends inside a record (at byte {end}): the file was cut short; that record is left out"
+    return None
+
+
+def _cut_short(path: str, at: int, end: int) -> str | None:
+    """What is wrong with a file's last record when the file ends inside it (warcio reads a cut
+    record as a shorter one): its gzip member unfinished, or fewer bytes than its Content-Length."""
+    with files.open_read(path) as fh:
+        fh.seek(at)
+        raw = fh.read(end - at)
+    if raw[:2] == b"\x1f\x8b":
+        member = zlib.decompressobj(wbits=31)
+        try:
+            raw = member.decompress(raw)
+        except zlib.error as exc:
+            return f"{path}: its last record (at byte {at}) is damaged ({exc})"
+        if not member.eof:
+            return f"{path} ends inside its last record (at byte {at}): the file was cut short; that record is left out"
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    length = next((line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), None)
+    if sep and length is not None and length.isdigit() and len(body) < int(length):
+        return f"{path} ends inside its last record (at byte {at}): the file was cut short; that record is left out"
+    return None
 
 
 def _damage(path: str, exc: Exception) -> str:

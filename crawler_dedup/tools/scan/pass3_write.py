@@ -271,6 +271,9 @@ def records(path: str, fmt: str, size: int, rows) -> Iterator[tuple]:
     if fmt == "jsonl":
         with sources.open_jsonl(path) as fh:
             for row in rows:
+                if row[2] == DAMAGED:  # (the file cannot be read past it: nothing of it is copied)
+                    yield row, b"", None
+                    continue
                 fh.seek(row[1])
                 line = fh.readline()
                 item = None

@@ -30,7 +30,7 @@ DROPLOG_PARTS = ".droplog-parts"  # under OUT: one part an input, joined into dr
 
 
 def routes(spark, work: str):
-    """Every record (but the damaged) with where it goes: file_no, seq, offset, kind, url, why,
+    """Every record with where it goes (a damaged one: where the file's last whole record ends): file_no, seq, offset, kind, url, why,
     dest, the page's or a revisit's original's decision (dropped, flagged, record, reason, note),
     has_original, and the original's file_no and offset."""
     from pyspark.sql import functions as F
@@ -42,7 +42,8 @@ def routes(spark, work: str):
     dec = spark.read.parquet(os.path.join(work, "decisions")).select(
         "seq", F.col("dropped").alias("d_dropped"), F.col("flagged").alias("d_flagged"),
         F.col("record").alias("d_record"), F.col("reason").alias("d_reason"), F.col("note").alias("d_note"))
-    entries = sig.where(F.col("kind") != "damaged").join(dec, "seq", "left")
+    everything = sig.join(dec, "seq", "left")
+    entries = everything.where(F.col("kind") != "damaged")
     basic = (F.when(F.col("kind") == INFO, "both")
              .when((F.col("kind") == PAGE) & (F.col("d_dropped") == 1), "dropped").otherwise("kept"))
 
@@ -79,7 +80,7 @@ def routes(spark, work: str):
                 .select("seq", F.coalesce("o_url", "o_any").alias("original"))
                 .join(orig_dec, "original", "left"))
 
-    out = (entries.join(follows, "seq", "left").join(revisits, "seq", "left")
+    out = (everything.join(follows, "seq", "left").join(revisits, "seq", "left")
            .select("file_no", "seq", "offset", "kind", "url", "why",
                    F.when(F.col("kind") == RELATED, F.coalesce("f_dest", F.lit("kept"))).otherwise(basic).alias("dest"),
                    *[F.when(F.col("kind") == REVISIT, F.col("o" + c[1:])).otherwise(F.col(c)).alias(c)
