@@ -142,3 +142,17 @@ def test_a_declaration_without_its_bounds_fails_at_import():
         Setting("DEDUP_X", CHOICE, "a", doc="no choices")
     with pytest.raises(ValueError, match="one Markdown table cell"):
         Setting("DEDUP_X", BOOL, True, doc="a | b")
+
+
+@pytest.mark.parametrize("setting", ["DEDUP_TRESHOLD=0.9", "DEDUP_DIR={tmp}/a-file/index", "DEDUP_WORKERS=many"])
+def test_an_error_that_stops_a_crawl_at_start_is_one_line_without_a_traceback(tmp_path, setting):
+    from .conftest import scrapy_crawl, write_urls
+
+    (tmp_path / "a-file").write_text("not a folder")
+    write_urls(tmp_path / "urls.txt", ["http://127.0.0.1:9/nothing-here"])
+    proc = scrapy_crawl("-a", f"urls={tmp_path / 'urls.txt'}", "-s", setting.format(tmp=tmp_path),
+                        "-s", f"DEDUP_DIR={tmp_path / 'index'}" if "DEDUP_DIR" not in setting else "LOG_LEVEL=INFO")
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    assert proc.returncode != 0
+    assert len(errors) == 1 and "crawler-dedup cannot start" in errors[0], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr, proc.stderr[-3000:]

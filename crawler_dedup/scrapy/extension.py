@@ -36,6 +36,26 @@ _ATTR = "_crawler_dedup_extension"
 _RECENT = 100_000  # URLs decided at the response stage, remembered for the item stage
 
 
+class _SaidOnce(logging.Filter):
+    """Drops the record of an error whose one line was logged already: the crawl stops on it,
+    and asyncio's "Task exception was never retrieved" (or Twisted's unhandled error) would
+    print its traceback after that line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not getattr(exc, "_said", False)
+
+
+_SAID = _SaidOnce()
+
+
+def _said_once(exc: Exception) -> None:
+    exc._said = True  # type: ignore[attr-defined]
+    for name in ("asyncio", "twisted", "scrapy.utils.log", "scrapy.crawler"):
+        if _SAID not in logging.getLogger(name).filters:
+            logging.getLogger(name).addFilter(_SAID)
+
+
 class DedupExtension:
     @classmethod
     def from_crawler(cls, crawler) -> "DedupExtension":
@@ -58,6 +78,7 @@ class DedupExtension:
                 ext = cls(crawler)
             except DedupError as exc:
                 logger.error("crawler-dedup cannot start: %s", exc)
+                _said_once(exc)
                 raise
             setattr(crawler, _ATTR, ext)
         return ext
