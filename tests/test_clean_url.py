@@ -138,3 +138,34 @@ def test_a_replaced_tracking_url_is_asked_as_a_known_copy_on_the_next_crawl(tmp_
         fp, _, passed_on = dedup.not_modified(TRACKED, {"If-None-Match": '"t"'})
         again = dedup.check(TRACKED, fingerprinted=fp, title=fp.title)
     assert not passed_on and (again.action, again.duplicate_of, again.measure) == ("drop", CLEAN, "not-modified")
+
+
+def test_tracking_parameters_are_taken_out_before_download(tmp_path, serve):
+    """DEDUP_CLEAN_REQUESTS: a URL that differs from another only by tracking parameters is sent as
+    the clean URL, so a repeat is never downloaded and no item carries one; DEDUP_TRACKING_PARAMS
+    adds names; off, every URL is fetched as it is."""
+    from tests.conftest import dedup_stats, make_site, scrapy_crawl, write_urls
+
+    site = make_site(tmp_path / "site", {f"{n}.html": html(f"Story {n} of the harbour", prose(80 + i, 300)).encode()
+                                         for i, n in enumerate("abc")})
+    server = serve(site)
+    base = server.base_url
+    urls = [f"{base}/a.html", f"{base}/a.html?utm_source=news&utm_medium=email", f"{base}/b.html?id=2&fbclid=x9",
+            f"{base}/c.html?ref=home&id=3"]
+    write_urls(tmp_path / "urls.txt", urls)
+    proc = scrapy_crawl("-a", f"urls={tmp_path / 'urls.txt'}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}",
+                        "-s", "DEDUP_TRACKING_PARAMS=ref", "-o", f"{tmp_path / 'items.jsonl'}:jsonl")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    asked = sorted(p for p in server.paths if p != "/robots.txt")
+    assert asked == ["/a.html", "/b.html?id=2", "/c.html?id=3"], asked
+    items = [json.loads(line)["url"] for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert sorted(items) == [f"{base}/a.html", f"{base}/b.html?id=2", f"{base}/c.html?id=3"]
+    stats = dedup_stats(proc.stderr)
+    assert stats["dedup/requests/cleaned"] == 3 and stats["dedup/requests/cleaned/utm_source"] == 1
+    assert stats["dedup/requests/cleaned/ref"] == 1
+
+    server.paths.clear()
+    proc = scrapy_crawl("-a", f"urls={tmp_path / 'urls.txt'}", "-s", f"DEDUP_DIR={tmp_path / 'idx2'}",
+                        "-s", "DEDUP_CLEAN_REQUESTS=False")
+    assert proc.returncode == 0 and "dedup/requests/cleaned" not in proc.stderr
+    assert "/a.html?utm_source=news&utm_medium=email" in server.paths

@@ -61,6 +61,16 @@ SETTINGS: tuple[Setting, ...] = (
         "on http or https; fewer session parameters, then https, then fewer tracking parameters, a shorter query, a shorter URL) replaces the kept one, as `DEDUP_CANONICAL` "
         "does (a `superseded` drop-log line with `rule` `clean_url`, the `page_superseded` signal): the same "
         "URL is kept whatever order the crawl meets the copies in; `False`: the first copy stays")),
+    Setting("DEDUP_CLEAN_REQUESTS", BOOL, True, doc=(
+        "a request whose URL carries known tracking parameters (`utm_*`, `gclid`, `fbclid`, `mc_eid`, ... "
+        "and `DEDUP_TRACKING_PARAMS`) is sent as its clean URL, the others kept in their order, as Nutch's "
+        "and Heritrix's URL normalizers do: Scrapy's duplicate filter then drops the repeat of a URL "
+        "requested before, and no item carries the parameters. Counted in `dedup/requests/cleaned`; "
+        "allow-listed URLs (`DEDUP_ALLOW`), `dont_dedup` and `dont_filter` requests are sent as they are; "
+        "`False`: every URL as it is (the clean-URL rule still keeps the clean copy)")),
+    Setting("DEDUP_TRACKING_PARAMS", REGEXES, [], doc=(
+        "more query parameters that only track a visitor, as regexes a parameter's whole name matches "
+        "(`ref`, `campaign_.*`), taken out with the known ones under `DEDUP_CLEAN_REQUESTS`")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
         "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
         "= a commit a page")),
@@ -269,6 +279,8 @@ class DedupConfig:
     boilerplate: bool = _DEFAULTS["boilerplate"]
     canonical: bool = _DEFAULTS["canonical"]
     prefer_clean_url: bool = _DEFAULTS["prefer_clean_url"]
+    clean_requests: bool = _DEFAULTS["clean_requests"]
+    tracking_params: tuple = _DEFAULTS["tracking_params"]
     commit_batch: int = _DEFAULTS["commit_batch"]
     commit_delay: float = _DEFAULTS["commit_delay"]
     conceptual: str = _DEFAULTS["conceptual"]

@@ -67,6 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
             if status in (304, 412):
                 body = b""
         with self.server.lock:
+            self.server.paths.append(self.path)
             self.server.served[status] = self.server.served.get(status, 0) + 1
             self.server.served["bytes"] = self.server.served.get("bytes", 0) + len(body)
         self.send_response(status)
@@ -143,6 +144,7 @@ class PageServer(ThreadingHTTPServer):
         self.root, self.routes, self.validators = root, dict(routes or {}), validators
         self.started = time.time()
         self.served: dict = {}
+        self.paths: list[str] = []  # each request's path and query, as asked
         self.asked: list[tuple[str, str | None, str | None]] = []
         self.real_root = os.path.realpath(root) if root is not None else None
         self.files: dict[str, tuple] = {}  # real path -> ((mtime_ns, size), (status, headers, body))

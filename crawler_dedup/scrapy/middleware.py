@@ -5,14 +5,20 @@ recrawl's request carries its URL's validators, and a 304 is an unchanged revisi
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from . import conditional
+from ..core.decide.cleaner import without_tracking
 from ..core.verdict import Action, Failure, Reason, Skip
 from .extension import DedupExtension
-from .stats import DROPPED_ITEMS_UNCHANGED
+from .stats import CLEANED, CLEANED_PARAM, DROPPED_ITEMS_UNCHANGED, key
+
+
+logger = logging.getLogger(__name__)
 
 
 class DuplicateResponse(IgnoreRequest):
@@ -28,6 +34,9 @@ class DedupMiddleware:
         return cls(DedupExtension.enabled(crawler))
 
     def process_request(self, request):
+        clean = self._cleaned(request)
+        if clean is not None:  # (scheduled again: the duplicate filter drops a URL requested before)
+            return clean
         try:
             conditional.ask(self.ext, request)
         except Exception as exc:  # (a bug must cost a download at most, never the request)
@@ -35,6 +44,23 @@ class DedupMiddleware:
                                          request.url, exc)
             self.ext.recorder.failure(Failure.INTERNAL)
         return None
+
+    def _cleaned(self, request):
+        """The request under its URL without tracking parameters (DEDUP_CLEAN_REQUESTS), or None."""
+        cfg = self.ext.config
+        if (not cfg.clean_requests or request.dont_filter or request.meta.get("dont_dedup")
+                or any(p.search(request.url) for p in cfg.allow)):
+            return None
+        got = without_tracking(request.url, cfg.tracking_params)
+        if got is None:
+            return None
+        url, taken = got
+        stats = self.ext.stats
+        stats.inc_value(CLEANED)
+        for name in taken:
+            stats.inc_value(key(CLEANED_PARAM, name.lower()))
+        logger.debug("Dedup cleaned %s -> %s", request.url, url)
+        return request.replace(url=url)
 
     async def process_response(self, request, response):
         rt = self.ext

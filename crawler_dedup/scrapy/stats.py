@@ -41,6 +41,8 @@ CONDITIONAL_REFUSED = "dedup/conditional/refused"
 SKIPPED = "dedup/skipped/<why>"
 ERRORS = "dedup/errors/<where>"
 UNCHECKED = "dedup/unchecked"
+CLEANED = "dedup/requests/cleaned"
+CLEANED_PARAM = "dedup/requests/cleaned/<param>"
 
 STATS: tuple[Stat, ...] = (
     Stat(CHECKED, "pages looked up in the index (= kept + dropped + flagged)"),
@@ -98,6 +100,9 @@ STATS: tuple[Stat, ...] = (
     Stat(UNCHECKED, "pages kept unchecked because a step failed (the sum of `dedup/errors/<where>`), each named in a "
                     "`Dedup kept unchecked: URL` log line (but when the index could not be opened at all) and counted "
                     "in the closing line"),
+    Stat(CLEANED, "requests sent as their clean URL, without tracking parameters (`DEDUP_CLEAN_REQUESTS`); a "
+                  "repeat of a URL requested before is then dropped by Scrapy's duplicate filter, not downloaded"),
+    Stat(CLEANED_PARAM, "the tracking parameters taken out, by name (`utm_source`, `gclid`, ...)"),
 )
 
 # earlier names, still counted beside the new ones for one release

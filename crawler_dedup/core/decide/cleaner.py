@@ -11,7 +11,7 @@ whatever order the crawl meets the copies in. No store, no Scrapy: rules.clean_u
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit
 
 # parameters that say where a visitor came from or who they are, never what the page is
 TRACKING = frozenset("""gclid gclsrc dclid fbclid msclkid yclid twclid ttclid igshid mc_cid mc_eid _ga _gl _hsenc
@@ -68,3 +68,27 @@ def same_page(a: str, b: str) -> bool:
 def cleaner(url: str, kept: str) -> bool:
     """`url` is the same page as `kept` under a cleaner URL: it should be the one kept."""
     return url != kept and same_page(url, kept) and rank(url) < rank(kept)
+
+
+def without_tracking(url: str, extra: tuple[re.Pattern, ...] = ()) -> tuple[str, list[str]] | None:
+    """The URL without its tracking parameters (and those whose names match `extra` in full), the
+    others as they were written, in their order; (clean URL, the names taken out), or None when
+    there are none (or the URL cannot be read). Session parameters stay: a site may need them."""
+    head, sep, fragment = url.partition("#")
+    base, mark, query = head.partition("?")
+    if not mark or not base.lower().startswith(("http://", "https://")):
+        return None
+    kept, taken = [], []
+    for segment in query.split("&"):
+        try:
+            name = unquote_plus(segment.partition("=")[0])
+        except ValueError:
+            return None
+        if name and (_tracking(name) or any(p.fullmatch(name) for p in extra)):
+            taken.append(name)
+        else:
+            kept.append(segment)
+    if not taken:
+        return None
+    rest = "&".join(seg for seg in kept if seg)
+    return base + ("?" + rest if rest else "") + sep + fragment, taken
