@@ -192,6 +192,12 @@ def test_the_command_line(tmp_path, pages):
     summary = json.loads(r.stdout)
     assert summary["engine"] == "spark" and summary["dropped"] > 20
     assert "decisions: running" in r.stderr
+    # not on a terminal: the stage lines only, no progress bar, no start-up warnings, no web UI
+    assert "[Stage" not in r.stderr and "\r" not in r.stderr and "WARN Utils" not in r.stderr, r.stderr[-2000:]
+    assert "SparkUI" not in r.stderr and "4040" not in r.stderr
+    r = cli("scan", str(path), "--out", str(tmp_path / "c"), "--engine", "spark", "--master", MASTER,
+            "--spark-conf", "nonsense")
+    assert r.returncode == 2 and "--spark-conf takes spark.NAME=VALUE" in r.stderr
     r = cli("scan", str(path), "--out", str(tmp_path / "r"), "--engine", "spark", "-s", "DEDUP_BACKEND=redis")
     assert r.returncode != 0 and "shared index" in r.stderr
     r = cli("scan", str(path), "--out", str(tmp_path / "m"), "--master", MASTER)  # without --engine spark

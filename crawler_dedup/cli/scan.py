@@ -38,6 +38,9 @@ def add_parser(sub):
     p.add_argument("--work", metavar="DIR",
                    help="with --engine spark: where the stages' data goes (default OUT/.spark; needed for an --out "
                    "on an object store with a Spark cluster: a folder every machine reaches, e.g. hdfs://...)")
+    p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --engine spark: a Spark setting, repeatable (spark.ui.enabled=true for Spark's web UI, "
+                   "off by default; spark.executor.memory=8g, ...)")
     add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
     return p
 
@@ -106,15 +109,24 @@ def run(args) -> int:
     opts = Options(inputs=list(args.inputs), out=args.out, policy=args.policy, jobs=jobs_of(args.jobs),
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
     if getattr(args, "engine", "local") != "spark" and (args.master is not None or args.partitions is not None
-                                                         or getattr(args, "work", None) is not None):
-        raise CliError("--master, --partitions and --work are for --engine spark (this scan runs here: --jobs N)")
+                                                         or getattr(args, "work", None) is not None
+                                                         or getattr(args, "spark_conf", None)):
+        raise CliError("--master, --partitions, --work and --spark-conf are for --engine spark (this scan runs here: "
+                       "--jobs N)")
+    spark_conf = []
+    for pair in getattr(args, "spark_conf", None) or []:
+        name, eq, value = pair.partition("=")
+        if not eq or not name.strip().startswith("spark."):
+            raise CliError(f"--spark-conf takes spark.NAME=VALUE, not {pair!r}")
+        spark_conf.append((name.strip(), value.strip()))
     try:
         if getattr(args, "engine", "local") == "spark":
             from ..tools.spark_scan import SparkScan
 
             if args.partitions is not None and args.partitions < 1:
                 raise CliError("--partitions takes a number of tasks, 1 or more")
-            summary = SparkScan(opts, master=args.master, partitions=args.partitions, work=args.work).run()
+            summary = SparkScan(opts, master=args.master, partitions=args.partitions, work=args.work,
+                                spark_conf=spark_conf).run()
         else:
             summary = run_with_progress(lambda progress: Scan(opts, progress).run())
     except ScanError as exc:

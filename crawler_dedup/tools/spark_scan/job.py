@@ -30,8 +30,9 @@ def _say(line: str) -> None:
 class SparkScan:
     def __init__(self, opts: Options, master: str | None = "local[*]", say: Callable[[str], None] = _say,
                  partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False,
-                 work: str | None = None):
+                 work: str | None = None, spark_conf: list[tuple[str, str]] | None = None):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
+        self.spark_conf = list(spark_conf or [])
         self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
         self.counts: dict[str, int] = {}
         self.metrics: dict[str, dict] | None = {} if metrics else None  # per stage, from Spark's REST API
@@ -131,9 +132,17 @@ class SparkScan:
         for name, value in os.environ.items():  # the object stores' credentials and endpoint, to the executors too
             if name.startswith(("AWS_", "GOOGLE_APPLICATION_CREDENTIALS")):
                 builder = builder.config(f"spark.executorEnv.{name}", value)
+        # on a terminal Spark's stage bar; in a log, the stage lines this job prints only. Spark's
+        # web UI only when asked (--spark-conf spark.ui.enabled=true): a port opened by a batch
+        # job nobody watches is a surprise; the console keeps the warnings a user can act on.
+        builder = builder.config("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
+        builder = builder.config("spark.ui.enabled", "true" if self.metrics is not None else "false")  # (metrics: its REST API)
+        quiet = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet}")
+        for name, value in self.spark_conf:  # the user's, over this job's defaults
+            builder = builder.config(name, value)
         try:
             spark = (builder.appName("crawler-dedup scan")
-                     .config("spark.ui.showConsoleProgress", "true")
                      .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
                      .config("spark.python.worker.reuse", "true")
                      # no table is broadcast: it would be built on the driver, whose memory must not
