@@ -395,3 +395,46 @@ def test_two_live_crawls_on_one_index_do_not_resend_each_others_pages():
     first.check("https://s/n", text=B)
     for _ in range(3):  # both runs are open, both processes alive: neither was killed
         assert (second.check("https://s/n", text=B).action, first.check("https://s/n", text=B).action) == ("drop", "drop")
+
+
+def test_an_old_index_is_met_by_one_path(tmp_path):
+    """doctor names the format and the fix; verify reads a format it migrates as it is (and
+    writes nothing); rebuild names the whole old file for what it is; a format it cannot migrate
+    gets one answer everywhere (`index add`)."""
+    import json
+    import subprocess
+    import sys
+
+    import lmdb
+
+    from .conftest import cli
+
+    path = str(tmp_path / "idx")
+    _make_format3(path)
+    proc = cli("index", "verify", "--dir", path)
+    assert proc.returncode == 0 and "format 3, read as it is" in proc.stdout and "whole (3 kept pages" in proc.stdout
+    env = lmdb.open(path, max_dbs=1100, readonly=True)
+    with env.begin() as txn:
+        assert txn.get(b"format", db=env.open_db(b"meta", txn=txn)) == b"3"  # nothing migrated by verify
+    env.close()
+    project = tmp_path / "shop"
+    subprocess.run([sys.executable, "-m", "scrapy", "startproject", "shop", str(project)], check=True,
+                   capture_output=True, timeout=60)
+    got = json.loads(cli("doctor", "--json", "-s", f"DEDUP_DIR={path}", cwd=project).stdout)
+    checks = {c["check"]: c for c in got["checks"]}
+    assert checks["index format"]["status"] == "warn" and "format 3" in checks["index format"]["detail"]
+    proc = cli("index", "rebuild", "--dir", path, "--yes")
+    assert proc.returncode == 0 and "data.mdb.old-" in proc.stdout, proc.stdout + proc.stderr
+    # format 2: migrated by nothing; the crawl's, doctor's, verify's and rebuild's answer is the same
+    env = lmdb.open(path, max_dbs=1100)
+    with env.begin(write=True) as txn:
+        txn.put(b"format", b"2", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    said = [cli("index", "verify", "--dir", path).stderr, cli("index", "rebuild", "--dir", path, "--yes").stderr,
+            json.dumps(json.loads(cli("doctor", "--json", "-s", f"DEDUP_DIR={path}", cwd=project).stdout))]
+    for text in said:
+        assert "format version 2" in text and "crawler-dedup index add" in text, text
+    with pytest.raises(Exception) as err:
+        with Deduplicator(dir=path) as d:
+            d.check("https://s/z", text=A)
+    assert "crawler-dedup index add" in str(err.value)

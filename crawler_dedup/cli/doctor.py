@@ -199,6 +199,7 @@ def _conditional(report: Report, settings, config) -> None:
 
 def _index(report: Report, config) -> None:
     from ..exceptions import DedupError
+    from ..stores.base import FORMAT_VERSION
     from ..tools.indexes import open_index
 
     if config.backend == "memory":
@@ -252,7 +253,11 @@ def _index(report: Report, config) -> None:
     if config.backend == "lmdb":
         size = f", {os.path.getsize(os.path.join(path, 'data.mdb')) / 2**20:.1f} MiB"
     busy = f"; open in process {', '.join(map(str, users))} (a crawl running now)" if users else ""
-    report.add("ok", "index", f"{where}: {pages} pages kept, plan k={index.plan.k}{size}{busy}")
+    report.add("ok", "index", f"{where}: {pages} pages kept, plan k={index.plan.k}, format {index.version}{size}{busy}")
+    if index.version != FORMAT_VERSION:  # (read-only here: a migratable one is read as it is)
+        report.add("warn", "index format", f"{where}: format {index.version}, this crawler-dedup writes "
+                   f"{FORMAT_VERSION}; the next crawl migrates it in place, once",
+                   f"`crawler-dedup index stats --dir {path}` migrates it now; `index verify` reads it as it is")
     clash = [f"DEDUP_K: index {index.plan.k}, settings {config.k}"] if index.plan.k != config.k else []
     clash += [f"DEDUP_{name.upper()}: index {value}, settings {getattr(config, name)}"
               for name, value in fixed.items() if hasattr(config, name) and getattr(config, name) != value]

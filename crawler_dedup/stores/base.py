@@ -125,8 +125,9 @@ class Repairable(Protocol):
         value) row found in the file without its indexes (what a damaged part hides)."""
     def fresh(self, where: str) -> "Store":
         """A new empty store of this kind at `where` (in the workspace)."""
-    def replace_with(self, new: "Store") -> str:
-        """Put `new` in this store's place in one step; where the old file went."""
+    def replace_with(self, new: "Store", label: str = "damaged") -> str:
+        """Put `new` in this store's place in one step; where the old file went (its name says
+        `label`: `damaged`, or `old` for a whole file)."""
 
 
 class TxnBase:

@@ -58,7 +58,7 @@ def add_parser(sub):
     rb = isub.add_parser("rebuild", help="file the kept pages that can be read into a new index (asks first; no crawl may use it)",
                          description="Read every kept page that can still be read from DIR/data.mdb, past "
                          "damaged parts, file them into a new index with every table rebuilt, and put it in place; "
-                         "the old file stays beside it as data.mdb.damaged-TIME. Learned template lines "
+                         "the old file stays beside it as data.mdb.damaged-TIME (data.mdb.old-TIME for a whole file of an older format). Learned template lines "
                          "(DEDUP_BOILERPLATE) start again. No crawl may have the index open: a process that has "
                          "it open is named and nothing is changed.")
     rb.add_argument("--dir", metavar="DIR", help=DIR_HELP + "; work space is made inside it")

@@ -113,6 +113,7 @@ def verify(args) -> int:
     import json
 
     from ...core.index.integrity import verify as check
+    from ...stores.base import FORMAT_VERSION
 
     from ...exceptions import StoreDamaged
 
@@ -134,10 +135,15 @@ def verify(args) -> int:
             print(f"to repair: `crawler-dedup index rebuild --dir {where}` files the kept pages it can read into a new index")
         return 1
     location = index.store.location
+    older = index.version if index.version != FORMAT_VERSION else None
     if args.json:
         print(json.dumps({"dir": location, "whole": report.ok, "pages": report.pages, "entries": report.entries,
-                          "problems": report.count, "listed": report.problems}, indent=1))
-    elif not report.ok:
+                          "problems": report.count, "listed": report.problems, "format": index.version}, indent=1))
+        return 0 if report.ok else 1
+    if older is not None:
+        print(f"{location}: format {older}, read as it is (the next crawl, or `crawler-dedup index stats --dir "
+              f"{location}`, migrates it to format {FORMAT_VERSION} in place)")
+    if not report.ok:
         print(f"{location}: {report.count} problem{'' if report.count == 1 else 's'} in {report.pages} kept pages "
               f"and {report.entries} entries:")
         for line in report.problems:

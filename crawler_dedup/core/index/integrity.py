@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 
 from ...exceptions import DedupError, StoreDamaged, StoreError, StoreFormat
 from ...stores.base import FORMAT_VERSION, MIGRATABLE, from_u64, u64
+from .migrate import unreadable_format
 from .fetches import Fetch
 from .neardup import NearDupIndex
 from .txn import TABLES, IndexTxn, table_name
@@ -99,7 +100,7 @@ def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Repor
     assert did is not None
     name = f"kept page {did} ({doc.url or 'no URL'})"
     report.entries += 3 + len(index.plan.tables)
-    if doc.url:
+    if doc.url and index.version not in MIGRATABLE:  # (before format 4 no URL table: migration builds it)
         at = txn.url_get(url_key(doc.url))
         if at is None:
             report.add(f"{name}: its URL has no entry")
@@ -135,6 +136,8 @@ def _check_entries(index: NearDupIndex, raw, fps: dict[int, int], report: Report
             report.add(f"table {table}: an entry points at kept record {from_u64(value)}, which is not there")
 
     for table in ("urls", "exact", "bodies", "times", "mins", "titles", "heads"):
+        if table == "urls" and index.version in MIGRATABLE:
+            continue
         for _, value in _rows(raw, table):
             doc_of(value, table)
     _check_fetches(raw, fps, report)
@@ -287,7 +290,10 @@ def rebuild(store, site_lines: bool = True, progress: Callable[[int, int], None]
         finally:
             if source is not None:
                 source.close()
-        got.damaged_copy = store.replace_with(target)
+        # a whole file of an older format is no damaged file: it is named for what it is
+        whole = not (got.unreadable or got.lost_ranges) and got.walked
+        older = meta.get(b"format") in {str(v).encode() for v in MIGRATABLE}
+        got.damaged_copy = store.replace_with(target, "old" if whole and older else "damaged")
     return got
 
 
@@ -299,11 +305,7 @@ def _refuse_format(store, meta: dict[bytes, bytes]) -> None:
     except ValueError:
         return  # (a damaged format entry: the records decide what can be filed)
     if version != FORMAT_VERSION and version not in MIGRATABLE:
-        raise StoreFormat(
-            f"cannot rebuild {store.location}: its format version is {version}, and this crawler-dedup reads "
-            f"version {FORMAT_VERSION} and migrates {', '.join(map(str, MIGRATABLE))}; nothing was changed. File the "
-            f"crawl's pages into a new index instead (`crawler-dedup index add ITEMS.jsonl|WARC --dir NEW_DIR`, "
-            f"see `crawler-dedup scan`), or crawl with a new DEDUP_DIR")
+        raise StoreFormat(f"cannot rebuild, nothing was changed: {unreadable_format(store.location, version)}")
 
 
 def _settings(source, found: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from ...exceptions import StoreFormat
-from ...stores.base import FORMAT_VERSION
+from ...stores.base import FORMAT_VERSION, MIGRATABLE
 from .records import DocRecord, url_key
 
 logger = logging.getLogger(__name__)
@@ -56,3 +56,12 @@ def migrate(index, version: int) -> int:
         index.write(remove)
     logger.info("crawler-dedup: migrated %d records; %d older records of a URL kept again removed", seen, len(older))
     return seen
+
+
+def unreadable_format(location: str, version: int) -> str:
+    """What to do with an index of a format this version neither reads nor migrates (the crawl's,
+    `doctor`'s and `index rebuild`'s one answer)."""
+    return (f"the index at {location} has format version {version}; this crawler-dedup reads version "
+            f"{FORMAT_VERSION} and migrates {', '.join(map(str, MIGRATABLE))}. File the crawl's pages into a new "
+            f"index (`crawler-dedup index add ITEMS.jsonl|WARC --dir NEW_DIR`, see docs/faq.md), or crawl with a "
+            f"new DEDUP_DIR")

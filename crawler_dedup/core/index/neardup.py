@@ -22,7 +22,7 @@ from .fetches import doc_of as fetch_doc
 from ..page.title import headline_keys
 from ..page.boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
 from .txn import TABLES, IndexTxn, table_name
-from .migrate import migrate
+from .migrate import migrate, unreadable_format
 from .records import DocRecord, Extra, probe_hashes, probe_low_bits, url_key
 from ..page.site import canonical_url
 from ..page.simhash import hamming_many
@@ -82,10 +82,7 @@ class NearDupIndex:
             lambda raw: (lambda txn: (txn.meta_get("format"), txn.meta_get("plan"), txn.meta_get("params")))(IndexTxn(raw)))
         if version is not None and int(version) not in MIGRATABLE and int(version) != FORMAT_VERSION:
             store.close()
-            raise StoreFormat(
-                f"the index at {store.location} has format version {int(version)}, this crawler-dedup "
-                f"reads version {FORMAT_VERSION}: use a new DEDUP_DIR or delete the old one"
-            )
+            raise StoreFormat(unreadable_format(store.location, int(version)))
         if params_json is not None:
             for name, value in json.loads(params_json).items():
                 if name in params and params[name] != value:

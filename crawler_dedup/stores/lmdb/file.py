@@ -37,7 +37,7 @@ def lost_signs(location: str) -> list[str]:
         names = os.listdir(location)
     except OSError:
         return []
-    signs = [n for n in names if n == "lock.mdb" or n.startswith("data.mdb.damaged-")]  # (WRITERS: the opener's own)
+    signs = [n for n in names if n == "lock.mdb" or n.startswith(("data.mdb.damaged-", "data.mdb.old-"))]  # (WRITERS: the opener's own)
     try:
         if os.path.getsize(os.path.join(location, "droplog.jsonl")):
             signs.append("droplog.jsonl")

@@ -344,11 +344,12 @@ class LmdbStore:
         size = os.path.getsize(os.path.join(self.location, "data.mdb"))
         return LmdbStore(where, map_size=max(64 * 2**20, size))
 
-    def replace_with(self, new: "LmdbStore") -> str:
+    def replace_with(self, new: "LmdbStore", label: str = "damaged") -> str:
         """Put `new`'s file in this index's place in one step, keeping the old one beside it as
-        data.mdb.damaged-TIME; that name. No process may have either open."""
+        data.mdb.LABEL-TIME (`damaged`, or `old` for a whole file of an older format or with
+        entries rebuilt); that name. No process may have either open."""
         data = os.path.join(self.location, "data.mdb")
-        kept = os.path.join(self.location, f"data.mdb.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        kept = os.path.join(self.location, f"data.mdb.{label}-{time.strftime('%Y%m%d-%H%M%S')}")
         try:  # the old file keeps a second name, then the new one takes its place in one step
             os.link(data, kept)
         except OSError:  # (no hard links here: two steps)
