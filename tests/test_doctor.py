@@ -133,3 +133,8 @@ def test_doctor_says_when_the_http_cache_keeps_conditional_requests_off(project)
     settings.write_text(text + "\nHTTPCACHE_ENABLED = False\n", encoding="utf-8")
     got, checks = doctor(project)
     assert checks["conditional requests"]["status"] == "ok"
+
+
+def test_doctor_warns_of_a_setting_the_backend_never_reads(project):
+    got, checks = doctor(project, "-s", "DEDUP_REDIS_URL=redis://127.0.0.1:6379/0")
+    assert checks["DEDUP_REDIS_URL"]["status"] == "warn" and "never reads it" in checks["DEDUP_REDIS_URL"]["detail"]

@@ -446,3 +446,12 @@ def test_scan_against_a_shared_redis_index(tmp_path, pages, redis_server):
     with pytest.raises(ScanError, match="shared index"):
         scan([one], tmp_path / "m1", policy="longest", jobs=1, settings=settings)
     assert scan([one], tmp_path / "m1", policy="first", jobs=1, settings=settings).get("already_done")
+
+
+def test_an_out_that_cannot_be_made_is_one_line_before_any_work(tmp_path, pages):
+    path = write_jsonl(tmp_path / "a.jsonl", pages[:3])
+    (tmp_path / "afile").write_text("x")
+    for out, why in ((tmp_path / "afile" / "sub", "Not a directory"), ("/proc/nope/x", "No such file")):
+        proc = cli("scan", path, "--out", out)
+        assert proc.returncode == 2 and f"--out {out} cannot be made: {why}" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "unexpected" not in proc.stderr

@@ -159,6 +159,9 @@ def _config(report: Report, settings, overrides: dict):
         return None
     changed = sorted(dedup)
     report.add("ok", "DEDUP_ settings", f"valid; set here: {', '.join(changed)}" if changed else "valid; all defaults")
+    for name in config.idle_settings():  # (the crawl warns of each at its start too)
+        report.add("warn", name, f"set, but DEDUP_BACKEND={config.backend} never reads it",
+                   "DEDUP_BACKEND = 'redis' to use Redis" if "REDIS" in name else f"remove {name}")
     if not config.enabled:
         report.add("warn", "DEDUP_ENABLED", "False: the add-on is loaded but checks nothing", "DEDUP_ENABLED = True")
     if config.dry_run:

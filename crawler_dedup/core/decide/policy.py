@@ -20,7 +20,7 @@ from ..page.site import canonical_url
 # the input position so that equal pages are ordered the same in any input order
 KEYS: dict[str, str] = {
     "first": "the input order (what a crawl keeps; depends on the order by definition)",
-    "longest": "most words of main text (seed 000: the least text is lost)",
+    "longest": "most words of main text (the least text is lost)",
     "shortest-url": "fewest characters of URL",
     "https-first": "https before http",
     "canonical": "a page whose rel=canonical is its own URL, then one without, then one naming another URL",

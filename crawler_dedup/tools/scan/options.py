@@ -39,6 +39,13 @@ def checked_inputs(opts: Options) -> list[str]:
             raise ScanError(str(exc)) from None
     if files.info(opts.out)[0] == "file":
         raise ScanError(f"--out {opts.out} is a file: give a folder (it is made if missing)")
+    if not files.is_url(opts.out):  # made now: a folder that cannot be made stops the scan before any work
+        import os
+
+        try:
+            os.makedirs(files.local(opts.out), exist_ok=True)
+        except OSError as exc:
+            raise ScanError(f"--out {opts.out} cannot be made: {exc.strerror or exc}") from None
     return formats
 
 
