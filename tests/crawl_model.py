@@ -230,7 +230,8 @@ class Model:
             crawler = get_crawler(settings_dict={
                 "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DROPLOG": str(self.droplog),
                 "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1, "DEDUP_WORKERS": 0,
-                **self.store_settings, **self.settings})
+                # (the tracking variants reach the rules after download unless a step turns cleaning on)
+                "DEDUP_CLEAN_REQUESTS": False, **self.store_settings, **self.settings})
 
             def superseded(url, **_):
                 with self.lock:
@@ -244,8 +245,9 @@ class Model:
                 mw = DedupMiddleware.from_crawler(crawler)
                 smw = DedupSpiderMiddleware.from_crawler(crawler)
                 pipe = DedupPipeline.from_crawler(crawler)
+                asked: set[str] = set()  # what Scrapy's duplicate filter has seen this crawl
                 for url in urls:
-                    self._fetch(url, mw, smw, pipe, leaf, item_html, done)
+                    self._fetch(url, mw, smw, pipe, leaf, item_html, done, asked)
             finally:
                 ext.spider_closed(None, "finished")
                 ext.engine_stopped()
@@ -254,10 +256,17 @@ class Model:
             if threading.current_thread() is threading.main_thread():
                 raise
 
-    def _fetch(self, url, mw, smw, pipe, leaf, item_html, done: Crawled) -> None:
+    def _fetch(self, url, mw, smw, pipe, leaf, item_html, done: Crawled, asked: set[str]) -> None:
         request = Request(url, meta={"dedup_leaf": True} if leaf else {})
+        asked.add(url)
         for _ in range(3):  # the request, and again without validators when the middleware asks
-            mw.process_request(request)
+            cleaned = mw.process_request(request)
+            if isinstance(cleaned, Request):  # (DEDUP_CLEAN_REQUESTS: scheduled again under its clean URL)
+                if cleaned.url in asked:
+                    return  # the duplicate filter drops it: never downloaded
+                asked.add(cleaned.url)
+                request, url = cleaned, cleaned.url
+                mw.process_request(request)
             response = self.site.answer(request)
             done.statuses[url] = response.status
             if url in self.site.urls and response.status in (200, 304):

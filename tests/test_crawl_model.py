@@ -1,7 +1,7 @@
 """Sequences of crawls, model-checked (tests/crawl_model.py): hypothesis generates a small site and
 what happens to it between crawls (pages added with and without rel=canonical, to the clean URL, a
 tracking URL or another page; tracking, session and http variants; edits; pages removed; a server
-that honours validators or ignores them; DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT,
+that honours validators or ignores them; DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT,
 DEDUP_UNCHANGED and DEDUP_WINDOW changed between crawls), crawls it through the middleware, the
 conditional requests, the extension and the pipeline in process, and checks after every crawl
 that no page is lost and no drop dangles. On LMDB and on a Redis Cluster's spread layout.
@@ -36,7 +36,7 @@ CHANGES = st.one_of(
     st.tuples(st.just("restore_url"), _which),
     st.tuples(st.just("server"), st.booleans()),
     st.tuples(st.just("change_settings"), st.booleans(), st.booleans(), st.sampled_from(("update", "keep", "drop")),
-              st.sampled_from(("drop", "keep")), st.sampled_from((0, 0, 1.5 * 86_400))),
+              st.sampled_from(("drop", "keep")), st.sampled_from((0, 0, 1.5 * 86_400)), st.booleans()),
 )
 
 
@@ -118,9 +118,9 @@ class Crawls(RuleBasedStateMachine):
     def server(self, honours):
         self.site.honours = honours
 
-    def change_settings(self, clean, canonical, revisit, unchanged, window):
+    def change_settings(self, clean, canonical, revisit, unchanged, window, requests=False):
         self.settings = {"DEDUP_PREFER_CLEAN_URL": clean, "DEDUP_CANONICAL": canonical, "DEDUP_REVISIT": revisit,
-                         "DEDUP_UNCHANGED": unchanged, "DEDUP_WINDOW": window}
+                         "DEDUP_UNCHANGED": unchanged, "DEDUP_WINDOW": window, "DEDUP_CLEAN_REQUESTS": requests}
 
     # -- a step: a few changes, then a crawl, checked --------------------------------------------
     @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), leaf=st.booleans(),

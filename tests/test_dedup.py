@@ -234,6 +234,11 @@ def test_title_agreement(a, b, disagree):
     ("Storm hits coast | Daily", "Vote counted tonight | Daily", False),  # only the site's name is shared
     ("Tumbler 20 oz", "Tumbler 30 oz", False),
     ("Storm hits coast", None, False),
+    # two subjects in one frame: a shared beginning and end weigh less than the words between
+    ("Rankings for Computer Science and Information Systems 2025 | THE",
+     "Rankings for Engineering and Technology 2025 | THE", False),
+    ("Reviews of Acme Blender | Shop", "Reviews of Zeta Mixer | Shop", False),
+    ("Storm hits coast | Daily", "Storm hit coast | Daily", True),  # a word's other form is no other subject
 ])
 def test_same_headline(a, b, same):
     from crawler_dedup.core.decide.guards import same_headline

@@ -130,3 +130,95 @@ def test_a_hard_negative_twin_is_another_article_in_the_pages_own_template():
     text = markup.decode()
     assert chrome in text and "<title>Oven butter recipes</title>" in text
     assert gold.split(".")[0] not in text and donor.split()[0] in text
+
+
+BRIDGE = "Harbour bridge reopens after the storm"
+
+
+def _banner_pages() -> tuple[str, str, str]:
+    """An article, a thin product page of another site whose promo banner quotes the article's
+    first 120 words (its extraction takes the banner), and the article's text."""
+    article = f"{BRIDGE}. " + " ".join(f"{w}{i}" for i, w in enumerate(prose(70, 300).split()))  # (words its own)
+    quoted = " ".join(article.split()[:120])
+    story = _page(BRIDGE + " | Daily", article, "")
+    product = _page("Blue ceramic mug 350 ml | Mug Shop", "Out of stock. Ask us when it is back.", quoted,
+                    prose(71, 150, OTHER))
+    return story, product, article
+
+
+def test_a_page_whose_banner_quotes_another_pages_text_is_not_its_copy_in_either_order(tmp_path):
+    # only one side's main text is untrusted (the banner names none of the mug's headline): the
+    # match is the article's content in the product page's chrome, whichever was kept first
+    story, product, article = _banner_pages()
+    quoted = " ".join(article.split()[:120])
+    mug = "Blue ceramic mug 350 ml | Mug Shop"
+    with Deduplicator(dir=str(tmp_path / "one")) as dedup:
+        first = dedup.check("https://daily.example/bridge", html=story, text=article, title=BRIDGE + " | Daily")
+        second = dedup.check("https://mugs.example/p/1", html=product, text=quoted, title=mug)
+        # a bare copy of the article under its own title is still its copy
+        bare = dedup.check("https://daily.example/print/bridge", html=html(BRIDGE, article), text=article,
+                           title=BRIDGE)
+    assert first.action == "keep"
+    assert (second.action, second.guard) == ("keep", "untrusted")
+    assert (bare.action, bare.duplicate_of) == ("drop", "https://daily.example/bridge")
+    with Deduplicator(dir=str(tmp_path / "two")) as dedup:
+        first = dedup.check("https://mugs.example/p/1", html=product, text=quoted, title=mug)
+        second = dedup.check("https://daily.example/bridge", html=story, text=article, title=BRIDGE + " | Daily")
+    assert first.action == "keep" and second.action == "keep", second
+
+
+def test_one_templates_shell_under_titles_that_differ_in_their_subject_is_two_pages(tmp_path):
+    # a ranking site whose pages are one script shell: both extractions are the shell's text,
+    # the titles share "Rankings for ... 2025" and the site's name
+    shell = "Loading the table. Enable JavaScript to see this page. " + prose(72, 300, OTHER)
+    titles = ["Rankings for Computer Science and Information Systems 2025 | Ranks",
+              "Rankings for Engineering and Technology 2025 | Ranks"]
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        got = [dedup.check(f"https://ranks.example/{i}", html=_page(t, "", shell, ENGINE), text=shell, title=t)
+               for i, t in enumerate(titles)]
+        again = dedup.check("https://ranks.example/0?utm_source=x", html=_page(titles[0], "", shell, ENGINE),
+                            text=shell, title=titles[0])
+    assert got[0].action == "keep" and (got[1].action, got[1].guard) == ("keep", "untrusted")
+    assert (again.action, again.duplicate_of) == ("drop", "https://ranks.example/0")
+
+
+def test_a_teaser_of_another_article_beside_a_pages_own_headline_is_not_its_copy(tmp_path):
+    # the extraction of a small page: a promo with another article's first 120 words, then the
+    # page's own headline and line. Its headline is named, but only outside what it shares with
+    # the article, and it holds under HELD of the article's words: a quote, not a copy
+    article = f"{BRIDGE}. " + " ".join(f"{w}{i}" for i, w in enumerate(prose(73, 160).split()))
+    teaser = " ".join(article.split()[:120])  # (each word its own: the teaser holds 120 of the 166)
+    mine = f"{teaser} Blue ceramic mug with handle. Out of stock, ask us when the mug is back."
+    mug = "Blue ceramic mug with handle | Mug Shop"
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://daily.example/bridge", html=html(BRIDGE, article), text=article, title=BRIDGE)
+        second = dedup.check("https://mugs.example/p/2", html=html(mug, mine), text=mine, title=mug)
+        # the whole article under another site's title is still a syndicated copy
+        whole = f"{article} Blue ceramic mug with handle."
+        third = dedup.check("https://mugs.example/p/3", html=html(mug, whole), text=whole, title=mug)
+    assert first.action == "keep"
+    assert (second.action, second.guard) == ("keep", "untrusted"), second
+    assert (third.action, third.duplicate_of) == ("drop", "https://daily.example/bridge"), third
+
+
+def test_a_teaser_kept_first_does_not_take_the_article_it_quotes(tmp_path):
+    # the other order: the small page with the teaser was kept first; the article is no copy of it
+    article = f"{BRIDGE}. " + " ".join(f"{w}{i}" for i, w in enumerate(prose(74, 160).split()))
+    mine = " ".join(article.split()[:120]) + " Blue ceramic mug with handle. Out of stock, ask us when the mug is back."
+    mug = "Blue ceramic mug with handle | Mug Shop"
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://mugs.example/p/2", html=html(mug, mine), text=mine, title=mug)
+        second = dedup.check("https://daily.example/bridge", html=html(BRIDGE, article), text=article, title=BRIDGE)
+    assert first.action == "keep" and (second.action, second.guard) == ("keep", "untrusted"), second
+
+
+def test_a_syndicated_copy_under_its_host_pages_title_carries_the_whole_text_and_is_a_copy(tmp_path):
+    # one side untrusted (the copy's text names none of its host page's title) but the text is the
+    # kept article whole: a syndicated copy (benchmarks/realcopies.py's kind), not a banner's quote
+    article = f"{BRIDGE}. " + " ".join(f"{w}{i}" for i, w in enumerate(prose(75, 300).split()))
+    host = "Council votes on the school budget | Wire"
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        first = dedup.check("https://daily.example/bridge", html=_page(BRIDGE, article, ""), text=article, title=BRIDGE)
+        second = dedup.check("https://wire.example/b", html=_page(host, article, "", prose(76, 150)), text=article,
+                             title=host)
+    assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", "https://daily.example/bridge")

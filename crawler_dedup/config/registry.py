@@ -218,9 +218,10 @@ SETTINGS: tuple[Setting, ...] = (
         "(`measure` `visible`): a copy whose extraction took the wrong block on one side, such as a "
         "syndicated copy read as its template's related list, or a print version beside a page extracted "
         "short. A main text that is mostly the page's chrome (navigation, header, footer, consent dialog) "
-        "is no evidence. The page's view also judges main texts: a textual match where both main texts name "
-        "none of their headline (or are their pages' chrome), on two pages of one template, stands only under "
-        "the same headline on pages that show nearly the same text (`dedup/guarded/untrusted`). Kept pages are filed under their "
+        "is no evidence. The page's view also judges main texts: a match on a main text that names none of "
+        "its headline (or is its page's chrome) stands, when one side's is, only under the same headline or "
+        "on pages that look alike, and when both are, on two pages of one template, only under the same "
+        "headline on pages that show nearly the same text (`dedup/guarded/untrusted`). Kept pages are filed under their "
         "title's parts and keep a sample of their visible text (about 2 KB a kept page in the index); about "
         "3 ms a page in the extraction workers, reading extraction's own parse (about a sixth of a CPU-bound "
         "crawl's pages a second); `0` turns it off (see Detection quality)")),

@@ -9,21 +9,64 @@ from __future__ import annotations
 
 import re
 
-from ..page.title import HEADLINE_WORDS, PREFIX_WORDS, title_parts
+from ..page.title import HEADLINE_WORDS, PREFIX_WORDS, title_parts, title_words
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def same_headline(a: str | None, b: str | None) -> bool:
-    """Both titles known, not disagreeing, and sharing a part: the same words, or (a title cut
-    short, a character garbled) 4+ words of which 80% are the other's."""
-    if not a or not b or titles_disagree(a, b):
+    """Both titles known, not disagreeing, not two subjects in one frame (`subjects_differ`), and
+    sharing a part: the same words, or (a title cut short, a character garbled) 4+ words of which
+    80% are the other's."""
+    if not a or not b or titles_disagree(a, b) or subjects_differ(a, b):
         return False
     for p in title_parts(a):
         for q in title_parts(b):
             if p == q or (min(len(p), len(q)) >= PREFIX_WORDS and len(p & q) >= 0.8 * min(len(p), len(q))):
                 return True
     return False
+
+
+FRAME_WORDS = 2  # a shared beginning and end this long is a frame ("Rankings for ... 2025", "Reviews of ... | Shop")
+SUBJECT_LETTERS = 4  # a subject word this long names something ("the" and "a" name nothing)
+
+
+def subjects_differ(a: str, b: str) -> bool:
+    """Two titles that share a frame (FRAME_WORDS+ words at their beginning and end together:
+    "Rankings for ... 2025", "Reviews of ... | Shop") and differ inside it in words that name
+    something, none of one subject's words the other's or a form of it ("Rankings for Computer
+    Science 2025" and "Rankings for Engineering and Technology 2025"). Weighed this way, a long
+    shared frame does not make one headline of two subjects; a word changed in place
+    ("hit"/"hits"), a word added ("Storm hits coast again") or a site's name that is a part of
+    its own ("... | Online" beside "..., Says Minister") is no other subject."""
+    return _subject(title_words(a), title_words(b))
+
+
+def _subject(pa: list[list[str]], pb: list[list[str]]) -> bool:
+    wa, wb = [w for p in pa for w in p], [w for p in pb for w in p]
+    start = 0
+    while start < min(len(wa), len(wb)) and wa[start] == wb[start]:
+        start += 1
+    end = 0
+    while end < min(len(wa), len(wb)) - start and wa[-1 - end] == wb[-1 - end]:
+        end += 1
+    if start + end < FRAME_WORDS:
+        return False
+    sa, sb = _inside(pa, start, len(wa) - end), _inside(pb, start, len(wb) - end)
+    return bool(sa and sb) and not any(
+        x.startswith(y[:SUBJECT_LETTERS]) or y.startswith(x[:SUBJECT_LETTERS]) for x in sa for y in sb)
+
+
+def _inside(parts: list[list[str]], start: int, stop: int) -> list[str]:
+    """The words naming something between start and stop, but those of a part wholly inside
+    (a site's name or a section, not the headline's subject)."""
+    words, at = [], 0
+    for part in parts:
+        whole = start <= at and at + len(part) <= stop and len(parts) > 1
+        words += [w for i, w in enumerate(part, at) if start <= i < stop and not whole
+                  and len(w) >= SUBJECT_LETTERS and not w.isdigit()]
+        at += len(part)
+    return words
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:

@@ -197,6 +197,40 @@ def trust_of(fp, title: str | None, doc: DocRecord) -> tuple[bool, bool]:
             untrusted(doc.extras.get(Extra.CHROME, b"\x00")[0] / 100, theirs))
 
 
+HELD = 0.8  # a page holding this share of a kept text's words carries that text, not a quote of it
+
+
+def quoted(fp, title: str | None, doc: DocRecord) -> bool:
+    """One page quotes the other, whichever was kept first: its text names its own headline, but
+    only in words the other text does not have, and holds less than HELD of the other text's
+    words (a teaser, a promo banner with another page's first paragraphs, beside content of its
+    own). A syndicated copy under its host page's title carries the whole text (HELD or more).
+    Needs the kept text (DEDUP_STORE_TEXT)."""
+    if doc.text is None:
+        return False
+    mine, theirs = frozenset(tokenize(fp.text)), frozenset(tokenize(doc.text))
+    return _quotes(title, mine, theirs) or _quotes(doc.title, theirs, mine)
+
+
+def carried(fp, doc: DocRecord, mine_untrusted: bool) -> bool:
+    """The untrusted side's text holds HELD or more of the trusted side's words: it carries that
+    page's content whole (a syndicated copy under its host page's title names none of it), not
+    a part of it in a banner. Without the kept text (DEDUP_STORE_TEXT off) it cannot be told: yes."""
+    if doc.text is None:
+        return True
+    mine, theirs = frozenset(tokenize(fp.text)), frozenset(tokenize(doc.text))
+    untrusted, trusted = (mine, theirs) if mine_untrusted else (theirs, mine)
+    return bool(trusted) and len(untrusted & trusted) >= HELD * len(trusted)
+
+
+def _quotes(title: str | None, mine: frozenset, theirs: frozenset) -> bool:
+    shared = mine & theirs
+    if not title or not theirs or len(shared) >= HELD * len(theirs):
+        return False
+    own, in_shared = headline_coverage(title, mine - theirs), headline_coverage(title, shared)
+    return own is not None and own >= ABOUT and not in_shared
+
+
 def shown_alike(view: PageView, doc: DocRecord, at_least: int = 8) -> float | None:
     """How alike the two pages' visible texts are: the smaller share of each page's visible
     sample that the other's holds (both sampled the same way: the kept page's record holds its

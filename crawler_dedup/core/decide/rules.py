@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, conceptual_match, exact_match, near_match, shown_alike, supersedes,
-                       template_alike, thresholds_for, trust_of,
+from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, carried, conceptual_match, exact_match, near_match, shown_alike, supersedes,
+                       quoted, template_alike, thresholds_for, trust_of,
                        unchanged, visible_containment)
 from .cleaner import cleaner
 from .guards import same_headline
@@ -186,23 +186,41 @@ def find_match(p: Page) -> Decision | None:
 
 
 def trusted_text(p: Page) -> Decision | None:
-    """A textual match where neither main text may be its page's content (each names none of its
-    headline, or is its page's chrome: matching.untrusted) needs more evidence when the two pages
-    share a template (over ONE_TEMPLATE of what each shows besides its main text in the other's): then the
-    shared text is the template's (a sign-up overlay, a shop's banner, a forum engine's thread
-    chrome taken for both pages' content), unless the titles name the same headline and the pages
-    show nearly the same text (ALIKE: a tracking-URL or churned copy). On pages of two templates
-    the text moved between them: a syndicated copy, as before."""
+    """A textual match where a main text may not be its page's content (it names none of its
+    headline, or is its page's chrome: matching.untrusted) needs more evidence.
+
+    When one side's is untrusted, the match stands only when the titles name one headline, the
+    pages show nearly the same text (ALIKE), or the untrusted text carries the other's whole
+    (HELD of its words: a syndicated copy under its host page's title): otherwise what matched is
+    a part of the trusted page's content in the other page's chrome (a shop's promo banner
+    quoting another page, a forum engine's banner), and a page is not dropped on a text that is
+    not its own, whichever side it is on.
+    When both are untrusted, only on pages of one template (over ONE_TEMPLATE of what each shows
+    besides its main text in the other's): the shared text is the template's (a sign-up overlay,
+    a forum engine's thread chrome taken for both pages' content), unless both hold (a
+    tracking-URL or churned copy). On pages of two templates the text moved between them: a
+    syndicated copy, as before. A page that quotes the kept page (its own headline named only
+    outside the words they share, under HELD of the kept text's words: matching.quoted) is no
+    copy of it."""
     m, view = p.match, p.fp.view
     if m is None or m.reason not in (Reason.EXACT, Reason.NEAR) or view is None or not p.config.visible_containment:
         return None
-    if not all(trust_of(p.fp, p.verdict.title, m.doc)):
+    if m.reason == Reason.NEAR and not same_headline(p.verdict.title, m.doc.title) and quoted(
+            p.fp, p.verdict.title, m.doc):
+        p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)  # its own text is elsewhere on it
         return None
-    outside = template_alike(view, p.fp.text, m.doc)
-    if outside is None or outside < ONE_TEMPLATE:
+    trust = trust_of(p.fp, p.verdict.title, m.doc)
+    if not any(trust):
         return None
-    alike = shown_alike(view, m.doc)
-    if alike is not None and alike >= ALIKE and same_headline(p.verdict.title, m.doc.title):
+    if all(trust):
+        outside = template_alike(view, p.fp.text, m.doc)
+        if outside is None or outside < ONE_TEMPLATE:
+            return None
+        alike = shown_alike(view, m.doc)
+        if alike is not None and alike >= ALIKE and same_headline(p.verdict.title, m.doc.title):
+            return None
+    elif (same_headline(p.verdict.title, m.doc.title) or (shown_alike(view, m.doc) or 0.0) >= ALIKE
+          or carried(p.fp, m.doc, trust[0])):
         return None
     p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)
     return None

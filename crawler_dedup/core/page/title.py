@@ -39,6 +39,11 @@ def title_parts(title: str) -> list[frozenset[str]]:
     return [frozenset(p) for p in _ordered_parts(title)]
 
 
+def title_words(title: str) -> list[list[str]]:
+    """A title's parts' words in order, without the marks of a print, mobile or AMP version."""
+    return _ordered_parts(title)
+
+
 def headline_keys(title: str | None) -> list[bytes]:
     """The keys a kept page is filed under by its title (the index's `heads` table): each part's
     words, and the first PREFIX_WORDS words of a longer part (a copy's title cut short)."""
