@@ -169,3 +169,22 @@ def test_tracking_parameters_are_taken_out_before_download(tmp_path, serve):
                         "-s", "DEDUP_CLEAN_REQUESTS=False")
     assert proc.returncode == 0 and "dedup/requests/cleaned" not in proc.stderr
     assert "/a.html?utm_source=news&utm_medium=email" in server.paths
+
+
+def test_a_redirects_target_and_dont_filter_requests_are_sent_as_they_are():
+    """A site that adds tracking parameters by redirect: cleaning its target would send it back
+    to the URL already asked, which the duplicate filter drops (the page never downloaded)."""
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+
+    from crawler_dedup.scrapy.middleware import DedupMiddleware
+
+    crawler = get_crawler(settings_dict={"DEDUP_BACKEND": "memory", "DEDUP_WORKERS": 0})
+    mw = DedupMiddleware.from_crawler(crawler)
+    tracked = "https://news.example/a?id=1&utm_source=mail"
+    cleaned = mw._cleaned(Request(tracked))
+    assert cleaned is not None and cleaned.url == "https://news.example/a?id=1"
+    assert mw._cleaned(Request(tracked, meta={"redirect_urls": ["https://news.example/a?id=1"]})) is None
+    assert mw._cleaned(Request(tracked, dont_filter=True)) is None
+    assert mw._cleaned(Request(tracked, meta={"dont_dedup": True})) is None
+    assert mw._cleaned(Request("https://news.example/a?id=1")) is None

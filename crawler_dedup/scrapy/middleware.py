@@ -48,8 +48,10 @@ class DedupMiddleware:
     def _cleaned(self, request):
         """The request under its URL without tracking parameters (DEDUP_CLEAN_REQUESTS), or None."""
         cfg = self.ext.config
+        # a redirect's target is the server's choice: cleaned, a site that adds tracking parameters
+        # by redirect would send it back to the URL already asked, and the duplicate filter would lose it
         if (not cfg.clean_requests or request.dont_filter or request.meta.get("dont_dedup")
-                or any(p.search(request.url) for p in cfg.allow)):
+                or request.meta.get("redirect_urls") or any(p.search(request.url) for p in cfg.allow)):
             return None
         got = without_tracking(request.url, cfg.tracking_params)
         if got is None:
