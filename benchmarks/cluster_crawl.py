@@ -74,7 +74,8 @@ def main(argv=None) -> int:
             cmd = [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", "-s", "DEDUP_BACKEND=redis",
                    "-s", f"DEDUP_REDIS_URL={url}", "-s", "DEDUP_REDIS_PREFIX=bench", "-s",
                    f"DEDUP_DROPLOG={work}/drop{i}.jsonl", "-s", f"DEDUP_DIR={work}/idx{i}", "-s", "LOG_LEVEL=INFO",
-                   "-s", "ROBOTSTXT_OBEY=False", "-s", "HTTPCACHE_ENABLED=False"]
+                   "-s", "ROBOTSTXT_OBEY=False", "-s", "HTTPCACHE_ENABLED=False",
+                   "-s", "DEDUP_CLEAN_REQUESTS=False"]  # (each URL counted as asked)
             for setting in args.settings:
                 cmd += ["-s", setting]
             log = open(work / f"log{i}.txt", "w")

@@ -210,7 +210,8 @@ class Crawler:
         urls.write_text("".join(u + "\n" for u in left))
         cmd = [sys.executable, "-m", "scrapy", "runspider", str(self.spider), "-a", f"urls={urls}",
                "-s", f"KILLTEST_STORED={self.stored}", "-s", f"DEDUP_DROPLOG={self.droplog}",
-               "-s", f"DEDUP_DIR={self.work / f'dir-{self.n}'}", "-s", f"LOG_FILE={self.work / f'log-{self.n}-{self.runs}.txt'}"]
+               "-s", f"DEDUP_DIR={self.work / f'dir-{self.n}'}", "-s", f"LOG_FILE={self.work / f'log-{self.n}-{self.runs}.txt'}",
+               "-s", "DEDUP_CLEAN_REQUESTS=False"]  # (each URL counted as asked: a tracking URL downloaded)
         for setting in self.settings:
             cmd += ["-s", setting]
         self.proc = subprocess.Popen(cmd, cwd=str(self.work), env=self.env, stdout=subprocess.DEVNULL,
@@ -347,7 +348,8 @@ def one_process(site: Site, work: Path, settings: list[str], scorer: Path | None
     urls.write_text("".join(u + "\n" for u, _ in site.pages))
     log = work / "drop-one.jsonl"
     cmd = [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"urls={urls}", "-s", f"DEDUP_DIR={work / 'one'}",
-           "-s", f"DEDUP_DROPLOG={log}", "-s", "ROBOTSTXT_OBEY=False", "-s", "LOG_LEVEL=WARNING", "-s", "CONCURRENT_REQUESTS=2"]
+           "-s", f"DEDUP_DROPLOG={log}", "-s", "ROBOTSTXT_OBEY=False", "-s", "LOG_LEVEL=WARNING", "-s", "CONCURRENT_REQUESTS=2",
+           "-s", "DEDUP_CLEAN_REQUESTS=False"]
     for setting in settings:
         cmd += ["-s", setting]
     subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, timeout=3600, check=True)

@@ -132,7 +132,7 @@ class Harness:
             fh.writelines(self.url(p) + "\n" for p in paths)
         args = [sys.executable, "-m", "scrapy", "runspider", self.spider, "-a", f"urls={urls}",
                 "-s", f"DEDUP_DIR={self.dir}", "-s", f"KILLTEST_STORED={self.stored_path}",
-                "-s", f"LOG_FILE={log}"]
+                "-s", f"LOG_FILE={log}", "-s", "DEDUP_CLEAN_REQUESTS=False"]  # (each URL counted as asked)
         for name, value in settings.items():
             args += ["-s", f"{name}={value}"]
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -47,8 +47,10 @@ def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site,
              "a3.html", "p-edit.html"]
     urls = write_urls(tmp_path / "urls.txt", ["# a comment", *[f"{base}/{p}" for p in pages]])
     out, drops = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
+    # (DEDUP_CLEAN_REQUESTS off: the tracking URL is downloaded and dropped as the copy it is)
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
-                        "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-o", str(out))
+                        "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-s", "DEDUP_CLEAN_REQUESTS=False",
+                        "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     kept = sorted(i["url"].rsplit("/", 1)[-1] for i in items(out))
     assert kept == ["a0.html", "a1.html", "a2.html", "a3.html", "p.html"]
@@ -70,7 +72,7 @@ def test_crawl_drops_near_duplicates_and_yields_the_unique_pages(tmp_path, site,
     # a second crawl with the same DEDUP_DIR: the kept pages are unchanged revisits, the copies copies
     out2 = tmp_path / "out2.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
-                        "-s", "ROBOTSTXT_OBEY=0", "-o", str(out2))
+                        "-s", "ROBOTSTXT_OBEY=0", "-s", "DEDUP_CLEAN_REQUESTS=False", "-o", str(out2))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not out2.exists() or items(out2) == []
     stats = dedup_stats(proc.stderr)

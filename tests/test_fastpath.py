@@ -51,7 +51,7 @@ def test_byte_identical_copies_are_decided_without_extraction_as_extraction_woul
     for crawl in (1, 2):  # a second crawl over the same index: every page's bytes are known
         drops = tmp_path / "drops.jsonl"
         proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", f"DEDUP_DROPLOG={drops}",
-                            "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1")
+                            "-s", "ROBOTSTXT_OBEY=0", "-s", "CONCURRENT_REQUESTS=1", "-s", "DEDUP_CLEAN_REQUESTS=False")
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs.append((dedup_stats(proc.stderr), list(read_droplog(str(drops)))))
     stats, records = runs[0]

@@ -152,7 +152,7 @@ def test_a_page_whose_banner_quotes_another_pages_text_is_not_its_copy_in_either
     story, product, article = _banner_pages()
     quoted = " ".join(article.split()[:120])
     mug = "Blue ceramic mug 350 ml | Mug Shop"
-    with Deduplicator(dir=str(tmp_path / "one")) as dedup:
+    with Deduplicator(dir=str(tmp_path / "one"), strict_text=True) as dedup:
         first = dedup.check("https://daily.example/bridge", html=story, text=article, title=BRIDGE + " | Daily")
         second = dedup.check("https://mugs.example/p/1", html=product, text=quoted, title=mug)
         # a bare copy of the article under its own title is still its copy
@@ -161,7 +161,7 @@ def test_a_page_whose_banner_quotes_another_pages_text_is_not_its_copy_in_either
     assert first.action == "keep"
     assert (second.action, second.guard) == ("keep", "untrusted")
     assert (bare.action, bare.duplicate_of) == ("drop", "https://daily.example/bridge")
-    with Deduplicator(dir=str(tmp_path / "two")) as dedup:
+    with Deduplicator(dir=str(tmp_path / "two"), strict_text=True) as dedup:
         first = dedup.check("https://mugs.example/p/1", html=product, text=quoted, title=mug)
         second = dedup.check("https://daily.example/bridge", html=story, text=article, title=BRIDGE + " | Daily")
     assert first.action == "keep" and second.action == "keep", second
@@ -190,7 +190,7 @@ def test_a_teaser_of_another_article_beside_a_pages_own_headline_is_not_its_copy
     teaser = " ".join(article.split()[:120])  # (each word its own: the teaser holds 120 of the 166)
     mine = f"{teaser} Blue ceramic mug with handle. Out of stock, ask us when the mug is back."
     mug = "Blue ceramic mug with handle | Mug Shop"
-    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+    with Deduplicator(dir=str(tmp_path / "idx"), strict_text=True) as dedup:
         first = dedup.check("https://daily.example/bridge", html=html(BRIDGE, article), text=article, title=BRIDGE)
         second = dedup.check("https://mugs.example/p/2", html=html(mug, mine), text=mine, title=mug)
         # the whole article under another site's title is still a syndicated copy
@@ -199,6 +199,9 @@ def test_a_teaser_of_another_article_beside_a_pages_own_headline_is_not_its_copy
     assert first.action == "keep"
     assert (second.action, second.guard) == ("keep", "untrusted"), second
     assert (third.action, third.duplicate_of) == ("drop", "https://daily.example/bridge"), third
+    with Deduplicator(dir=str(tmp_path / "default")) as dedup:  # DEDUP_STRICT_TEXT off: the quote is a match
+        dedup.check("https://daily.example/bridge", html=html(BRIDGE, article), text=article, title=BRIDGE)
+        assert dedup.check("https://mugs.example/p/2", html=html(mug, mine), text=mine, title=mug).action == "drop"
 
 
 def test_a_teaser_kept_first_does_not_take_the_article_it_quotes(tmp_path):
@@ -206,7 +209,7 @@ def test_a_teaser_kept_first_does_not_take_the_article_it_quotes(tmp_path):
     article = f"{BRIDGE}. " + " ".join(f"{w}{i}" for i, w in enumerate(prose(74, 160).split()))
     mine = " ".join(article.split()[:120]) + " Blue ceramic mug with handle. Out of stock, ask us when the mug is back."
     mug = "Blue ceramic mug with handle | Mug Shop"
-    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+    with Deduplicator(dir=str(tmp_path / "idx"), strict_text=True) as dedup:
         first = dedup.check("https://mugs.example/p/2", html=html(mug, mine), text=mine, title=mug)
         second = dedup.check("https://daily.example/bridge", html=html(BRIDGE, article), text=article, title=BRIDGE)
     assert first.action == "keep" and (second.action, second.guard) == ("keep", "untrusted"), second

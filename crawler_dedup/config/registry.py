@@ -72,6 +72,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_TRACKING_PARAMS", REGEXES, [], doc=(
         "more query parameters that only track a visitor, as regexes a parameter's whole name matches "
         "(`ref`, `campaign_.*`), taken out with the known ones under `DEDUP_CLEAN_REQUESTS`")),
+    Setting("DEDUP_STRICT_TEXT", BOOL, False, doc=(
+        "a page is never dropped on a text that is not its own, on either side: a match where one page's main "
+        "text names none of its headline (or is its chrome) stands only under the same headline, on pages that "
+        "look alike, or when that text carries the other's whole; and a page naming its own headline only "
+        "outside the words it shares with the kept page, holding under 80% of them, quotes it (a teaser, a "
+        "promo banner with another page's first paragraphs) and is kept (`dedup/guarded/untrusted`). For shops "
+        "and forums whose banners quote other pages; off by default, as it misses syndicated copies put under "
+        "their host page's own title (benchmarks/realcopies.py: recall 0.976 -> 0.924; see "
+        "[Detection quality](benchmarks.md#detection-quality))")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
         "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
         "= a commit a page")),
@@ -219,10 +228,10 @@ SETTINGS: tuple[Setting, ...] = (
         "(`measure` `visible`): a copy whose extraction took the wrong block on one side, such as a "
         "syndicated copy read as its template's related list, or a print version beside a page extracted "
         "short. A main text that is mostly the page's chrome (navigation, header, footer, consent dialog) "
-        "is no evidence. The page's view also judges main texts: a match on a main text that names none of "
-        "its headline (or is its page's chrome) stands, when one side's is, only under the same headline or "
-        "on pages that look alike, and when both are, on two pages of one template, only under the same "
-        "headline on pages that show nearly the same text (`dedup/guarded/untrusted`). Kept pages are filed under their "
+        "is no evidence. The page's view also judges main texts: a textual match where both main texts name "
+        "none of their headline (or are their pages' chrome), on two pages of one template, stands only under "
+        "the same headline on pages that show nearly the same text (`dedup/guarded/untrusted`; one side is "
+        "enough with `DEDUP_STRICT_TEXT`). Kept pages are filed under their "
         "title's parts and keep a sample of their visible text (about 2 KB a kept page in the index); about "
         "3 ms a page in the extraction workers, reading extraction's own parse (about a sixth of a CPU-bound "
         "crawl's pages a second); `0` turns it off (see Detection quality)")),
@@ -282,6 +291,7 @@ class DedupConfig:
     canonical: bool = _DEFAULTS["canonical"]
     prefer_clean_url: bool = _DEFAULTS["prefer_clean_url"]
     clean_requests: bool = _DEFAULTS["clean_requests"]
+    strict_text: bool = _DEFAULTS["strict_text"]
     tracking_params: tuple = _DEFAULTS["tracking_params"]
     commit_batch: int = _DEFAULTS["commit_batch"]
     commit_delay: float = _DEFAULTS["commit_delay"]

@@ -54,6 +54,9 @@ def run_crawl(urls_file: str, out: str, settings: dict | None = None) -> dict:
         "DEDUP_DROPLOG": os.path.join(out, "droplog.jsonl"),
         "FEEDS": {os.path.join(out, "kept.jsonl"): {"format": "jsonlines", "overwrite": True}},
         "CONCURRENT_REQUESTS": 1,  # one page at a time: the crawl order decides what is "first"
+        # the demo shows each kind of copy told apart after download, tracking URLs too (a crawl's
+        # default sends them cleaned, so Scrapy's duplicate filter drops them before download)
+        "DEDUP_CLEAN_REQUESTS": False,
         "ROBOTSTXT_OBEY": False,
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": "WARNING",

@@ -189,7 +189,7 @@ def trusted_text(p: Page) -> Decision | None:
     """A textual match where a main text may not be its page's content (it names none of its
     headline, or is its page's chrome: matching.untrusted) needs more evidence.
 
-    When one side's is untrusted, the match stands only when the titles name one headline, the
+    With DEDUP_STRICT_TEXT, when one side's is untrusted, the match stands only when the titles name one headline, the
     pages show nearly the same text (ALIKE), or the untrusted text carries the other's whole
     (HELD of its words: a syndicated copy under its host page's title): otherwise what matched is
     a part of the trusted page's content in the other page's chrome (a shop's promo banner
@@ -199,18 +199,19 @@ def trusted_text(p: Page) -> Decision | None:
     besides its main text in the other's): the shared text is the template's (a sign-up overlay,
     a forum engine's thread chrome taken for both pages' content), unless both hold (a
     tracking-URL or churned copy). On pages of two templates the text moved between them: a
-    syndicated copy, as before. A page that quotes the kept page (its own headline named only
+    syndicated copy, as before. With DEDUP_STRICT_TEXT, a page that quotes the kept page (its own headline named only
     outside the words they share, under HELD of the kept text's words: matching.quoted) is no
     copy of it."""
     m, view = p.match, p.fp.view
     if m is None or m.reason not in (Reason.EXACT, Reason.NEAR) or view is None or not p.config.visible_containment:
         return None
-    if m.reason == Reason.NEAR and not same_headline(p.verdict.title, m.doc.title) and quoted(
+    strict = p.config.strict_text
+    if strict and m.reason == Reason.NEAR and not same_headline(p.verdict.title, m.doc.title) and quoted(
             p.fp, p.verdict.title, m.doc):
         p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)  # its own text is elsewhere on it
         return None
     trust = trust_of(p.fp, p.verdict.title, m.doc)
-    if not any(trust):
+    if not any(trust) or (not strict and not all(trust)):
         return None
     if all(trust):
         outside = template_alike(view, p.fp.text, m.doc)
