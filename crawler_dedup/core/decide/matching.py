@@ -9,6 +9,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .churn import churn_digest, same_but_churn
+from .excerpt import one_quotes_other
 from ..page.plugins import cosine
 from .guards import same_headline, titles_disagree
 from ..page.title import headline_coverage
@@ -169,6 +170,9 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         if titled is not None:
             guards.add(titled)
             continue
+        if doc.text is not None and not same_headline(title, doc.title) and one_quotes_other(fp.text, doc.text):
+            guards.add(Guard.UNTRUSTED)  # a teaser or banner quoting the other's opening: the next candidate may be its copy
+            continue
         if how != "content" and site is not None and j < GUARD_RESEMBLANCE and site.all_boilerplate(doc):
             guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
             continue
@@ -176,7 +180,7 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         rank = (-value, dist, doc.doc_id)
         if best is None or rank < best[0]:
             best = (rank, Match(doc, Reason.NEAR, dist, value, how))
-    guard = next((g for g in (Guard.TITLE, Guard.CHROME, Guard.BOILERPLATE) if g in guards), None)
+    guard = next((g for g in (Guard.TITLE, Guard.CHROME, Guard.UNTRUSTED, Guard.BOILERPLATE) if g in guards), None)
     return (best[1] if best else None), guard
 
 
