@@ -170,8 +170,9 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
         if titled is not None:
             guards.add(titled)
             continue
-        if doc.text is not None and not same_headline(title, doc.title) and one_quotes_other(fp.text, doc.text):
-            guards.add(Guard.UNTRUSTED)  # a teaser or banner quoting the other's opening: the next candidate may be its copy
+        if (title and doc.title and doc.text is not None and not same_headline(title, doc.title)
+                and one_quotes_other(fp.text, doc.text)):
+            guards.add(Guard.UNTRUSTED)  # one quotes the other's opening under its own headline; the next candidate may be a copy
             continue
         if how != "content" and site is not None and j < GUARD_RESEMBLANCE and site.all_boilerplate(doc):
             guards.add(Guard.BOILERPLATE)  # the match is on lines of the site's other pages
