@@ -59,8 +59,10 @@ STATS: tuple[Stat, ...] = (
                   "kept page's, is mostly its page's chrome, such as one consent dialog on two sites, and the titles "
                   "name different headlines); `untrusted` (a main text that may not be its page's content: on both "
                   "sides, on two pages of one template that do not show nearly the same text (the template's block "
-                  "taken for both pages' content); with `DEDUP_STRICT_TEXT`, on one side too, or a page quoting a "
-                  "kept page's first words beside its own headline); `boilerplate` (its text is its site's boilerplate: "
+                  "taken for both pages' content); one page quoting the other's opening (its first 30-300 words, cut "
+                  "inside a line: a teaser, a promo banner) under another headline, either order; with "
+                  "`DEDUP_STRICT_TEXT`, one such side too, or a page quoting a kept page's first words beside its "
+                  "own headline); `boilerplate` (its text is its site's boilerplate: "
                   "lines two other "
                   "pages of the site showed in their text (`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` "
                   "on mostly lines kept pages show outside their main text, with under 100 words of its own)"),

@@ -55,4 +55,6 @@ def quotes_opening(short: str, long: str) -> bool:
 
 def one_quotes_other(a: str | None, b: str | None) -> bool:
     """Either text quotes the other's opening (whichever page came first)."""
-    return bool(a and b) and (quotes_opening(a, b) or quotes_opening(b, a))
+    if not a or not b:
+        return False
+    return quotes_opening(a, b) or quotes_opening(b, a)
