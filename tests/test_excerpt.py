@@ -9,7 +9,7 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from crawler_dedup import Deduplicator
-from crawler_dedup.core.decide.excerpt import MAX_QUOTED, MIN_LEFT, MIN_QUOTED, quotes_opening, one_quotes_other
+from crawler_dedup.core.decide.excerpt import EDGE, MAX_QUOTED, MIN_LEFT, MIN_QUOTED, quotes_opening, one_quotes_other
 
 from tests.test_visible import html, prose
 
@@ -34,6 +34,9 @@ def test_a_quote_of_an_articles_first_words_cut_inside_a_line_is_a_quote():
     assert quotes_opening(f"{MUG}\nOut of stock.\n{quote} ...", article)  # beside the page's own words
     assert quotes_opening(quote, f"{BRIDGE}\n{article}")  # after the article's headline line
     assert one_quotes_other(article, quote) and one_quotes_other(quote, article)  # either order
+    # a text whose end is the other's beginning, inside one of its own lines, is an overlap, not a
+    # quote: a banner or teaser is a block of its own
+    assert not quotes_opening(" ".join(_lines(5, 1)) + " " + quote, article)
 
 
 def test_copies_are_not_quotes():
@@ -60,7 +63,7 @@ def test_the_opening_cut_anywhere_inside_a_line_is_a_quote_and_whole_lines_are_n
     total = n_lines * per_line
     ends = {per_line * (i + 1) for i in range(n_lines)}
     cut = data.draw(st.integers(MIN_QUOTED, min(MAX_QUOTED, total - MIN_LEFT)))
-    inside = min(abs(cut - e) for e in ends | {0}) >= 3
+    inside = min(abs(cut - e) for e in ends | {0}) >= EDGE
     assert quotes_opening(" ".join(article.split()[:cut]), article) == inside
     whole = data.draw(st.integers(1, n_lines))
     assert not quotes_opening("\n".join(lines[:whole]), article)  # whole lines: a copy's shape
@@ -73,7 +76,7 @@ def _article(seed: int) -> str:
 def test_a_thin_page_quoting_an_article_is_kept_and_the_articles_copy_found_in_any_order(tmp_path):
     article = _article(80)
     teaser = " ".join(article.split()[:120])
-    thin = f"{MUG}. Out of stock, ask us when it is back. {teaser} ..."
+    thin = f"{MUG}\nOut of stock, ask us when it is back.\n{teaser} ..."  # (the banner a block of its own)
     pages = {
         "article": ("https://daily.example/bridge", html(BRIDGE + " | Daily", article), article, BRIDGE + " | Daily"),
         "thin": ("https://mugs.example/p/2", html(MUG, thin), thin, MUG),

@@ -32,6 +32,7 @@ SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholl
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
 ALIKE = 0.85  # an untrusted main text's match stands when each page shows this share of the other's visible text
 ONE_TEMPLATE = 0.3  # pages showing this much of each other's visible text share a template
+TWO_TEMPLATES = 0.1  # pages showing less of each other's visible text outside their main texts are two sites'
 ARTICLE_TOKENS = 300  # main texts this long under two titles of one site may be one article (about_their_titles)
 
 Scorer = Callable[[object, DocRecord], "tuple[float, float]"]  # (score, containment) of a page and a kept page
@@ -90,7 +91,21 @@ def _guard(fp, title: str | None, doc: DocRecord, url: str | None) -> Guard | No
         return None
     if not chrome and site and fp.tokens >= ARTICLE_TOKENS and about_their_titles(fp, title, doc):
         return None
+    if (not chrome and site and fp.tokens >= GUARD_TOKENS and two_templates(fp, doc) and not any(trust_of(fp, title, doc))
+            and not quoted(fp, title, doc)):
+        return None  # each page's own text moved between two sites' templates under one host: a syndicated copy
     return Guard.CHROME if chrome else Guard.TITLE
+
+
+def two_templates(fp, doc: DocRecord) -> bool:
+    """The two pages share next to nothing outside their main texts (under TWO_TEMPLATES of what
+    each shows besides it): two sites' templates, though one host serves both (a mirror, a crawl
+    of one host's archive); a site's own pages share its header, menus and footer."""
+    view = getattr(fp, "view", None)
+    if view is None:
+        return False
+    outside = template_alike(view, fp.text, doc)
+    return outside is not None and outside < TWO_TEMPLATES
 
 
 def coverages(fp, title: str | None, doc: DocRecord) -> tuple[float | None, float | None]:
