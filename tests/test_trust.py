@@ -226,3 +226,32 @@ def test_a_syndicated_copy_under_its_host_pages_title_carries_the_whole_text_and
         second = dedup.check("https://wire.example/b", html=_page(host, article, "", prose(76, 150)), text=article,
                              title=host)
     assert first.action == "keep" and (second.action, second.duplicate_of) == ("drop", "https://daily.example/bridge")
+
+
+def test_one_host_serving_two_sites_templates_does_not_keep_a_syndicated_copy_apart(tmp_path, monkeypatch):
+    # a host that serves other sites' pages (a mirror, an archive crawled as one site): a copy in
+    # another template under a rewritten headline is a copy; in the site's own template (its menus
+    # and footer around both) the title guard keeps the two apart, as a block taken for two pages'
+    # content would be
+    from crawler_dedup.core.decide import matching
+
+    article = "The harbour bridge reopened on Monday after the storm closed it for a week. " + prose(90, 400)
+    first = ("https://mirror.example/daily/bridge", "Harbour bridge reopens | Daily")
+    second = ("https://mirror.example/wire/77", "Storm closed crossing for seven days | Wire")
+
+    def crawl(name: str, own_template: bool) -> tuple:
+        chrome = (prose(91, 80, OTHER), prose(92, 120, OTHER))
+        other = chrome if own_template else (prose(93, 80), prose(94, 120))
+        with Deduplicator(dir=str(tmp_path / name)) as dedup:
+            kept = dedup.check(first[0], html=html(first[1], article, nav=chrome[0], footer=chrome[1]), title=first[1])
+            copy = dedup.check(second[0], html=html(second[1], article, nav=other[0], footer=other[1]),
+                               title=second[1])
+        return kept, copy
+
+    kept, copy = crawl("two", own_template=False)
+    assert kept.action == "keep" and (copy.action, copy.duplicate_of) == ("drop", first[0]), copy
+    kept, copy = crawl("one", own_template=True)
+    assert (copy.action, copy.guard) == ("keep", "title"), copy
+    monkeypatch.setattr(matching, "TWO_TEMPLATES", 0.0)  # the rule is what finds the copy
+    kept, copy = crawl("off", own_template=False)
+    assert (copy.action, copy.guard) == ("keep", "title"), copy
