@@ -209,7 +209,8 @@ SETTINGS: tuple[Setting, ...] = (
         "bits (0 = simhash tables only)")),
     Setting("DEDUP_STORE_TEXT", BOOL, True, doc=(
         "keep each kept page's extracted text (zlib) in the index and each dropped page's text in its "
-        "drop-log line (`text`), so `show` and `report` can diff a decision after the crawl; costs about "
+        "drop-log line (`text`), so `show` and `report` can diff a decision after the crawl, and so a page "
+        "quoting a kept page's opening (a teaser, a promo banner) can be told from its copy; costs about "
         "1.7 KB a kept page in the index and the text's size a drop-log line (see [the "
         "cost](#inspecting-what-was-dropped))")),
     Setting("DEDUP_THRESHOLD", FLOAT, 0.5, lo=0, hi=1, doc=(
