@@ -255,3 +255,33 @@ def test_one_host_serving_two_sites_templates_does_not_keep_a_syndicated_copy_ap
     monkeypatch.setattr(matching, "TWO_TEMPLATES", 0.0)  # the rule is what finds the copy
     kept, copy = crawl("off", own_template=False)
     assert (copy.action, copy.guard) == ("keep", "title"), copy
+
+
+def test_a_bare_copy_kept_first_takes_the_full_page_whose_extraction_took_another_block(tmp_path, monkeypatch):
+    # a print version (its title, an h1, the article: nothing else shown) is kept first; the full
+    # page shows the article whole, but its extraction took its "related" block (naming the
+    # headline, so not a misread text): it carries the kept page's whole text, a copy. A full page
+    # beside its app shell (the shell shows only its sign-up block) is not
+    from crawler_dedup.core.decide import matching
+
+    article = f"{BRIDGE} on Monday after a week. " + prose(95, 300)
+    related = f"More on the {BRIDGE.lower()}: " + prose(96, 120, OTHER)
+    full = html(BRIDGE + " | Daily", article, aside=related, nav=prose(97, 40, OTHER), footer=prose(98, 60, OTHER))
+
+    def crawl(name: str) -> tuple:
+        with Deduplicator(dir=str(tmp_path / name)) as dedup:
+            kept = dedup.check("https://daily.example/print/bridge", html=html(BRIDGE, article), title=BRIDGE)
+            page = dedup.check("https://daily.example/bridge", html=full, text=related, title=BRIDGE + " | Daily")
+        return kept, page
+
+    kept, page = crawl("bare")
+    assert kept.action == "keep" and (page.action, page.duplicate_of) == ("drop", "https://daily.example/print/bridge")
+    monkeypatch.setattr(matching, "BARE", 1.01)  # the rule is what finds it
+    assert crawl("off")[1].action == "keep"
+    monkeypatch.undo()
+    signup = "Sign up to the Daily for the harbour news. " + prose(99, 80, OTHER)
+    with Deduplicator(dir=str(tmp_path / "shell")) as dedup:
+        shell = dedup.check("https://daily.example/app", html=html("Daily", signup), title="Daily")
+        page = dedup.check("https://daily.example/bridge", html=html(BRIDGE + " | Daily", article, footer=signup),
+                           title=BRIDGE + " | Daily")
+    assert shell.action == "keep" and page.action == "keep", page

@@ -32,6 +32,7 @@ SHORT_THRESHOLD = 0.8  # they need this much resemblance, or to be all but wholl
 SHORT_CONTAINMENT, SHORT_MIN_RESEMBLANCE = 0.95, 0.6  # other page (a teaser) and close to it
 ALIKE = 0.85  # an untrusted main text's match stands when each page shows this share of the other's visible text
 ONE_TEMPLATE = 0.3  # pages showing this much of each other's visible text share a template
+BARE = 0.9  # a kept page whose visible sample is this much its main text's shows nothing else
 TWO_TEMPLATES = 0.1  # pages showing less of each other's visible text outside their main texts are two sites'
 ARTICLE_TOKENS = 300  # main texts this long under two titles of one site may be one article (about_their_titles)
 
@@ -314,8 +315,9 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
     page's text counts only when it is a fuller version of it (the kept main text inside this one's
     too: a print version beside a page extracted short) or when its own main text is not about its
     headline while the kept one's is (its extraction took the wrong block, as a syndicated copy's
-    related list); a page about its headline holding a kept page's other text is a page (a full
-    page beside its app shell)."""
+    related list), or when the kept page shows nothing but its main text, about its headline (a
+    print version kept first: `_bare`); a page about its headline holding a kept page's other
+    text is a page (a full page beside its app shell)."""
     found: list[float] = []
     view = page.view
     sampled = doc.extras.get(Extra.VISIBLE)
@@ -339,6 +341,8 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
             shown: float | None = containment(theirs.shingles, view.visible)
             fuller = containment(theirs.shingles, page.shingles) >= shown * FULLER  # type: ignore[operator]
             kept_coverage = theirs.coverage
+            if not fuller and sampled is not None and kept_coverage is not None and kept_coverage >= ABOUT:
+                fuller = _bare(np.frombuffer(sampled, dtype=">u4").astype(np.uint32), theirs.shingles)
         else:
             shown = None
     elif kept_main is not None and int.from_bytes(doc.extras.get(Extra.MAIN_SHINGLES, b""), "big") >= MIN_CONTAINED:
@@ -355,6 +359,15 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
         if fuller or misread:
             found.append(shown)
     return max(found) if found else None
+
+
+def _bare(visible_sample: np.ndarray, main: np.ndarray) -> bool:
+    """The kept page shows nothing but its main text (BARE of its visible sample): a print
+    version, whose whole text a fuller page showing it carries."""
+    kept = sample(main)
+    if visible_sample.size >= MAX_SAMPLE:
+        kept = kept[kept <= visible_sample[-1]]
+    return visible_sample.size >= 8 and float(np.isin(visible_sample, kept, assume_unique=True).mean()) >= BARE
 
 
 def thin_view(text: str, title: str | None, view: PageView) -> dict[str, bytes]:

@@ -234,7 +234,8 @@ def contained(p: Page) -> Decision | None:
     copy read as its template's related list, a print version beside a page extracted short).
     A main text that is mostly its page's chrome is no evidence, and a page whose own main text
     is about its headline is not dropped for holding a kept page's other text (a full page beside
-    its app shell)."""
+    its app shell), unless the kept page shows nothing but its text, about its headline (a print
+    version kept first)."""
     share = p.config.visible_containment
     if p.match is not None or not share or not p.verdict.title:
         return None
