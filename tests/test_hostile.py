@@ -95,8 +95,11 @@ def test_any_text_fingerprints_or_is_skipped(tmp_path_factory, text):
     assert (v.fingerprint is None) == (v.skipped is not None)
 
 
+COPIES = {"/cjk-copy.html", "/sample-example.arc"}  # the CJK page again; example.com's page in a second archive
+
+
 def test_hostile_pages_in_process(tmp_path, articles):
-    """Each page kept (checked or skipped), the CJK copy dropped; right-to-left and CJK text are
+    """Each page kept (checked or skipped), the two copies dropped; right-to-left and CJK text are
     real text: a copy is found, another text is not taken for one."""
     got = {}
     with Deduplicator(dir=str(tmp_path / "idx"), workers=0) as d:
@@ -104,8 +107,11 @@ def test_hostile_pages_in_process(tmp_path, articles):
             if path == "/gzip-bomb.html":
                 continue  # (the crawl test: decompression is Scrapy's)
             first = d.check("https://h.test" + path, html=body)
-            assert first.action == ("drop" if path == "/cjk-copy.html" else "keep"), path
+            assert first.action == ("drop" if path in COPIES else "keep"), path
             got[path] = first
+    # example.arc shows, under the same title, the whole text of the page the other archive of
+    # example.com's page was taken for (that page shows nothing else): a second capture of one page
+    assert got["/sample-example.arc"].duplicate_of == "https://h.test/sample-example-space-in-url.arc"
     assert got["/cjk.html"].fingerprint is not None and got["/rtl.html"].fingerprint is not None
     with Deduplicator(dir=str(tmp_path / "idx2"), workers=0) as d:
         pages = hostile_pages(articles)
