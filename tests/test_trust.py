@@ -285,3 +285,36 @@ def test_a_bare_copy_kept_first_takes_the_full_page_whose_extraction_took_anothe
         page = dedup.check("https://daily.example/bridge", html=html(BRIDGE + " | Daily", article, footer=signup),
                            title=BRIDGE + " | Daily")
     assert shell.action == "keep" and page.action == "keep", page
+
+
+def test_a_block_taken_for_two_articles_of_one_site_stays_apart_whatever_else_they_show(tmp_path):
+    # each page's article is outside its main text (extraction took a "more stories" block naming
+    # one word of each headline): what the pages show besides their main texts is mostly their
+    # own articles, so they look like two templates, but neither text is about its headline
+    block = "More stories: the harbour, the council and the week. " + prose(101, 150, OTHER)
+    nav, footer = prose(102, 40, OTHER), prose(103, 60, OTHER)
+    titles = ("Harbour bridge reopens after the storm", "Council approves the new budget")
+
+    def page(i: int, t: str) -> str:  # the block in the content, in no element named as chrome
+        return (f"<html><head><title>{t}</title></head><body><nav class='main-nav'>{paragraphs(nav)}</nav>"
+                f"<div class='content'><article><h1>{t}</h1>{paragraphs(prose(104 + i, 1500))}</article>"
+                f"<div class='more'>{paragraphs(block)}</div></div><footer>{paragraphs(footer)}</footer></body></html>")
+
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        got = [dedup.check(f"https://daily.example/{i}", title=t, text=block, html=page(i, t)) for i, t in enumerate(titles)]
+    assert got[0].action == "keep" and (got[1].action, got[1].guard) == ("keep", "title"), got[1]
+
+
+def test_a_full_article_after_its_paywall_shell_is_not_its_copy(tmp_path):
+    # the shell shows only its subscription block, which names the headline; the article comes
+    # next under the same title with that block in its footer: a page, not a copy of the shell
+    title = BRIDGE + " | Daily"
+    wall = f"Subscribe to read {BRIDGE}. " + prose(105, 100, OTHER)
+    with Deduplicator(dir=str(tmp_path / "idx")) as dedup:
+        shell = dedup.check("https://daily.example/app/bridge", html=html(title, wall), title=title)
+        page = dedup.check("https://daily.example/bridge", html=html(title, _article(106), footer=wall), title=title)
+    assert shell.action == "keep" and page.action == "keep", page
+
+
+def _article(seed: int) -> str:
+    return f"{BRIDGE} on Monday. " + prose(seed, 900)

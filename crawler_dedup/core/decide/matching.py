@@ -93,8 +93,8 @@ def _guard(fp, title: str | None, doc: DocRecord, url: str | None) -> Guard | No
     if not chrome and site and fp.tokens >= ARTICLE_TOKENS and about_their_titles(fp, title, doc):
         return None
     if (not chrome and site and fp.tokens >= GUARD_TOKENS and two_templates(fp, doc) and not any(trust_of(fp, title, doc))
-            and not quoted(fp, title, doc)):
-        return None  # each page's own text moved between two sites' templates under one host: a syndicated copy
+            and all(c is None or c >= ABOUT for c in coverages(fp, title, doc)) and not quoted(fp, title, doc)):
+        return None  # each page's own text, about its headline, moved between two sites' templates under one host
     return Guard.CHROME if chrome else Guard.TITLE
 
 
@@ -161,7 +161,7 @@ def near_match(fp, title: str | None, candidates: Iterable[DocRecord], threshold
     (`exclude`: the URL's own earlier page), one text inside the other at any length; the two
     pages compared without their sites' boilerplate lines (sitelines.py), by what is left of
     them; a text that is its site's boilerplate is no evidence against a kept page. (match, the
-    guard that rejected a candidate: the title's first, then the boilerplate's)."""
+    guard that rejected a candidate: the title's first, then the chrome's, a quote's, the boilerplate's)."""
     best, guards = None, set()
     compared = 0
     for doc in candidates:
@@ -284,9 +284,12 @@ def template_alike(view: PageView, text: str, doc: DocRecord, at_least: int = 8)
     sampled = doc.extras.get(Extra.VISIBLE)
     if sampled is None or doc.text is None:
         return shown_alike(view, doc, at_least)
-    theirs = np.setdiff1d(np.frombuffer(sampled, dtype=">u4").astype(np.uint32), sample(main_shingles(doc.text)),
-                          assume_unique=True)
-    mine = np.setdiff1d(sample(view.visible), sample(main_shingles(text)), assume_unique=True)
+    theirs, mine = np.frombuffer(sampled, dtype=">u4").astype(np.uint32), sample(view.visible)
+    for capped in (theirs, mine):  # a capped sample is a bottom-k: cut both under it before taking the main texts out
+        if capped.size >= MAX_SAMPLE:
+            theirs, mine = theirs[theirs <= capped[-1]], mine[mine <= capped[-1]]
+    theirs = np.setdiff1d(theirs, sample(main_shingles(doc.text)), assume_unique=True)
+    mine = np.setdiff1d(mine, sample(main_shingles(text)), assume_unique=True)
     return _overlap(theirs, mine, MAX_SAMPLE, at_least)
 
 
@@ -341,7 +344,8 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
             shown: float | None = containment(theirs.shingles, view.visible)
             fuller = containment(theirs.shingles, page.shingles) >= shown * FULLER  # type: ignore[operator]
             kept_coverage = theirs.coverage
-            if not fuller and sampled is not None and kept_coverage is not None and kept_coverage >= ABOUT:
+            if (not fuller and sampled is not None and kept_coverage is not None and kept_coverage >= ABOUT
+                    and theirs.shingles.size >= page.shingles.size):  # (an app shell's block is shorter than the article)
                 fuller = _bare(np.frombuffer(sampled, dtype=">u4").astype(np.uint32), theirs.shingles)
         else:
             shown = None
@@ -363,7 +367,8 @@ def visible_containment(page: Evidence, doc: DocRecord) -> float | None:
 
 def _bare(visible_sample: np.ndarray, main: np.ndarray) -> bool:
     """The kept page shows nothing but its main text (BARE of its visible sample): a print
-    version, whose whole text a fuller page showing it carries."""
+    version, whose whole text a fuller page showing it carries (when that text is no shorter than
+    the fuller page's own main text: an app shell's or paywall's block is shorter than the article)."""
     kept = sample(main)
     if visible_sample.size >= MAX_SAMPLE:
         kept = kept[kept <= visible_sample[-1]]
