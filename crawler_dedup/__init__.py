@@ -4,7 +4,7 @@ The package's face: what a user of the Python API needs, from private modules (a
 """
 
 from .config import DedupConfig
-from .core.verdict import Action, Reason, Skip, Thresholds, Verdict
+from .core.verdict import Action, Reason, Skip, Thresholds, Verdict, Weighing
 from .deduplicator import Deduplicator
 from .exceptions import (
     CliError,
@@ -13,6 +13,7 @@ from .exceptions import (
     DemoError,
     InputError,
     LogError,
+    ModelError,
     ScanError,
     ShowError,
     SourceError,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Action", "BatchResult", "CliError", "ConfigError", "DedupConfig", "DedupError", "Deduplicator", "DemoError",
-    "InputError", "LogError", "Reason", "ScanError", "ShowError", "Skip", "SourceError", "StoreDamaged",
-    "StoreError", "StoreFormat", "StoreFull", "Thresholds", "ToolError", "Verdict", "WorkerDied", "__version__",
+    "InputError", "LogError", "ModelError", "Reason", "ScanError", "ShowError", "Skip", "SourceError", "StoreDamaged",
+    "StoreError", "StoreFormat", "StoreFull", "Thresholds", "ToolError", "Verdict", "Weighing", "WorkerDied", "__version__",
     "dedupe_batch",
 ]

@@ -2,6 +2,7 @@
 
     DedupError                  every error of crawler-dedup's own
     ├── ConfigError             a DEDUP_* setting has a value that is not allowed
+    ├── ModelError              a score model file (DEDUP_MODEL) that cannot be read or used
     ├── StoreError              the index store cannot be opened, read or written
     │   ├── StoreDamaged        its file is damaged or not an index (index verify / rebuild)
     │   ├── StoreFull           it cannot grow any more
@@ -32,6 +33,10 @@ class ConfigError(DedupError):
         self.setting, self.value, self.allowed = setting, value, allowed
         super().__init__(f"{setting} is not a known setting: {allowed}" if unknown
                          else f"{setting}={value!r} is not allowed: {allowed}")
+
+
+class ModelError(DedupError):
+    """A score model file (DEDUP_MODEL, `eval --fit`'s) that cannot be read or used."""
 
 
 class StoreError(DedupError):

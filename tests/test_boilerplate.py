@@ -1,6 +1,8 @@
-"""Boilerplate learned from kept pages (core/page/boilerplate.py): a page whose extraction collapsed
-onto a site's block is not dropped as a copy of another page that collapsed onto it."""
+"""Boilerplate learned from kept pages (core/page/boilerplate.py): the share of each text in lines
+its site's kept pages show outside their own is measured (DEDUP_BOILERPLATE), and pages whose
+extraction collapsed onto a site's block are scored apart by what else tells them apart."""
 
+import json
 import random
 
 from hypothesis import given, settings
@@ -58,45 +60,62 @@ def _decide(d, pages):
     return {name: d.check(f"https://valley.example/{name}", html=html) for name, html in pages}
 
 
-def test_a_collapsed_page_is_kept_on_a_match_of_boilerplate_and_a_copy_is_still_dropped(tmp_path):
-    pages = [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL), ("a1?utm_source=feed", article(1, 1)),
-             ("a2", article(2, 2))]
-    with Deduplicator(dir=str(tmp_path / "off")) as d:  # the default
-        off = _decide(d, pages)
-    assert off["app/2"].would_drop and off["app/2"].duplicate_of.endswith("app/1")  # what the guard is for
+def shell(title):  # a thread loaded by script: extraction returns the sign-up block under the thread's title
+    return page(title, "<div id='app'></div>")
+
+
+THREADS = [("t/1", shell("How do I fix my bike chain? - Valley Forum")),
+           ("t/2", shell("Best trails near the river - Valley Forum")),
+           ("t/3", shell("Selling a used canoe - Valley Forum"))]
+
+
+def test_template_lines_are_measured_on_both_sides_of_a_pair(tmp_path):
+    pages = [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL.replace(b"<main>", b"<main><!-- 2 -->"))]
+    with Deduplicator(dir=str(tmp_path / "off")) as d:  # the default: the site's template is not learned
+        off = _decide(d, pages)["app/2"]
     with Deduplicator(dir=str(tmp_path / "on"), boilerplate=True) as d:
-        on = _decide(d, pages)
-    assert not on["app/2"].would_drop and on["app/2"].guard == "boilerplate"
-    assert on["a1?utm_source=feed"].would_drop and on["a1?utm_source=feed"].duplicate_of.endswith("/a1")
-    assert not on["a2"].would_drop and not on["app/1"].would_drop
-    with Deduplicator(dir=str(tmp_path / "on"), boilerplate=True) as d:  # learned in the index: a new process knows it
-        again = d.check("https://valley.example/app/3", html=SHELL)
-    assert not again.would_drop and again.guard == "boilerplate"
+        on = _decide(d, pages)["app/2"]
+    assert off.weighing.measures["sitelines_page"] in (None, 0.0)
+    # a1 showed the sign-up block outside its text: both shells' texts are all template
+    assert on.weighing.measures["sitelines_page"] == on.weighing.measures["sitelines_kept"] == 1.0
+    # the same words under no title at all stay a copy: nothing but the text tells the pages apart
+    assert on.would_drop and on.duplicate_of.endswith("app/1")
 
 
-def test_without_a_kept_page_showing_the_block_the_match_stands(tmp_path):
-    # nothing learned yet: the second collapsed page is dropped, as before (the guard needs evidence)
-    with Deduplicator(dir=str(tmp_path / "idx"), boilerplate=True) as d:
-        got = _decide(d, [("app/1", SHELL), ("app/2", SHELL)])
-    assert got["app/2"].would_drop
+def test_collapsed_threads_are_scored_apart_and_a_copy_is_still_dropped(tmp_path):
+    pages = [("a1", article(1, 1)), *THREADS, ("a1?utm_source=feed", article(1, 1)), ("a2", article(2, 2))]
+    for boilerplate in (False, True):
+        with Deduplicator(dir=str(tmp_path / str(boilerplate)), boilerplate=boilerplate) as d:
+            got = _decide(d, pages)
+        for name, _ in THREADS[1:]:  # over the lookup thresholds (the same words), under the score
+            assert not got[name].would_drop and got[name].scored_apart
+            assert got[name].weighing.score < got[name].weighing.threshold
+            assert dict(got[name].weighing.contributions)["title"] < 0  # the titles told them apart
+        assert got["a1?utm_source=feed"].would_drop and got["a1?utm_source=feed"].duplicate_of.endswith("/a1")
+        assert not got["a2"].would_drop and not got["a2"].scored_apart
 
 
-def test_a_crawl_counts_the_guard_and_passes_the_page_on(tmp_path, serve):
+def test_a_crawl_logs_the_pages_scored_apart_and_passes_them_on(tmp_path, serve):
     root = tmp_path / "site"
-    (root / "app").mkdir(parents=True)
+    (root / "t").mkdir(parents=True)
     (root / "a1.html").write_bytes(article(1, 1))
     (root / "a2.html").write_bytes(article(2, 2))
-    (root / "app" / "1.html").write_bytes(SHELL)
-    (root / "app" / "2.html").write_bytes(SHELL.replace(b"<main>", b"<main><!-- 2 -->"))
+    for name, html in THREADS:
+        (root / f"{name}.html").write_bytes(html)
     base = serve(str(root)).base_url
-    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{p}" for p in ("a1.html", "app/1.html", "app/2.html", "a2.html")])
-    out = tmp_path / "out.jsonl"
+    paths = ["a1.html", *(f"{name}.html" for name, _ in THREADS), "a2.html"]
+    urls = write_urls(tmp_path / "urls.txt", [f"{base}/{p}" for p in paths])
+    out, log = tmp_path / "out.jsonl", tmp_path / "drops.jsonl"
     proc = scrapy_crawl("-a", f"urls={urls}", "-s", f"DEDUP_DIR={tmp_path / 'idx'}", "-s", "ROBOTSTXT_OBEY=0",
-                        "-s", "CONCURRENT_REQUESTS=1", "-s", "DEDUP_BOILERPLATE=True", "-o", str(out))
+                        "-s", "CONCURRENT_REQUESTS=1", "-s", "DEDUP_BOILERPLATE=True", "-s", f"DEDUP_DROPLOG={log}",
+                        "-o", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = dedup_stats(proc.stderr)
-    assert stats.get("dedup/guarded/boilerplate") == 1 and not stats.get("dedup/dropped")
-    assert len(out.read_text().splitlines()) == 4
+    assert stats.get("dedup/scored_apart") == 2 and not stats.get("dedup/dropped")
+    assert len(out.read_text().splitlines()) == 5
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(r["url"].rsplit("/", 1)[1] for r in lines if r["action"] == "kept") == ["2.html", "3.html"]
+    assert all(r["score"] < r["score_threshold"] and "contributions" in r for r in lines)
 
 
 def test_pathological_markup_is_read_in_one_pass_and_lines_after_it_are_found():

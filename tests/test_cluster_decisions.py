@@ -1,6 +1,6 @@
 """One decision procedure on a Redis Cluster's spread layout (core/decide/claims.py): a filed
-page's second look is the rule chain itself, with its guards, overrides and settings, over the
-pages claimed before it; a drop names a page that stays; a page that withdraws gives back the
+page's second look is the rule chain itself, with its score, overrides and settings, over the
+pages claimed before it, scored by the same model; a drop names a page that stays; a page that withdraws gives back the
 entries it shared. Real 3-node cluster; races are made exact with barriers between two
 Deduplicators (two crawler processes, each its own connections)."""
 
@@ -13,7 +13,7 @@ import pytest
 from crawler_dedup import Deduplicator
 from crawler_dedup.core.decide import claims
 from crawler_dedup.core.index.integrity import verify
-from crawler_dedup.core.verdict import Action, Guard
+from crawler_dedup.core.verdict import Action
 from crawler_dedup.stores.redis import spread
 
 from .test_sitelines import _words
@@ -33,15 +33,16 @@ def texts(articles):
 
 
 def test_a_page_kept_as_its_sites_boilerplate_stays_kept(cluster, texts):
-    """The site-lines guard keeps a page whose text is all its site's boilerplate beside its match;
-    the second look applies the same guard (it once dropped such a page, `rule: claim`)."""
+    """A page whose text is all its site's boilerplate is kept beside its candidates (the score
+    weighs the site's lines); the second look measures the site the same way and keeps it too (it
+    once dropped such a page, `rule: claim`)."""
     promo = texts["promo"]
     with Deduplicator(**cluster) as d:
-        d.check("https://a.example/1", text=f"{texts['story']}\n{promo}", title="A")
-        d.check("https://a.example/2", text=f"{_words(texts['other'], 90)}\n{promo}", title="A")
-        d.check("https://a.example/4", text=f"{texts['third']}\n{promo}", title="A")
-        shell = d.check("https://a.example/5", text=promo, title="A")
-        assert (shell.action, shell.guard, shell.rule) == (Action.KEEP, Guard.BOILERPLATE, "keep")
+        d.check("https://a.example/1", text=f"{texts['story']}\n{promo}", title="Storm closes schools | A")
+        d.check("https://a.example/2", text=f"{_words(texts['other'], 90)}\n{promo}", title="Budget vote delayed | A")
+        d.check("https://a.example/4", text=f"{texts['third']}\n{promo}", title="Harbour reopens | A")
+        shell = d.check("https://a.example/5", text=promo, title="Ferry timetable changes | A")
+        assert (shell.action, shell.rule) == (Action.KEEP, "keep") and shell.scored_apart
         assert d.index.read(lambda t: d.index.by_url(t, "https://a.example/5")) is not None
 
 
@@ -61,16 +62,20 @@ def test_revisit_keep_keeps_an_update_that_copies_another_urls_page(cluster):
         assert verify(d.index).ok
 
 
-def test_the_boilerplate_guard_holds_in_the_second_look(cluster):
-    """DEDUP_BOILERPLATE: an app shell matching another is kept (its text is lines kept pages show
-    outside their own); the second look guards it the same way."""
+def test_the_template_lines_are_measured_the_same_in_the_second_look(cluster):
+    """DEDUP_BOILERPLATE: the lines kept pages show outside their own text count in a page's site
+    share; the second look measures them the same way, so the cluster decides as one process does."""
+    from crawler_dedup.stores import MemoryStore
+
     from .test_boilerplate import SHELL, article
 
-    with Deduplicator(boilerplate=True, **cluster) as d:
-        got = {name: d.check(f"https://valley.example/{name}", html=html) for name, html in
-               [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL), ("a2", article(2, 2))]}
-    assert not got["app/2"].would_drop and got["app/2"].guard == "boilerplate"
-    assert not got["a2"].would_drop
+    pages = [("a1", article(1, 1)), ("app/1", SHELL), ("app/2", SHELL), ("a2", article(2, 2))]
+    decided = []
+    for settings in (cluster, {"store": MemoryStore()}):
+        with Deduplicator(boilerplate=True, **settings) as d:
+            decided.append([(v.action, v.duplicate_of) for v in (d.check(f"https://valley.example/{name}", html=html)
+                                                                 for name, html in pages)])
+    assert decided[0] == decided[1] and decided[0][3][0] == Action.KEEP
 
 
 class Race:
@@ -149,10 +154,11 @@ def test_racing_byte_identical_copies_leave_the_kept_page_its_entries(cluster, a
         assert one.known(body) is not None  # the fast path still knows the bytes
 
 
-def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypatch):
+def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypatch, plain_model):
     """A ~ B and B ~ D, but A !~ D. A and B are filed at once, A claims first; D is checked while
     B is still racing and matches B only. B then withdraws against A, so D is decided again and
-    kept: a drop never names a page that left (it once named B, settled after a wait)."""
+    kept: a drop never names a page that left (it once named B, settled after a wait). Made-up
+    texts: decided by resemblance (the plain model), the subject being the claims."""
     def text(words: list[str]) -> str:
         return " ".join(words)
 
@@ -160,7 +166,8 @@ def test_a_drop_against_a_page_that_withdraws_is_decided_again(cluster, monkeypa
     a = base[:200]  # A and B share 150 of 200 words, B and D share 150, A and D 100
     b = base[50:250]
     d_words = base[100:300]
-    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two, Deduplicator(**cluster) as three:
+    opts = {**cluster, "model": plain_model}
+    with Deduplicator(**opts) as one, Deduplicator(**opts) as two, Deduplicator(**opts) as three:
         confirm = claims.confirm  # (the real one: B's turn is held by b_after_d, not by the race)
         race = Race(monkeypatch, 2, order=[0, 1])
         got_d: list = []

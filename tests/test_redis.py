@@ -40,16 +40,19 @@ def test_a_duplicate_is_dropped_across_two_deduplicators_on_one_redis(redis_serv
     assert (v.action, v.duplicate_of) == ("drop", "https://a/1")
 
 
-def test_boilerplate_one_writer_learned_guards_another_writers_page(redis_server):
-    from .test_boilerplate import SHELL, article
+def test_boilerplate_one_writer_learned_is_measured_by_another(redis_server):
+    from .test_boilerplate import SHELL, THREADS, article
 
     settings = dict(backend="redis", redis_url=redis_server, redis_prefix="boilerplate", boilerplate=True)
     with Deduplicator(**settings) as one, Deduplicator(**settings) as two:
         assert not one.check("https://valley.example/a1", html=article(1, 1)).would_drop
-        assert not one.check("https://valley.example/app/1", html=SHELL).would_drop
-        v = two.check("https://valley.example/app/2", html=SHELL)
+        assert not one.check(f"https://valley.example/{THREADS[0][0]}", html=THREADS[0][1]).would_drop
+        v = two.check(f"https://valley.example/{THREADS[1][0]}", html=THREADS[1][1])
+        bare = two.check("https://valley.example/app/2", html=SHELL.replace(b"<main>", b"<main><!-- 2 -->"))
         copy = two.check("https://valley.example/a1?utm_source=x", html=article(1, 1))
-    assert not v.would_drop and v.guard == "boilerplate"
+    # the sign-up block one's page showed outside its text is the site's template for two's pages
+    assert bare.weighing.measures["sitelines_page"] == bare.weighing.measures["sitelines_kept"] == 1.0
+    assert not v.would_drop and v.scored_apart
     assert copy.would_drop
 
 

@@ -13,7 +13,8 @@ from crawler_dedup.core.decide.matching import Match
 from crawler_dedup.core.page.fingerprint import Fingerprinted, fingerprint
 from crawler_dedup.core.page.plugins import feature_plugin
 from crawler_dedup.core.index.records import DocRecord, Extra
-from crawler_dedup.core.verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
+from crawler_dedup.core.decide.model import for_settings
+from crawler_dedup.core.verdict import Action, Reason, Revisit, Skip, Stage, Verdict
 from crawler_dedup.core.decide.verify import make_verifier
 
 WORDS = ("council budget parks roads schools river bridge harbour market station museum library "
@@ -48,8 +49,8 @@ class Table:
 
     site = None
 
-    def __init__(self, docs=(), killed=(), collapsed=False):
-        self.docs, self.killed, self.collapsed = list(docs), set(killed), collapsed
+    def __init__(self, docs=(), killed=(), template=None):
+        self.docs, self.killed, self.template = list(docs), set(killed), template
 
     def by_url(self, url):
         return next((d for d in reversed(self.docs) if d.url == url), None)
@@ -63,8 +64,8 @@ class Table:
     def candidates(self, fp):
         return list(self.docs)
 
-    def template_collapsed(self, fp):
-        return self.collapsed
+    def template_share(self, text, words):
+        return self.template
 
     def headed(self, title):
         return list(self.docs)
@@ -76,7 +77,7 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
     config = DedupConfig.from_settings({}, **settings)
     verifier = make_verifier(config.verifier)
     look = look or Table()
-    judging = rules.Judging(config, run, lambda fp, doc: verifier.score(fp, doc, config), verifier.name)
+    judging = rules.Judging(config, run, lambda fp, doc: verifier.score(fp, doc, config), verifier.name, for_settings(config))
     verdict = Verdict(url=url, title=title, never_drop=never_drop, canonical=canonical)
     return rules.Page(verdict, fp_of(body, config), stage, now, look, judging,
                       prior=look.by_url(url) if url else None)
@@ -84,16 +85,15 @@ def page(url: str, body: str, look: Table | None = None, *, stage: Stage = Stage
 
 def test_the_chain_is_listed_once_in_order_and_each_rule_says_what_it_decides():
     names = [name for name, _ in rules.describe()]
-    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "trusted_text", "contained",
-                     "template_guard", "known_copy", "canonical", "clean_url", "never_drop", "revisit_copy", "item_of_matched_response",
-                     "duplicate", "keep"]
+    assert names == ["item_of_kept_response", "out_of_window", "revisit", "find_match", "known_copy", "canonical",
+                     "clean_url", "never_drop", "revisit_copy", "item_of_matched_response", "duplicate", "keep"]
     assert all(len(what) > 30 for _, what in rules.describe())
 
 
-def test_decide_names_the_rule_that_decided():
+def test_decide_names_the_rule_that_decided(plain_model):
     body = text(1)
     look = Table([kept(1, body, "https://a.example/1")])
-    decision = rules.decide(page("https://b.example/copy", body, look))
+    decision = rules.decide(page("https://b.example/copy", body, look, model=plain_model))
     assert (decision.verdict.rule, decision.verdict.action, decision.file) == ("duplicate", Action.DROP, False)
     decision = rules.decide(page("https://b.example/new", text(2), look))
     assert (decision.verdict.rule, decision.verdict.action, decision.file) == ("keep", Action.KEEP, True)
@@ -133,19 +133,34 @@ def test_revisit_unchanged_updated_and_resent():
     assert rules.revisit(off) is None and not off.revisit
 
 
-def test_find_match_exact_near_and_the_title_guard():
+def test_find_match_weighs_the_candidates_and_the_score_decides():
     body = text(1)
     look = Table([kept(1, body, "https://a.example/1", title="Council approves the budget")])
     p = page("https://b.example/copy", body, look, title="Council approves the budget")
     assert rules.find_match(p) is None and p.match is not None and p.match.reason == Reason.EXACT
+    w = p.match.weighing
+    assert w is not None and w.score >= w.threshold and w.measures["exact"] == 1.0 and w.contributions
+    assert p.verdict.weighing is w and p.verdict.thresholds is not None
     edited = body.replace("budget", "plan", 2)
-    p = page("https://b.example/copy", edited, look)
+    p = page("https://b.example/copy", edited, look, title="Council approves the budget")
     rules.find_match(p)
-    assert p.match is not None and p.match.reason == Reason.NEAR and p.verdict.thresholds is not None
-    # the same site under an unrelated title: two pages, whatever their texts
-    p = page("https://a.example/2", body, look, title="Harbour festival draws crowds")
+    assert p.match is not None and p.match.reason == Reason.NEAR
+    # no candidate shares anything: nothing weighed, nothing said
+    p = page("https://b.example/other", text(2, 150).replace("council", "xylophone"), Table([]))
     rules.find_match(p)
-    assert p.match is None and p.verdict.guard == Guard.TITLE
+    assert p.match is None and p.verdict.weighing is None
+
+
+def test_a_page_kept_apart_from_a_candidate_over_the_lookup_thresholds_says_which():
+    """The score keeps a pair apart that a plain near-duplicate check drops: the verdict names the
+    candidate and its score (the drop log's `kept` line)."""
+    body = text(1)
+    look = Table([kept(1, body, "https://a.example/1", title="Council approves the budget")])
+    edited = " ".join(w if i % 9 else "festival" for i, w in enumerate(body.split()))  # a ninth of the words changed
+    p = page("https://a.example/2", edited, look, title="Harbour festival draws crowds", score_threshold=0.999)
+    rules.find_match(p)
+    w = p.verdict.weighing
+    assert p.match is None and w is not None and w.url == "https://a.example/1" and w.score < 0.999
 
 
 def test_find_match_never_matches_the_urls_own_entry_or_a_page_out_of_the_window():
@@ -166,15 +181,16 @@ def _matched(p: rules.Page, doc: DocRecord, reason: Reason = Reason.NEAR) -> rul
     return p
 
 
-def test_template_guard():
+def test_the_sites_template_lines_count_as_its_boilerplate_with_dedup_boilerplate():
+    """DEDUP_BOILERPLATE: the share of a page's text in lines kept pages showed outside their own
+    text is measured with its site's lines (`sitelines_page`), not a rule of its own."""
     doc = kept(1, text(1), "https://a.example/1")
-    p = _matched(page("https://b.example/2", text(1), Table([doc], collapsed=True), boilerplate=True), doc)
-    assert rules.template_guard(p) is None and p.match is None and p.verdict.guard == Guard.BOILERPLATE
-    p = _matched(page("https://b.example/2", text(1), Table([doc], collapsed=True), boilerplate=False), doc)
-    assert rules.template_guard(p) is None and p.match is not None  # the setting is off
-    p = _matched(page("https://b.example/2", text(1), Table([doc], collapsed=True), boilerplate=True), doc,
-                 Reason.CONCEPTUAL)
-    assert rules.template_guard(p) is None and p.match is not None  # LSI does not rest on lines
+    seen = []
+    for on in (True, False):
+        p = page("https://b.example/2", text(1), Table([doc], template=0.9), boilerplate=on)
+        p.judging.observe = lambda page, weighed: seen.append(weighed[0].measures["sitelines_page"])
+        rules.find_match(p)
+    assert seen == [0.9, None]
 
 
 def test_canonical_supersedes_the_kept_copy_that_names_this_url():
@@ -252,47 +268,46 @@ def _with_view(p: rules.Page, shown: str, chrome: float = 0.0) -> rules.Page:
     return p
 
 
-def test_contained_finds_a_main_text_inside_the_other_pages_visible_text_either_way():
+def test_one_main_text_inside_the_other_pages_visible_text_is_measured_either_way():
     article, related, comments = "The storm hits the coast. " + text(1, 300), text(2, 200), text(3, 200)
     # the kept source's extraction took its comments; this copy's main text is the article, which
     # the source showed
     source = _viewed(kept(1, comments, "https://a.example/story", title="Storm hits the coast | Daily"),
                      article + " " + comments)
+    seen = []
     p = _with_view(page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire"),
                    article)
-    assert rules.contained(p) is None and p.match is not None
-    assert (p.match.doc.doc_id, p.match.measure, p.match.similarity >= 0.8) == (1, "visible", True)
+    p.judging.observe = lambda page, weighed: seen.extend(weighed)
+    rules.find_match(p)
+    assert len(seen) == 1 and seen[0].measures["shown_in_kept"] >= 0.8 and seen[0].measures["resemblance"] < 0.05
     # the other way: this copy's extraction took its template's related list; it shows the kept article
     source = _viewed(kept(2, article, "https://a.example/story", title="Storm hits the coast | Daily"), article)
+    seen.clear()
     p = _with_view(page("https://b.example/copy", related, Table([source]), title="Storm hits the coast - Wire"),
                    related + " " + article)
-    rules.contained(p)
-    assert p.match is not None and p.match.doc.doc_id == 2
-    # but a page about its headline that shows a kept page's other text is a page: a full page
-    # beside its app shell, whose extraction took the site's related list
-    shell = _viewed(kept(3, related, "https://a.example/app/story", title="Storm hits the coast | Daily"), related)
-    full = _with_view(page("https://a.example/story", article, Table([shell]), title="Storm hits the coast | Daily"),
-                      article + " " + related)
-    rules.contained(full)
-    assert full.match is None
+    p.judging.observe = lambda page, weighed: seen.extend(weighed)
+    rules.find_match(p)
+    assert len(seen) == 1 and seen[0].measures["shows_kept"] >= 0.8
 
 
-def test_contained_needs_the_same_headline_text_that_is_not_chrome_and_the_setting():
+def test_a_kept_page_under_the_headline_is_weighed_only_when_one_text_is_in_the_others_page():
+    """A candidate that shares no words is weighed when it is under the page's headline and one
+    main text is in the other page's visible text (DEDUP_VISIBLE_CONTAINMENT); not under another
+    headline, not under the setting's share, and not with the setting at 0."""
     article, comments = text(1, 300), text(3, 200)
     source = _viewed(kept(1, comments, "https://a.example/story", title="Storm hits the coast | Daily"),
                      article + " " + comments)
-    other = page("https://b.example/copy", article, Table([source]), title="Vote counted tonight | Wire")
-    assert rules.contained(_with_view(other, article)) is None and other.match is None  # another headline
-    chrome = page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire")
-    rules.contained(_with_view(chrome, article, chrome=0.9))
-    assert chrome.match is None  # this page's main text is its chrome: no evidence
-    off = page("https://b.example/copy", article, Table([source]), title="Storm hits the coast - Wire",
-               visible_containment=0)
-    rules.contained(_with_view(off, article))
-    assert off.match is None
-    short = page("https://b.example/copy", text(1, 30), Table([source]), title="Storm hits the coast - Wire")
-    rules.contained(_with_view(short, text(1, 30)))
-    assert short.match is None  # under 50 shingles: too little to tell
+
+    def weighed(title, shown, **settings):
+        seen: list = []
+        p = _with_view(page("https://b.example/copy", article, Table([source]), title=title, **settings), shown)
+        p.judging.observe = lambda page, got: seen.extend(got)
+        rules.find_match(p)
+        return seen
+
+    assert len(weighed("Storm hits the coast - Wire", article)) == 1
+    assert weighed("Vote counted tonight | Wire", article) == []  # another headline
+    assert weighed("Storm hits the coast - Wire", article, visible_containment=0) == []
 
 
 def test_the_exact_entry_counts_only_for_a_page_with_the_same_words():
@@ -310,7 +325,7 @@ def test_the_exact_entry_counts_only_for_a_page_with_the_same_words():
     assert rules.find_match(p) is None and p.match is None
 
 
-def test_a_known_copys_304_stands_only_when_dropped_again_as_the_copy_it_was():
+def test_a_known_copys_304_stands_only_when_dropped_again_as_the_copy_it_was(plain_model):
     """A dropped copy's 304 (steps 1-4 from the page it copies): dropped again against that page;
     asked again in full (Skip.REFETCH) when no match stands, when the kept page names it as its
     canonical, or when it is the cleaner URL of the page (unless it named the kept page as its
@@ -318,7 +333,7 @@ def test_a_known_copys_304_stands_only_when_dropped_again_as_the_copy_it_was():
     body = text(1)
 
     def copy_304(url, look, named=False, **settings):
-        p = page(url, body, look, **settings)
+        p = page(url, body, look, model=plain_model, **settings)
         p.fp.not_modified, p.fp.copy_reason, p.fp.copy_named = True, "exact", named
         return rules.decide(p)
 

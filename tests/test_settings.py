@@ -23,7 +23,8 @@ from crawler_dedup.exceptions import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "settings_table.py"
 ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "choice": "str", "field": "str", "backend": "str", "verifier": "str", "url": "str", "text": "str",
-              "path": "str | None", "regexes": "tuple", "workers": "int | str", "auto_bool": "bool | str"}
+              "path": "str | None", "regexes": "tuple", "workers": "int | str", "auto_bool": "bool | str",
+              "auto_float": "float | str"}
 
 
 def _script():

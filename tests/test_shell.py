@@ -26,9 +26,10 @@ def _html(body: str, title: str = "Board votes on bus routes") -> bytes:
 
 
 @pytest.fixture
-def shell(tmp_path):
+def shell(tmp_path, plain_model):
     crawler = get_crawler(settings_dict={
         "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": str(tmp_path / "idx"),
+        "DEDUP_MODEL": plain_model,  # (short made-up pages: decided by resemblance, the subject being the shell)
         "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1,
         "DEDUP_WORKERS": 0,  # (no reactor runs here to hear back from a worker)
     })

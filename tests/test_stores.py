@@ -211,7 +211,7 @@ def test_the_after_crawl_commands_read_another_backends_index(tmp_path, articles
     run = dict(cwd=ROOT)
     proc = cli("show", "https://b/1", "--log", log, "--dir", idx, "-s", backend, **run)
     assert proc.returncode == 0, proc.stderr
-    assert "kept          https://a/1" in proc.stdout and "the thresholds the crawl applied" in proc.stdout
+    assert "kept          https://a/1" in proc.stdout and "the score of the pair" in proc.stdout
     assert "no longer in the index" not in proc.stdout and "cannot read" not in proc.stdout
     proc = cli("index", "stats", idx, "-s", backend, **run)
     assert proc.returncode == 0, proc.stderr

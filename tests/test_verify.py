@@ -176,12 +176,12 @@ class AlwaysVerifier(NeverVerifier):
         return 1.0, 0.0
 
 
-def test_a_verifier_of_ones_own_is_selected_by_dotted_path():
+def test_a_verifier_of_ones_own_is_selected_by_dotted_path(plain_model):
     text = "the harbour board approved the dredging plan after a long debate on costs and wildlife " * 8
     edited = text.replace("long", "short", 1)  # a near copy: a candidate the verifier decides on
     outcomes = {}
     for verifier in ("resemblance", "tests.test_verify.NeverVerifier", "tests.test_verify.AlwaysVerifier"):
-        with Deduplicator(backend="memory", verifier=verifier) as d:
+        with Deduplicator(backend="memory", verifier=verifier, model=plain_model) as d:
             assert d.check("https://a/1", text=text).action == "keep"
             v = d.check("https://b/1", text=edited)
             outcomes[verifier.rsplit(".", 1)[-1]] = (v.action, v.measure)

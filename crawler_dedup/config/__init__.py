@@ -11,6 +11,7 @@ from .registry import (
 )
 from .setting import (
     AUTO_BOOL,
+    AUTO_FLOAT,
     BACKEND,
     BACKENDS,
     BOOL,
@@ -31,7 +32,7 @@ from .setting import (
 )
 
 __all__ = [
-    "AUTO_BOOL", "BACKEND", "BACKENDS", "BOOL", "CHOICE", "CROSS_RULES", "FIELD", "FLOAT", "INT", "MAX_K", "PATH",
+    "AUTO_BOOL", "AUTO_FLOAT", "BACKEND", "BACKENDS", "BOOL", "CHOICE", "CROSS_RULES", "FIELD", "FLOAT", "INT", "MAX_K", "PATH",
     "REGEXES", "SETTINGS", "TEXT", "URL", "VERIFIER", "VERIFIER_NAMES", "WORKERS", "DedupConfig", "Setting",
     "_did_you_mean", "default_droplog", "mask_password",
 ]

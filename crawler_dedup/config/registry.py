@@ -15,6 +15,7 @@ from ..exceptions import ConfigError
 
 from .setting import (
     AUTO_BOOL,
+    AUTO_FLOAT,
     BACKEND,
     BACKENDS,
     BOOL,
@@ -45,12 +46,10 @@ SETTINGS: tuple[Setting, ...] = (
         "by processes on many machines: `DEDUP_REDIS_URL`; `pip install \"crawler-dedup[redis]\"`), or a dotted path "
         "to a store class")),
     Setting("DEDUP_BOILERPLATE", BOOL, False, doc=(
-        "learn boilerplate from the crawl: each kept page files the lines it shows outside its main text; a "
-        "page whose extracted text is mostly such lines of other kept pages, with under 100 words of its own "
-        "(a sign-up block or notice that extraction returned instead of the article), is kept on a match and "
-        "counted in `dedup/guarded/boilerplate`. For sites whose pages load their article by script and share "
-        "one title; off by default: no gain on the quality benchmark, 1.5 ms a page, and a text one kept page "
-        "shows outside its own (a brief in a sidebar) is then never a copy (see Detection quality)")),
+        "learn boilerplate from the markup too: each kept page files the lines it shows outside its main text, "
+        "and the share of a page's text in such lines counts in the measurement of how much of it is its "
+        "site's boilerplate (`sitelines_page`), as its site's lines do. For sites whose pages load their article "
+        "by script; off by default: no gain on the quality benchmark and 1.5 ms a page (see Detection quality)")),
     Setting("DEDUP_CANONICAL", BOOL, True, doc=(
         "a page that a kept copy names as its `rel=canonical` (or `og:url`) replaces that copy, with a "
         "`superseded` drop-log line and the `page_superseded` signal for it ([Recrawls](#recrawls)); "
@@ -72,15 +71,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_TRACKING_PARAMS", REGEXES, [], doc=(
         "more query parameters that only track a visitor, as regexes a parameter's whole name matches "
         "(`ref`, `campaign_.*`), taken out with the known ones under `DEDUP_CLEAN_REQUESTS`")),
-    Setting("DEDUP_STRICT_TEXT", BOOL, False, doc=(
-        "a page is never dropped on a text that is not its own, on either side: a match where one page's main "
-        "text names none of its headline (or is its chrome) stands only under the same headline, on pages that "
-        "look alike, or when that text carries the other's whole; and a page naming its own headline only "
-        "outside the words it shares with the kept page, holding under 80% of them, quotes it (a teaser, a "
-        "promo banner with another page's first paragraphs) and is kept (`dedup/guarded/untrusted`). For shops "
-        "and forums whose banners quote other pages; off by default, as it misses syndicated copies put under "
-        "their host page's own title (benchmarks/realcopies.py: recall 0.976 -> 0.924; see "
-        "[Detection quality](benchmarks.md#detection-quality))")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
         "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
         "= a commit a page")),
@@ -114,8 +104,10 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds after a page's last full download when its next request goes out unconditional, so a "
         "server whose 304 hides a change is caught within that time (`0`: never)")),
     Setting("DEDUP_CONTAINMENT", FLOAT, 0.9, lo=0, hi=1, doc=(
-        "also a duplicate when this share of the new page's shingles is in a kept page (a truncated copy, "
-        "or one that lost some boilerplate); a page that adds text of its own never is; `0` turns it off")),
+        "a lookup threshold: a candidate holding this share of the new page's shingles (with "
+        "`DEDUP_MIN_RESEMBLANCE`) is one a plain near-duplicate check drops; the score decides, and a page it "
+        "keeps apart from such a candidate gets a `kept` drop-log line (`DEDUP_LOG_KEPT`); `0`: containment "
+        "alone never counts")),
     Setting("DEDUP_DEBUG", BOOL, False, doc=(
         "log every verdict (and let trafilatura's DEBUG lines through)")),
     Setting("DEDUP_DIR", PATH, None, shown=".scrapy/dedup", doc=(
@@ -153,6 +145,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_LOGSTATS_INTERVAL", FLOAT, 60, lo=0, hi=86400, doc=(
         "seconds between periodic `Dedup: checked N pages (x/min), dropped M (r%), ...` crawl-log lines, "
         "like Scrapy's LogStats; `0` turns them off")),
+    Setting("DEDUP_LOG_KEPT", BOOL, True, doc=(
+        "a page kept although a candidate passed the lookup thresholds (the score kept them apart) gets a "
+        "drop-log line with `action` `kept`, naming that candidate, its score and each measurement's part in it, so "
+        "the copies let through can be looked over (`crawler-dedup inspect --kept`); it drops nothing. "
+        "Counted in `dedup/scored_apart` either way")),
     Setting("DEDUP_LSI_DIMS", INT, 64, lo=2, hi=512, doc=(
         "concepts of the LSI model")),
     Setting("DEDUP_LSI_TRAIN", INT, 300, lo=10, doc=(
@@ -161,7 +158,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_MAX_BYTES", INT, 5 * 1024**2, lo=1, doc=(
         "larger bodies are kept unchecked (`dedup/skipped/too_large`)")),
     Setting("DEDUP_MIN_RESEMBLANCE", FLOAT, 0.2, lo=0, hi=1, doc=(
-        "a containment match needs at least this resemblance too")),
+        "a lookup threshold: the resemblance a containment candidate needs too (`DEDUP_CONTAINMENT`)")),
+    Setting("DEDUP_MODEL", PATH, None, shown="the model shipped with the package", doc=(
+        "the score that decides whether a weighed candidate is a copy: a model file written by "
+        "`crawler-dedup eval --fit` (your own labelled pairs); see [Tuning](tuning.md#teach-it-your-sites)")),
     Setting("DEDUP_MIN_TOKENS", INT, 15, lo=1, doc=(
         "texts with fewer words are kept unchecked (`dedup/skipped/too_short`)")),
     Setting("DEDUP_REDIS_PREFIX", TEXT, "dedup", doc=(
@@ -193,28 +193,33 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_SHINGLE", INT, 3, lo=1, hi=16, doc=(
         "words per shingle; fixed per index")),
     Setting("DEDUP_SITE_BOILERPLATE", BOOL, True, doc=(
-        "learn each site's boilerplate from the crawl: every kept page files the lines of its extracted text "
-        "under its site (registered domain) until it leaves the index, and a line another kept page of the "
-        "site shows is that site's. A candidate whose resemblance is too low is compared again without both "
-        "sites' boilerplate lines, when either has some (a copy whose extraction carries another site's "
-        "promo, bio or privacy text: `measure` `content`; only the page's rest inside the kept page's "
-        "counts), and a page whose text is all lines two other kept pages of its site show is kept on a "
-        "match unless nearly identical (`dedup/guarded/boilerplate`). Kept pages are also filed under their "
-        "site and headline: a page of the same site under the same headline (no other kept page of the site "
-        "under it) whose words the kept page holds (`DEDUP_CONTAINMENT`, counted exactly) is its print or "
-        "mobile version at any length (`measure` `headline`). Needs `DEDUP_STORE_TEXT` (the kept page's "
-        "text); costs about 0.6 KB a kept page in the index and 0.4 ms a page (see Detection quality)")),
+        "learn each site's boilerplate from the crawl: every kept page files the lines of its extracted text and "
+        "the parts of its title under its site (registered domain) until it leaves the index. A line another "
+        "kept page of the site shows is that site's: the score weighs how much of each text is such lines, "
+        "and how alike the two texts are without them (a copy whose extraction carries another site's promo, "
+        "bio or privacy text: `measure` `content`); a title part other pages of the site carry under other "
+        "titles is its name or a section, left out when titles are compared. Needs `DEDUP_STORE_TEXT` (the "
+        "kept page's text); about 0.6 KB a kept page in the index and 0.4 ms a page (see Detection quality)")),
     Setting("DEDUP_SKETCH_PROBES", INT, 8, lo=0, hi=128, doc=(
         "smallest shingle hashes each page files in the index: candidates whose simhash moved more than k "
         "bits (0 = simhash tables only)")),
     Setting("DEDUP_STORE_TEXT", BOOL, True, doc=(
         "keep each kept page's extracted text (zlib) in the index and each dropped page's text in its "
-        "drop-log line (`text`), so `show` and `report` can diff a decision after the crawl, and so a page "
-        "quoting a kept page's opening (a teaser, a promo banner) can be told from its copy; costs about "
+        "drop-log line (`text`), so `show` and `report` can diff a decision after the crawl, and so the score "
+        "measures the texts exactly (where the words two texts share sit, how much of each a template holds: a "
+        "page quoting a kept page's opening is told from its copy by them); off, those are measured from the "
+        "kept page's sketch and samples or left unknown; costs about "
         "1.7 KB a kept page in the index and the text's size a drop-log line (see [the "
         "cost](#inspecting-what-was-dropped))")),
     Setting("DEDUP_THRESHOLD", FLOAT, 0.5, lo=0, hi=1, doc=(
-        "minimum verifier score for a candidate to be a duplicate")),
+        "a lookup threshold: a candidate with this verifier score (resemblance by default) is one a plain "
+        "near-duplicate check drops; the score decides whether it is a copy (`DEDUP_SCORE_THRESHOLD`), and a "
+        "page it keeps apart from such a candidate gets a `kept` drop-log line (`DEDUP_LOG_KEPT`)")),
+    Setting("DEDUP_SCORE_THRESHOLD", AUTO_FLOAT, "auto", lo=0.01, hi=0.999, doc=(
+        "the score's threshold: a candidate whose score (the probability, from the pair's measurements, that "
+        "the page is its copy) is at or over it is a copy; `auto`: the model's own, chosen when it was fitted "
+        "for precision 0.997 on sites it never saw. Raise it for fewer drops, lower it for more; "
+        "`crawler-dedup eval --pairs` sweeps it on your own pairs ([Tuning](tuning.md))")),
     Setting("DEDUP_UNCHANGED", CHOICE, "drop", choices=("drop", "keep"), doc=(
         "a revisit with the same words (churn aside: dates, times, counters): `drop` (a drop-log line "
         "with `reason: unchanged`; the spider still parses it and follows its links, its items are "
@@ -224,18 +229,13 @@ SETTINGS: tuple[Setting, ...] = (
         "of 0.7), `swlr` (LCS of shingle sequences, seed 002), or a dotted path to a `Verifier` subclass "
         "of one's own (`crawler_dedup.core.decide.verify`)")),
     Setting("DEDUP_VISIBLE_CONTAINMENT", FLOAT, 0.8, lo=0, hi=1, doc=(
-        "a page with no textual match is a copy of a kept page under the same headline when this share of "
-        "one page's main text (5-word shingles, 50 or more) is in the other page's visible text, either way "
-        "(`measure` `visible`): a copy whose extraction took the wrong block on one side, such as a "
-        "syndicated copy read as its template's related list, or a print version beside a page extracted "
-        "short. A main text that is mostly the page's chrome (navigation, header, footer, consent dialog) "
-        "is no evidence. The page's view also judges main texts: a textual match where both main texts name "
-        "none of their headline (or are their pages' chrome), on two pages of one template, stands only under "
-        "the same headline on pages that show nearly the same text (`dedup/guarded/untrusted`; one side is "
-        "enough with `DEDUP_STRICT_TEXT`). Kept pages are filed under their "
-        "title's parts and keep a sample of their visible text (about 2 KB a kept page in the index); about "
-        "3 ms a page in the extraction workers, reading extraction's own parse (about a sixth of a CPU-bound "
-        "crawl's pages a second); `0` turns it off (see Detection quality)")),
+        "each page's view of its markup (every word it shows, and how much of its main text is its chrome: "
+        "navigation, header, footer, a consent dialog) feeds the measurements of how much of one page's main text "
+        "the other page shows; a kept page under the same headline that shares no words with the page is weighed "
+        "when this share of one main text (5-word shingles) is in the other page's visible text: a copy whose "
+        "extraction took the wrong block on one side (`measure` `visible`). Kept pages are filed under their "
+        "title's parts and keep a sample of their visible text (about 2 KB a kept page in the index); about 3 ms "
+        "a page in the extraction workers; `0` turns the views off (see Detection quality)")),
     Setting("DEDUP_WEIGHTING", CHOICE, "none", choices=("none", "tfidf"), doc=(
         "`tfidf`: weight shingles by TF-IDF in the simhash (seed 000); document frequencies are kept in "
         "the index")),
@@ -268,6 +268,14 @@ def _lsi_train_covers_dims(raw: Mapping[str, Any], out: Mapping[str, Any]) -> No
         raise ConfigError("DEDUP_LSI_TRAIN", raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
 
 
+# settings a release took out, and what replaced them (named at crawl start, not a typo's "did you mean")
+REMOVED: dict[str, str] = {
+    "DEDUP_STRICT_TEXT": "it was removed when one fitted score replaced the rules it switched on (a page quoting "
+                         "another's opening is weighed by the score); for fewer drops raise DEDUP_SCORE_THRESHOLD, or "
+                         "teach the score your sites with `crawler-dedup eval --fit` and DEDUP_MODEL (docs/tuning.md)",
+}
+
+
 # rules between settings, checked after each setting's own
 CROSS_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] = (_lsi_train_covers_dims,)
 
@@ -292,7 +300,6 @@ class DedupConfig:
     canonical: bool = _DEFAULTS["canonical"]
     prefer_clean_url: bool = _DEFAULTS["prefer_clean_url"]
     clean_requests: bool = _DEFAULTS["clean_requests"]
-    strict_text: bool = _DEFAULTS["strict_text"]
     tracking_params: tuple = _DEFAULTS["tracking_params"]
     commit_batch: int = _DEFAULTS["commit_batch"]
     commit_delay: float = _DEFAULTS["commit_delay"]
@@ -316,12 +323,14 @@ class DedupConfig:
     k: int = _DEFAULTS["k"]
     logstats_interval: float = _DEFAULTS["logstats_interval"]
     lmdb_map_size: int = _DEFAULTS["lmdb_map_size"]
+    log_kept: bool = _DEFAULTS["log_kept"]
     lsi_dims: int = _DEFAULTS["lsi_dims"]
     lsi_train: int = _DEFAULTS["lsi_train"]
     lmdb_sync: bool = _DEFAULTS["lmdb_sync"]
     max_bytes: int = _DEFAULTS["max_bytes"]
     min_resemblance: float = _DEFAULTS["min_resemblance"]
     min_tokens: int = _DEFAULTS["min_tokens"]
+    model: str | None = _DEFAULTS["model"]
     redis_layout: str = _DEFAULTS["redis_layout"]
     redis_prefix: str = _DEFAULTS["redis_prefix"]
     redis_retry: float = _DEFAULTS["redis_retry"]
@@ -333,6 +342,7 @@ class DedupConfig:
     sketch_probes: int = _DEFAULTS["sketch_probes"]
     store_text: bool = _DEFAULTS["store_text"]
     threshold: float = _DEFAULTS["threshold"]
+    score_threshold: float | str = _DEFAULTS["score_threshold"]
     unchanged: str = _DEFAULTS["unchanged"]
     verifier: str = _DEFAULTS["verifier"]
     visible_containment: float = _DEFAULTS["visible_containment"]
@@ -347,6 +357,8 @@ class DedupConfig:
         settings = settings or {}
         known = set(_BY_NAME)
         for name in list(settings.keys()) if hasattr(settings, "keys") else []:
+            if name in REMOVED and settings.get(name) is not None:
+                raise ConfigError(name, settings.get(name), REMOVED[name], unknown=True)
             if isinstance(name, str) and name.startswith("DEDUP_") and name not in known:
                 raise ConfigError(name, settings.get(name), _did_you_mean(name, known), unknown=True)
         for name, value in overrides.items():

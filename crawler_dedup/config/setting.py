@@ -147,10 +147,19 @@ def _auto_bool(name: str, value: Any) -> bool | str:
         raise ConfigError(name, value, "auto, or a boolean (True/False, 1/0)") from None
 
 
+def _auto_float(name: str, value: Any, lo: float, hi: float) -> float | str:
+    if value is None or isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _float(name, value, lo, hi)
+    except ConfigError:
+        raise ConfigError(name, value, f"auto, or a number from {lo} to {hi}") from None
+
+
 # what a setting's value may be; each has one check above
-BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT, WORKERS, AUTO_BOOL = (
+BOOL, INT, FLOAT, CHOICE, PATH, REGEXES, FIELD, BACKEND, VERIFIER, URL, TEXT, WORKERS, AUTO_BOOL, AUTO_FLOAT = (
     "bool", "int", "float", "choice", "path", "regexes", "field", "backend", "verifier", "url", "text", "workers",
-    "auto_bool")
+    "auto_bool", "auto_float")
 
 
 @dataclass(frozen=True)
@@ -168,7 +177,7 @@ class Setting:
         # a declaration missing what its check needs fails at import, not on a user's bad value
         if not self.name.startswith("DEDUP_") or self.kind not in _CHECKS:
             raise ValueError(f"bad setting declaration: {self.name} ({self.kind})")
-        if (self.kind in (INT, FLOAT) and self.lo is None or self.kind == FLOAT and self.hi is None
+        if (self.kind in (INT, FLOAT, AUTO_FLOAT) and self.lo is None or self.kind in (FLOAT, AUTO_FLOAT) and self.hi is None
                 or self.kind in (CHOICE, BACKEND, VERIFIER) and not self.choices):
             raise ValueError(f"{self.name}: a {self.kind} setting needs its bounds or choices")
         if "|" in self.doc or "\n" in self.doc:
@@ -198,4 +207,5 @@ _CHECKS: dict[str, Callable[[Setting, Any], Any]] = {
     VERIFIER: lambda s, v: _dotted(s.name, v, s.choices, "Verifier"),
     WORKERS: lambda s, v: _workers(s.name, v),
     AUTO_BOOL: lambda s, v: _auto_bool(s.name, v),
+    AUTO_FLOAT: lambda s, v: _auto_float(s.name, v, float(s.lo or 0), float(s.hi or 0)),
 }

@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..config import DedupConfig
-from ..exceptions import DedupError, StoreDamaged, StoreError
+from ..exceptions import ConfigError, DedupError, ModelError, StoreDamaged, StoreError
 from .page.boilerplate import template_keys
 from .page.extract import canonical_link, page_title
 from .page.fingerprint import (
     Fingerprinted,
+    body_digest,
     extract_parsed,
     extract_step,
     fingerprint,
@@ -38,7 +40,9 @@ from .decide.churn import churn_digest, mask
 from .decide.claims import AGAIN_MAX, second_looks
 from .decide.lookups import TxnLookups
 from .decide.matching import thin_view
-from .decide.rules import Decision, Judging, Page, decide
+from .decide.measures import KeptTexts
+from .decide.model import for_settings as model_for
+from .decide.rules import RULES, Decision, Judging, Page, decide
 from .decide.sitelines import KeptLines, SitePage
 from .decide.verify import make_verifier
 from .verdict import Action, Failure, Skip, Stage, Step, Verdict
@@ -92,6 +96,14 @@ class Deduplicator:
         self.run = 0
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
+        self._kept_texts = KeptTexts()  # kept pages' texts, recently measured (measures.py)
+        try:  # the score: DEDUP_MODEL's (else the shipped one), at DEDUP_SCORE_THRESHOLD
+            self.model = model_for(self.config)
+        except ModelError as exc:
+            raise ConfigError("DEDUP_MODEL", self.config.model or "(the model shipped with the package)",
+                              f"a score model file ({exc})") from None
+        self.observe: Callable | None = None  # (page, weighed candidates) of each decision: benchmarks/fit_score.py records them
+        self.rules = RULES  # the chain (rules.py); a benchmark may put a rule of its own in it
         self.filed: int | None = None  # the doc id the last decision filed
         self._looked: DocRecord | None = None  # the last decision's URL's kept page: claims
         self._deferred: tuple[int, ...] = ()  # what the last filed page replaces, where claims take it out
@@ -219,6 +231,10 @@ class Deduplicator:
                 return verdict.but(skipped=Skip(fp)), None
             if body is not None:
                 fp.body = body
+            elif not html and fp.body is None:
+                # a page given as its text (an item, a JSON line): its text and title are the whole
+                # document, as a response's bytes are (rules._same_bytes: the same document twice)
+                fp.body = body_digest(f"{verdict.title or ''}\n{fp.text}".encode("utf-8", "surrogatepass"))
             if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
                 fp.template = template_keys(html, fp.text)  # (a worker found them already)
             if (self.config.visible_containment and fp.view is None and not fp.known
@@ -340,7 +356,7 @@ class Deduplicator:
         page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
         self._looked = page.prior
-        verdict = self._apply(txn, page, decide(page), site)
+        verdict = self._apply(txn, page, decide(page, self.rules), site)
         if fetched is not None and verdict.url:
             revalidation.file_fetch(txn, verdict, fetched, now, filed=self.filed, run=self.run,
                                     max_age=cfg.conditional_max_age)
@@ -354,7 +370,8 @@ class Deduplicator:
 
     def judging(self) -> Judging:
         """What the rules decide with in this process (the same for each of its pages)."""
-        return Judging(self.config, self.run, self._score, self.verifier.name)
+        return Judging(self.config, self.run, self._score, self.verifier.name, self.model, self._kept_texts,
+                       self.observe)
 
     def _apply(self, txn: IndexTxn, page: Page, decision: Decision, site: SitePage | None) -> Verdict:
         """The writes a decision asks for: pass an unchanged page on again, or file a page (its
@@ -372,7 +389,7 @@ class Deduplicator:
         carried = None if deferred else revalidation.take_out(index, txn, list(decision.remove), verdict.superseded,
                                                                cfg.conditional)
         self.filed = doc_id = index.add(txn, self._record(verdict, fp, page.stage, page.now), fp.digest, probes=cfg.sketch_probes,
-                           exact=not verdict.guard, template=fp.template if cfg.boilerplate else None,
+                           exact=not _scored_apart_from_same_words(verdict), template=fp.template if cfg.boilerplate else None,
                            site_keys=site.keys if site is not None else None,
                            body=fp.body if cfg.store_text else None)  # (the fast path reads the kept text)
         if carried is not None and verdict.superseded:  # the replaced URL is a known copy of this page now
@@ -418,3 +435,8 @@ class Deduplicator:
                            where, verdict.url, where, exc, exc_info=not isinstance(exc, StoreError))
         return verdict.kept_because(where)
 
+
+def _scored_apart_from_same_words(verdict: Verdict) -> bool:
+    """A page kept although a kept page has its very words (the score kept them apart): the exact
+    entry stays that page's."""
+    return verdict.scored_apart and bool(verdict.weighing.measures.get("exact"))  # type: ignore[union-attr]

@@ -78,15 +78,6 @@ class Stage(StrEnum):
     ITEM = "item"
 
 
-class Guard(StrEnum):
-    """A guard that kept a page the index matched (stats `dedup/guarded/<guard>`)."""
-
-    TITLE = "title"
-    BOILERPLATE = "boilerplate"  # the page's text is its site's boilerplate (lines other pages show)
-    CHROME = "chrome"  # a main text that is mostly its page's chrome, under another title
-    UNTRUSTED = "untrusted"  # a match on a main text that may not be the content, on pages that differ
-
-
 class Step(StrEnum):
     """What steps 1-4 gave (fingerprint.extract_step, extract_and_fingerprint)."""
 
@@ -104,16 +95,44 @@ class Revisit(StrEnum):
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The thresholds a page was verified against: the settings, raised for short texts."""
+    """The lookup thresholds a page's candidates were read with (the settings): a candidate over
+    them is weighed by the score; the score's threshold decides."""
 
-    threshold: float  # the verifier's score
+    threshold: float  # the verifier's score (DEDUP_THRESHOLD)
     containment: float  # 0: containment off
     min_resemblance: float  # a containment match needs this resemblance too
-    short: bool = False  # raised: the text has fewer than SHORT_TOKENS words
+    visible: float = 0.0  # a kept page under the headline: one main text in the other's visible text
     conceptual: float = 0.0  # the LSI cosine of a conceptual duplicate (0: the check is off)
+    score: float = 0.0  # the model's threshold (a probability)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Weighing:
+    """The score of one (page, kept page) pair: for a drop the pair that decided it, for a kept
+    page the closest candidate over the lookup thresholds that the score kept it apart from."""
+
+    url: str | None
+    title: str | None
+    fingerprint: int
+    doc_id: int | None
+    score: float  # the probability that the page is the kept page's copy
+    logit: float
+    base: float  # the log-odds of a pair at the training means; base + contributions = logit
+    threshold: float
+    measures: dict  # measures.NAMES -> value or None
+    contributions: tuple  # ((term, log-odds it adds), ...), largest first
+    similarity: float = 0.0
+    measure: str = ""
+
+    def explained(self, top: int | None = None) -> dict[str, Any]:
+        """What the drop log keeps: the score, the measurements and each term's contribution."""
+        parts = self.contributions if top is None else self.contributions[:top]
+        return {"score": round(self.score, 4), "score_threshold": round(self.threshold, 4),
+                "features": {k: (None if v is None else round(float(v), 4)) for k, v in self.measures.items()},
+                "contributions": {name: round(value, 3) for name, value in parts}, "base": round(self.base, 3)}
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,9 @@ class Verdict:
     duplicate_of_fingerprint: int | None = None
     skipped: Skip | None = None  # why the page was kept without a check
     error: Failure | None = None  # where a failure made us keep the page (fail open)
-    guard: Guard | None = None  # a guard that kept a page the index matched
+    # the pair's score: the match's for a drop; for a kept page, the closest candidate over the
+    # lookup thresholds the score kept it apart from (None: no candidate passed them)
+    weighing: Weighing | None = None
     # what `similarity` is: exact, churn, containment, lsi, or the verifier's name (resemblance,
     # qgram, swlr, or a verifier of one's own: an open set, so a string)
     measure: str | None = None
@@ -160,6 +181,13 @@ class Verdict:
         """Dropped, or flagged only because of a dry run: what a crawl with these settings drops
         (a conceptual duplicate flagged by DEDUP_CONCEPTUAL=flag is kept)."""
         return self.action == Action.DROP or (self.action == Action.FLAG and self.reason != Reason.CONCEPTUAL)
+
+    @property
+    def scored_apart(self) -> bool:
+        """Kept because the score kept it apart from a candidate over the lookup thresholds (not
+        kept for the chain's own reasons: it replaced its copy, it is a start page, a revisit)."""
+        w = self.weighing
+        return self.action == Action.KEEP and w is not None and w.score < w.threshold
 
     def but(self, **changes: Any) -> "Verdict":
         """A copy with `changes` (dataclasses.replace, without its 15 us of re-validation: a page

@@ -3,7 +3,7 @@ layout, stores/redis/spread.py): claims, and a second look that is the rule chai
 
 A page the rules kept is filed first (its buckets, postings and record written), then it takes an
 order from one counter (`claim`, atomic with the record of that order), then it is decided again
-by the same chain of rules (rules.py), with the same guards, overrides and settings, over the
+by the same chain of rules (rules.py), with the same score, overrides and settings, over the
 pages that came before it: those claimed before it, and those filed long enough ago to have
 settled (`Racing`). Pages claimed after it, or filed at the same moment and not claimed yet, are
 left out: they claim later and see it. Of two near-duplicates filed at the same moment by two
@@ -137,8 +137,8 @@ class Racing:
     def headed(self, title: str | None) -> list[DocRecord]:
         return self._before(self.inner.headed(title))
 
-    def template_collapsed(self, fp: Fingerprinted) -> bool:
-        return self.inner.template_collapsed(fp)
+    def template_share(self, text: str, words: int) -> float | None:
+        return self.inner.template_share(text, words)
 
     def same_url(self, url: str, fp: Fingerprinted) -> DocRecord | None:
         """A page of this URL filed before this one at the same moment (another crawler fetched

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from ...exceptions import StoreDamaged
-from ..page.boilerplate import collapsed, text_lines
+from ..page.boilerplate import template_share, text_lines
 from ..page.title import headline_keys
 from ..index.neardup import NearDupIndex
 from ..index.txn import IndexTxn
@@ -32,11 +32,11 @@ class SiteInTxn:
     def compare(self, doc: DocRecord):
         return self.page.compare(self.txn, doc, self.shingle)
 
-    def same_headline(self, doc: DocRecord, exclude: int | None) -> float | None:
-        return self.page.same_headline(self.txn, doc, self.shingle, exclude)
+    def boilerplate_shares(self, doc: DocRecord) -> tuple[float | None, float | None]:
+        return self.page.boilerplate_shares(self.txn, doc)
 
-    def all_boilerplate(self, doc: DocRecord) -> bool:
-        return self.page.all_boilerplate(self.txn, doc)
+    def site_parts(self, doc: DocRecord) -> tuple[frozenset, frozenset]:
+        return self.page.site_parts(self.txn, doc)
 
 
 class TxnLookups:
@@ -66,12 +66,13 @@ class TxnLookups:
     def exact(self, digest: bytes) -> DocRecord | None:
         return self.index.exact(self.txn, digest)
 
-    def template_collapsed(self, fp) -> bool:
-        lines = text_lines(fp.text)
+    def template_share(self, text: str, words: int) -> float | None:
+        """The share of a text's words in lines kept pages showed outside their own (DEDUP_BOILERPLATE)."""
+        lines = text_lines(text)
         if not lines:
-            return False
+            return None
         counts = self.index.boilerplate_counts(self.txn, [key for key, _ in lines])
-        return collapsed(lines, counts, fp.tokens)
+        return template_share(lines, counts, words)
 
     def candidates(self, fp) -> list[DocRecord]:
         """Kept pages to verify: simhash neighbours within k (nearest first), then pages sharing

@@ -14,14 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .matching import (ALIKE, ONE_TEMPLATE, Evidence, Match, carried, conceptual_match, exact_match, near_match, shown_alike, supersedes,
-                       quoted, template_alike, thresholds_for, trust_of,
-                       unchanged, visible_containment)
+from .matching import Match, conceptual_match, gathered, supersedes, thresholds_for, unchanged, weigh, weighing
 from .cleaner import cleaner
-from .guards import same_headline
-from ..index.records import DocRecord
+from .measures import KeptTexts, Side
+from .model import Model
+from ..index.records import DocRecord, Extra
 from ..page.site import canonical_url
-from ..verdict import Action, Guard, Reason, Revisit, Skip, Stage, Verdict
+from ..verdict import Action, Reason, Revisit, Skip, Stage, Verdict
 
 if TYPE_CHECKING:
     from ...config import DedupConfig
@@ -34,11 +33,11 @@ class SiteEvidence(Protocol):
     def compare(self, doc: DocRecord):
         """The page and `doc` compared without their sites' boilerplate lines (OwnScores)."""
 
-    def same_headline(self, doc: DocRecord, exclude: int | None) -> float | None:
-        """How much of the page `doc` holds, when it is the one kept page of the site under its headline."""
+    def boilerplate_shares(self, doc: DocRecord) -> tuple[float | None, float | None]:
+        """The share of each main text in lines other kept pages of its site show."""
 
-    def all_boilerplate(self, doc: DocRecord) -> bool:
-        """The page's text is lines other kept pages of its site show."""
+    def site_parts(self, doc: DocRecord) -> tuple[frozenset, frozenset]:
+        """The parts of each title that other kept pages of its site carry (word sets)."""
 
 
 class Lookups(Protocol):
@@ -55,11 +54,11 @@ class Lookups(Protocol):
     def candidates(self, fp: Fingerprinted) -> list[DocRecord]:
         """Kept pages to verify (simhash neighbours, sketch postings, the site's headline), nearest first."""
 
-    def template_collapsed(self, fp: Fingerprinted) -> bool:
-        """The page's text is mostly lines kept pages showed outside their own text (boilerplate.py)."""
-
     def headed(self, title: str | None) -> list[DocRecord]:
         """Kept pages filed under a part of this title (page/title.headline_keys)."""
+
+    def template_share(self, text: str, words: int) -> float | None:
+        """The share of a text's words in lines kept pages showed outside their own (page/boilerplate.py)."""
 
 
 @dataclass
@@ -70,6 +69,9 @@ class Judging:
     run: int  # this process's run number
     score: Callable  # (fp, doc) -> (score, containment): the verifier's
     measure: str  # the verifier's name
+    model: Model | None = None  # the score (DEDUP_MODEL); None: nothing is a copy but by the chain's bookkeeping
+    kept: KeptTexts = field(default_factory=KeptTexts)  # kept pages' texts as measured, recently used
+    observe: Callable | None = None  # (page, weighed candidates): each page's pairs as weighed (benchmarks/fit_score.py)
 
 
 @dataclass
@@ -164,101 +166,52 @@ def revisit(p: Page) -> Decision | None:
 
 
 def find_match(p: Page) -> Decision | None:
-    """The kept page this one duplicates: the same words, else the best candidate over the
-    thresholds (raised for short texts), else an LSI neighbour; candidates under the title
-    guard or made of the site's boilerplate lines are no match. Never the URL's own entries, nor
-    pages out of the window."""
-    verdict, fp, look, usable = p.verdict, p.fp, p.look, p.usable
-    thresholds = thresholds_for(p.config, fp.tokens)
+    """The kept page this one duplicates: every candidate over the lookup thresholds (the same
+    words, a resemblance or containment over the floors, a kept page under the same headline
+    whose visible text holds one of the main texts) is measured and scored (matching.weigh); the
+    best score at or over the model's threshold is the match, else an LSI neighbour. A kept page
+    whose response had this page's very bytes is its match whatever the score (one document
+    under two URLs: the same words, `exact`). Never the URL's own entries, nor pages out of the
+    window."""
+    verdict, fp, look, usable, judging = p.verdict, p.fp, p.look, p.usable, p.judging
+    cfg = p.config
+    thresholds = thresholds_for(cfg, judging.model)
     exact = look.exact(fp.digest)
-    match, guarded = exact_match(fp, verdict.title, exact if exact is not None and usable(exact) else None, verdict.url)
-    guard: Guard | None = None
-    if match is None:
-        candidates = [doc for doc in look.candidates(fp) if usable(doc)]
-        match, guard = near_match(fp, verdict.title, candidates, thresholds, p.judging.score, p.judging.measure,
-                                  verdict.url, look.site, p.stale)
-        if match is None and p.config.conceptual != "off":
-            match = conceptual_match(fp, candidates, p.config.conceptual_threshold)
-        guard = guarded or guard
+    exact = exact if exact is not None and usable(exact) and exact.extras.get(Extra.DIGEST) == fp.digest else None
+    candidates = [doc for doc in look.candidates(fp) if usable(doc)]
+    headed = [doc for doc in look.headed(verdict.title) if usable(doc)] if cfg.visible_containment and verdict.title else []
+    side = Side(fp, verdict.title, verdict.url, cfg.shingle,
+                template=look.template_share if cfg.boilerplate else None)
+    weighed = weigh(side, gathered(exact, candidates, headed), {d.doc_id for d in headed}, judging.score, thresholds,
+                    judging.model, look.site, judging.kept)
+    if judging.observe is not None:
+        judging.observe(p, weighed)
+    same = _same_bytes(fp, weighed)
+    best = same or next((w for w in weighed if w.scored.over), None)
+    match = None
+    if best is not None:
+        similarity, how = best.evidence(judging.measure)  # (the very bytes are the same words: exact)
+        match = Match(best.doc, best.reason, (best.doc.fingerprint ^ fp.fingerprint).bit_count(), similarity, how,
+                      weighing(best, judging, fp))
+    elif cfg.conceptual != "off":
+        match = conceptual_match(fp, candidates, cfg.conceptual_threshold)
+    if match is None:  # the closest candidate a plain near-duplicate check would have dropped, if any
+        closest = next((w for w in weighed if w.passed), None)
+        p.verdict = verdict.but(thresholds=thresholds,
+                                weighing=weighing(closest, judging, fp) if closest is not None else None)
+    else:
+        p.verdict = verdict.but(thresholds=thresholds, weighing=match.weighing)
     p.match = match
-    p.verdict = verdict.but(thresholds=thresholds, guard=guard if match is None else None)
     return None
 
 
-def trusted_text(p: Page) -> Decision | None:
-    """A textual match where a main text may not be its page's content (it names none of its
-    headline, or is its page's chrome: matching.untrusted) needs more evidence.
-
-    With DEDUP_STRICT_TEXT, when one side's is untrusted, the match stands only when the titles name one headline, the
-    pages show nearly the same text (ALIKE), or the untrusted text carries the other's whole
-    (HELD of its words: a syndicated copy under its host page's title): otherwise what matched is
-    a part of the trusted page's content in the other page's chrome (a shop's promo banner
-    quoting another page, a forum engine's banner), and a page is not dropped on a text that is
-    not its own, whichever side it is on.
-    When both are untrusted, only on pages of one template (over ONE_TEMPLATE of what each shows
-    besides its main text in the other's): the shared text is the template's (a sign-up overlay,
-    a forum engine's thread chrome taken for both pages' content), unless both hold (a
-    tracking-URL or churned copy). On pages of two templates the text moved between them: a
-    syndicated copy, as before. With DEDUP_STRICT_TEXT, a page that quotes the kept page (its own headline named only
-    outside the words they share, under HELD of the kept text's words: matching.quoted) is no
-    copy of it."""
-    m, view = p.match, p.fp.view
-    if m is None or m.reason not in (Reason.EXACT, Reason.NEAR) or view is None or not p.config.visible_containment:
+def _same_bytes(fp, weighed):
+    """The weighed kept page whose response had this page's very bytes: one document under two
+    URLs, nothing the score could weigh apart (the same bytes give the same measurements)."""
+    body = getattr(fp, "body", None)
+    if body is None:
         return None
-    strict = p.config.strict_text
-    if strict and m.reason == Reason.NEAR and not same_headline(p.verdict.title, m.doc.title) and quoted(
-            p.fp, p.verdict.title, m.doc):
-        p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)  # its own text is elsewhere on it
-        return None
-    trust = trust_of(p.fp, p.verdict.title, m.doc)
-    if not any(trust) or (not strict and not all(trust)):
-        return None
-    if all(trust):
-        outside = template_alike(view, p.fp.text, m.doc)
-        if outside is None or outside < ONE_TEMPLATE:
-            return None
-        alike = shown_alike(view, m.doc)
-        if alike is not None and alike >= ALIKE and same_headline(p.verdict.title, m.doc.title):
-            return None
-    elif (same_headline(p.verdict.title, m.doc.title) or (shown_alike(view, m.doc) or 0.0) >= ALIKE
-          or carried(p.fp, m.doc, trust[0])):
-        return None
-    p.match, p.verdict = None, p.verdict.but(guard=Guard.UNTRUSTED)
-    return None
-
-
-def contained(p: Page) -> Decision | None:
-    """No textual match: a kept page under the same headline whose visible text holds this page's
-    main text, or whose main text this page's visible text holds (DEDUP_VISIBLE_CONTAINMENT of
-    50+ 5-word shingles): a copy whose extraction took the wrong block on one side (a syndicated
-    copy read as its template's related list, a print version beside a page extracted short).
-    A main text that is mostly its page's chrome is no evidence, and a page whose own main text
-    is about its headline is not dropped for holding a kept page's other text (a full page beside
-    its app shell), unless the kept page shows nothing but its text, about its headline (a print
-    version kept first)."""
-    share = p.config.visible_containment
-    if p.match is not None or not share or not p.verdict.title:
-        return None
-    mine: Evidence | None = None
-    best: Match | None = None
-    for doc in p.look.headed(p.verdict.title):
-        if not p.usable(doc) or not same_headline(p.verdict.title, doc.title):
-            continue
-        mine = mine or Evidence.of(p.fp.text, p.verdict.title, p.fp.view)
-        value = visible_containment(mine, doc)
-        if value is not None and value >= share and (best is None or value > best.similarity):
-            best = Match(doc, Reason.NEAR, (doc.fingerprint ^ p.fp.fingerprint).bit_count(), value, "visible")
-    p.match = best
-    return None
-
-
-def template_guard(p: Page) -> Decision | None:
-    """DEDUP_BOILERPLATE: a textual match on a text that is mostly lines kept pages showed
-    outside their own text (a sign-up block, a consent notice taken for the content) is no match."""
-    if (p.match is not None and p.config.boilerplate and p.match.reason != Reason.CONCEPTUAL
-            and p.look.template_collapsed(p.fp)):
-        p.match, p.verdict = None, p.verdict.but(guard=Guard.BOILERPLATE)
-    return None
+    return next((w for w in weighed if w.doc.extras.get(Extra.BODY) == body), None)
 
 
 def known_copy(p: Page) -> Decision | None:
@@ -360,8 +313,7 @@ def keep(p: Page) -> Decision:
 
 
 RULES: tuple[Rule, ...] = (
-    item_of_kept_response, out_of_window, revisit, find_match, trusted_text, contained, template_guard, known_copy,
-    canonical, clean_url, never_drop,
+    item_of_kept_response, out_of_window, revisit, find_match, known_copy, canonical, clean_url, never_drop,
     revisit_copy, item_of_matched_response, duplicate, keep,
 )
 

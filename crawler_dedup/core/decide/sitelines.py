@@ -1,5 +1,5 @@
 """Boilerplate learned per site (seed 004: text repeated across a host's pages says nothing about
-the page), and the comparison of two pages on what is left of them.
+the page), and the measurement of two pages on what is left of them.
 
 Extraction keeps text that is not the article: a site's standing promo, an author's bio, a
 privacy or sign-up text, teasers of other stories. A copy of an article on another site (or a
@@ -7,15 +7,17 @@ print version, or the page itself fetched later) then shares the article but not
 leftovers, and its resemblance to the kept page can fall far below the threshold. Each kept
 page files the lines of its extracted text under its site (registered domain) and its canonical
 URL, and takes them out again when it leaves the index (an update, DEDUP_WINDOW, `index
-remove`). A line that another kept page of the same site shows is that site's boilerplate. When
-a candidate was found but its resemblance is too low, and either page has such lines, both pages
-are compared again without them (exact word shingles of the rest): copies whose difference was
-leftovers are caught, with nothing learned from a list of phrases. (A page's lines and their keys
-are page/site.py's; the index files them.)
+remove`). A line that another kept page of the same site shows is that site's boilerplate. Both
+pages of a pair are measured again without such lines (exact word shingles of the rest:
+measures.py `own_resemblance`, `own_contained`): copies whose difference was leftovers show it,
+with nothing learned from a list of phrases. (A page's lines and their keys are page/site.py's;
+the index files them.)
 
-The same knowledge guards the other way: a page whose whole text is lines its site shows on
-other pages (extraction returned the site's block instead of the article) is not dropped on a
-match of that text unless the two texts are all but identical.
+The same knowledge is measured the other way: how much of a page's text is lines its site shows on
+other pages (extraction returned the site's block instead of the article) is one of the
+measurements the score weighs (measures.py `sitelines_page`). And the parts of its title other
+pages of its site carry under other titles (its name, a section) are known, so two titles are
+compared without them (`site_parts`).
 """
 
 from __future__ import annotations
@@ -25,17 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..page.site import Lines, holder_of, lines_of, title_key
+from ..page.site import Lines, holder_of, lines_of, title_key, title_part_keys
 
-MIN_OWN = 100  # words each page needs outside its site's boilerplate to be compared on the rest
-OWN_RESEMBLANCE = 0.5  # a copy on what is left: this resemblance of the rest,
-OWN_CONTAINMENT, OWN_MIN_RESEMBLANCE = 0.8, 0.2  # or the page's rest this much inside the kept one's, and
-# close to it. Never the other way: a page holding a kept one plus text of its own is a page
-GUARD_OWN = 15  # a page with fewer words outside lines that GUARD_PAGES other pages of its site show
-GUARD_PAGES = 2  # is all boilerplate, and a copy only when GUARD_RESEMBLANCE close to the kept page (one
-GUARD_RESEMBLANCE = 0.95  # other page is not enough: copies of an article kept apart share its lines too)
-EVIDENCE_RESEMBLANCE, EVIDENCE_CONTAINMENT = 0.05, 0.3  # a candidate under these is not compared again
-MAX_COMPARED = 4  # candidates compared again per page at most (8 found no more copies over six seeds)
+MIN_PARTS = 2  # other kept pages of a site carrying a title part make it the site's (its name, a section)
 
 
 @dataclass(frozen=True)
@@ -54,15 +48,11 @@ def boilerplate_keys(keys: list[bytes], holders: list[list[int]], exclude: set[i
     return {k for k, ids in zip(keys, holders) if sum(i not in exclude for i in ids) >= pages}
 
 
-def own_match(s: OwnScores) -> tuple[float, str] | None:
-    """(score, how) when the rests make the pages copies; None when not."""
-    if not s.removed or min(s.own, s.other_own) < MIN_OWN:
+def _share(lines: Lines, boilerplate: set[bytes]) -> float | None:
+    total = sum(lines.words)
+    if not total:
         return None
-    if s.resemblance >= OWN_RESEMBLANCE:
-        return s.resemblance, "content"
-    if s.containment >= OWN_CONTAINMENT and s.resemblance >= OWN_MIN_RESEMBLANCE:
-        return s.containment, "content"
-    return None
+    return sum(n for n, key in zip(lines.words, lines.keys) if key is not None and key in boilerplate) / total
 
 
 class KeptLines:
@@ -81,7 +71,7 @@ class KeptLines:
             self.lines.move_to_end(doc.doc_id)
             return found
         text = doc.text
-        found = None if text is None else lines_of(text, doc.url)
+        found = None if text is None else lines_of(text, doc.url, doc.title)
         if found is not None and doc.doc_id is not None:
             self.lines[doc.doc_id] = found
             if len(self.lines) > self.size:
@@ -93,7 +83,7 @@ class SitePage:
     """A page's lines under its site, and what the index holds for them, within one transaction."""
 
     def __init__(self, url: str, lines: Lines, title: str | None = None, kept: KeptLines | None = None):
-        self.url, self.lines, self.keys = url, lines, lines.filed
+        self.url, self.lines, self.keys, self.title = url, lines, lines.filed, title
         self.title_key = title_key(url, title)
         self.kept = kept if kept is not None else KeptLines()
         self._holders: list[list[int]] | None = None
@@ -108,7 +98,7 @@ class SitePage:
         """`lines`: lines_of(text, url), when a worker found them already; `kept`: the kept pages'
         lines cut before (Deduplicator's)."""
         if lines is None and url:
-            lines = lines_of(text, url)
+            lines = lines_of(text, url, title)
         return None if lines is None or url is None else cls(url, lines, title, kept)
 
     def holders(self, txn) -> list[list[int]]:
@@ -125,13 +115,6 @@ class SitePage:
 
     def _exclude(self, doc) -> set[int]:
         return {holder_of(self.url), holder_of(doc.url)}
-
-    def all_boilerplate(self, txn, doc) -> bool:
-        """The page's text is (all but) lines GUARD_PAGES other kept pages of its site show: no
-        evidence of a copy of `doc`."""
-        known = boilerplate_keys(self.keys, self.holders(txn), self._exclude(doc), GUARD_PAGES)
-        own = sum(n for n, key in zip(self.lines.words, self.lines.keys) if key is None or key not in known)
-        return own < GUARD_OWN
 
     def compare(self, txn, doc, w: int) -> OwnScores | None:
         """This page and a kept one without their sites' boilerplate; None without the kept text."""
@@ -161,19 +144,29 @@ class SitePage:
                 self._scores[doc.doc_id] = scores
         return self._scores[doc.doc_id]
 
-    def same_headline(self, txn, doc, w: int, exclude: int | None = None) -> float | None:
-        """When the kept page is of this page's site, under the same headline, and no other kept
-        page of the site has that title (`exclude`: this URL's own earlier page): a print, mobile
-        or tracking version of one article. Then how much of this page's text it holds, counted
-        exactly (a short page in a long one is beyond the sketches' precision); else None."""
-        if [d for d in self.titled(txn) if d != exclude] != [doc.doc_id]:  # (before the text is unpacked)
-            return None
+    def boilerplate_shares(self, txn, doc) -> tuple[float | None, float | None]:
+        """The share of this page's words, and of the kept page's, in lines another kept page of
+        its site shows (not these two): how much of each main text is its site's boilerplate."""
+        exclude = self._exclude(doc)
+        mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
         kept = self.kept.get(doc)
-        if kept is None:
-            return None
-        _, mine, _ = self.lines.shingled(w)
-        mine = np.unique(mine)
-        if not mine.size:
-            return None
-        theirs = np.unique(kept.shingled(w)[1])
-        return np.intersect1d(mine, theirs, assume_unique=True).size / mine.size
+        theirs = None
+        if kept is not None:
+            found = boilerplate_keys(kept.filed, txn.site_holders(kept.filed), exclude)
+            theirs = _share(kept, found)
+        return _share(self.lines, mine), theirs
+
+    def site_parts(self, txn, doc) -> tuple[frozenset, frozenset]:
+        """The parts of this page's title, and of the kept page's, that MIN_PARTS other kept pages
+        of their site carry under other titles (its name, a section: no headline), as word sets."""
+        exclude = self._exclude(doc)
+        sides = [title_part_keys(self.url, self.title), title_part_keys(doc.url, doc.title)]
+        keys = [k for parts, whole in sides for k in [*(key for _, key in parts), *([whole] if whole else [])]]
+        if not keys:
+            return frozenset(), frozenset()
+        held = {k: set(h) for k, h in zip(keys, txn.site_holders(keys))}
+        out = []
+        for parts, whole in sides:
+            same_title = held.get(whole, set()) if whole is not None else set()
+            out.append(frozenset(words for words, key in parts if len(held[key] - same_title - exclude) >= MIN_PARTS))
+        return out[0], out[1]

@@ -122,7 +122,7 @@ def _check_doc(index: NearDupIndex, txn: IndexTxn, doc: DocRecord, report: Repor
         if other is None or DocRecord.decode(other, at).extras.get(Extra.BODY) != body:
             report.add(f"{name}: its response digest does not lead to a kept page with those bytes "
                        f"(the same bytes again would be extracted, not decided at once)")
-    # (no check that its content digest has an entry: a page a guard kept beside its match has
+    # (no check that its content digest has an entry: a page the score kept beside its match has
     # none by design, and an entry pointing nowhere is caught from the table's side)
 
 
@@ -336,7 +336,7 @@ def _refile(source, target, meta: dict[bytes, bytes], found_docs: dict[int, DocR
                 exact = digest is not None and txn.exact_get(digest) is None
                 probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
                 text = doc.text if site_lines else None
-                lines = lines_of(text, doc.url) if text is not None else None
+                lines = lines_of(text, doc.url, doc.title) if text is not None else None
                 index.add(txn, doc, digest, probes=probes, exact=exact,
                           site_keys=lines.filed if lines is not None and lines.keys else None,
                           body=doc.extras.get(Extra.BODY), doc_id=doc.doc_id)

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
-HOLDERS = 4  # pages a site's line is filed for: the page, the one compared and sitelines.GUARD_PAGES others are enough
+HOLDERS = 4  # pages a site's line (or title part) is filed for: the page, the one compared and sitelines.MIN_PARTS others are enough
 TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
 HEADS_LIMIT = 8  # a title part more kept pages are filed under is a site's name or a stock title, no headline
 
@@ -227,7 +227,7 @@ class NearDupIndex:
             template: np.ndarray | None = None, site_keys: list[bytes] | None = None,
             body: bytes | None = None, doc_id: int | None = None) -> int:
         """File a kept page (under a new doc id, or `doc_id` when `index rebuild` files it again). `digest` is kept in the record (a revisit compares it); `exact`:
-        also file it in the exact table (off for a page a guard kept beside its match);
+        also file it in the exact table (off for a page the score kept beside a page of its words);
         `template`: the keys of the lines it shows outside its text (boilerplate.py; they stay
         known when the page is removed); `site_keys`: its lines' keys under its site, filed with
         its headline (sitelines.py; they leave with the page); `body`: the digest of its response's
@@ -270,7 +270,7 @@ class NearDupIndex:
         return doc_id
 
     def headed(self, txn, title: str | None) -> list[DocRecord]:
-        """The kept pages filed under a part of this title (guards.headline_keys), first found first."""
+        """The kept pages filed under a part of this title (page/title.headline_keys), first found first."""
         keys = headline_keys(title)
         ids = txn.headed_docs(keys, HEADS_LIMIT) if keys else []
         out = []
@@ -330,11 +330,11 @@ class NearDupIndex:
             txn.posting_remove(u64(value), doc_id)
         # its site lines and headline (filed with DEDUP_SITE_BOILERPLATE; removing nothing is fine)
         text = doc.text
-        lines = lines_of(text, doc.url) if text is not None else None
+        lines = lines_of(text, doc.url, doc.title) if text is not None else None
         if lines is not None and lines.keys:
             keys = lines.filed
             if staying is not None and staying.text is not None and holder_of(staying.url) == holder_of(doc.url):
-                theirs = lines_of(staying.text, staying.url)
+                theirs = lines_of(staying.text, staying.url, staying.title)
                 keys = [k for k in keys if theirs is None or k not in set(theirs.filed)]
             txn.site_remove(keys, holder_of(doc.url))
         titled = title_key(doc.url, doc.title)

@@ -15,7 +15,7 @@ from ...stores.base import MULTI, SINGLE, Claim, from_u64, u64
 # kept pages that show it (their URLs' keys), a few: sitelines.py); titles (a site and headline -> the kept pages under
 # it, two at most: sitelines.py); bodies (digest of a kept page's response bytes -> its doc id: the
 # same bytes again are decided without extraction); heads (a part of a kept page's title -> the kept
-# pages under it, a few: guards.headline_keys, rules.contained); fetches (key of the canonical URL
+# pages under it, a few: page/title.headline_keys: the candidates under a headline); fetches (key of the canonical URL
 # -> its kept response's validators and copy: fetches.py, the conditional request); t000.. one per Manku permutation
 # (permuted prefix -> the fingerprints in that bucket)
 TABLES = {"meta": SINGLE, "docs": SINGLE, "exact": SINGLE, "urls": SINGLE,

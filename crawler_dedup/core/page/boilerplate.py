@@ -7,8 +7,9 @@ site's other pages too, outside their main text: each kept page files the lines 
 its extracted text (its template), and a line a kept page shows so says nothing about a page
 (Montanari & Puglisi, seed 004: boilerplate around the content makes false positives). A page
 whose extracted text is mostly such lines, with little of its own, is not dropped on a match of
-that text: it is kept and counted in `dedup/guarded/boilerplate`. Learned from the crawl, not
-from a list of phrases; filed in the index (table `tpl`), so every process sharing it knows.
+that text: how much of it is such lines is one of the measurements the score weighs
+(decide/measures.py). Learned from the crawl, not from a list of phrases; filed in the index
+(table `tpl`), so every process sharing it knows.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ MAX_LINES = 64  # template lines a kept page files: its smallest hashes, so page
 # file the same lines (a bottom-k sample)
 PAGES = 1  # a line a kept page showed outside its text is boilerplate (2 missed the collapse of
 # sites with few pages on the benchmark, at no gain in recall)
-SHARE = 0.5  # a page whose text is this much boilerplate, and whose other words are fewer than
-REST = 100  # this, is not a copy on that text's evidence (a copy of an article in a site's leftovers is)
 MAX_CHARS = 2_000_000  # markup read for template lines (a huge page: its head is enough)
 
 _SKIPPED = re.compile(r"<(script|style|noscript|template|svg|head|select)\b|<!--")  # on lowercased markup
@@ -88,11 +87,11 @@ def template_keys(html: str | bytes, text: str) -> np.ndarray:
     return np.array(sorted(keys)[:MAX_LINES], dtype=np.uint64)
 
 
-def collapsed(lines: list[tuple[int, int]], counts: list[int], total_words: int) -> bool:
-    """Most of a text's words are in lines `PAGES` kept pages showed outside their text, and
-    what is left is too short to be a page's content."""
+def template_share(lines: list[tuple[int, int]], counts: list[int], total_words: int) -> float | None:
+    """The share of a text's words in lines `PAGES` kept pages showed outside their text (the
+    site's template taken for the content); None for no words."""
     known = sum(words for (_, words), n in zip(lines, counts) if n >= PAGES)
-    return total_words > 0 and known >= SHARE * total_words and total_words - known < REST
+    return min(1.0, known / total_words) if total_words > 0 else None
 
 
 # -- notices: a consent, paywall, login or "enable JavaScript" text taken for the content -------

@@ -74,7 +74,7 @@ class Extracted:
 
 def page_title(html: bytes | str, limit: int = 524288) -> str | None:
     """The <title> text, else the og:title or twitter:title of the head, found cheaply (no
-    second parse of the page): the title guard needs one on both pages to tell two pages apart.
+    second parse of the page): the title measurements need one on both pages to tell two pages apart.
     News pages put 100 KB of inline scripts and styles before their title: the first `limit`
     bytes are searched, by substring (a regex over them would cost more than the rest)."""
     head = html[:limit].encode("utf-8", "replace") if isinstance(html, str) else bytes(html[:limit])

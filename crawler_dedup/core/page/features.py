@@ -1,9 +1,16 @@
-"""Step 3: tokens -> hashed word w-shingles (uint64 numpy array), and the exact-content hash."""
+"""Step 3: tokens -> hashed word w-shingles (uint64 numpy array), and the exact-content hash; a
+main text as pair measurements read it (its tokens, lines and shingles: `Text`), and where the
+words two texts share sit (`placement`: a quote of another text's opening ends inside a line, as
+a quote cut at a word count does; a copy's extraction stops at a block's end)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import xxhash
+
+from .tokens import tokenize
 
 # Odd 64-bit multipliers (golden-ratio family) give each shingle position its own weight,
 # so word order matters: "a b c" and "c b a" hash differently.
@@ -81,3 +88,83 @@ def document_image(tokens: list[str], idf, chunk: int = 100, top: int = 30) -> n
         order = np.lexsort((words, -weight))  # ties broken by hash: deterministic
         picked.append(words[order[:top]])
     return np.unique(np.concatenate(picked)) if picked else np.empty(0, np.uint64)
+
+
+# -- a main text as the pair measurements read it ------------------------------------------------
+
+SPAN = 0.95  # the shared span ends where this share of the shared words (in runs of RUN) has come
+RUN = 5  # shared words in a row that are one passage (fewer: a common phrase)
+EDGE = 5  # words from a line's end past which a cut is inside the line
+
+
+@dataclass
+class Text:
+    """A main text as the measures read it: its tokens, its lines' lengths, its shingles."""
+
+    tokens: list[str]
+    lines: np.ndarray  # the word count of each line
+    sequence: np.ndarray  # word w-shingles in text order
+    distinct: np.ndarray  # the same, sorted and distinct
+    words: frozenset[str]
+    main: np.ndarray | None = None  # its distinct 5-shingles, once measures.py compares it with visible texts
+
+    @classmethod
+    def of(cls, text: str, w: int) -> "Text":
+        counts, tokens = [], []
+        for line in text.splitlines():
+            toks = tokenize(line)
+            if toks:
+                counts.append(len(toks))
+                tokens.extend(toks)
+        seq = shingles(tokens, w)
+        return cls(tokens, np.array(counts, dtype=np.int64), seq, np.unique(seq), frozenset(tokens))
+
+
+def placement(a: Text, b: Text) -> tuple[float, float, float, float, float | None]:
+    """Where the words two texts share sit: (lead, tail) of each (the share of the text before its
+    first shared word and after its last run of RUN shared words), and how far inside a line the
+    shared span stops in the text it stops earlier in (0: at a line's start or end, where a copy's
+    extraction stops at a block; 1: EDGE or more words inside one, where a quote is cut at a
+    word count; None for a text of one line, whose lines are not known)."""
+    lead_a, tail_a, cut_a = _span(_shared_words(a, b), a.lines)
+    lead_b, tail_b, cut_b = _span(_shared_words(b, a), b.lines)
+    lines = a.lines if tail_a >= tail_b else b.lines
+    return lead_a, tail_a, lead_b, tail_b, (cut_a if tail_a >= tail_b else cut_b) if lines.size > 1 else None
+
+
+def _shared_words(a: Text, b: Text) -> np.ndarray:
+    """Which words of `a` sit in a w-shingle that `b` has too."""
+    n = len(a.tokens)
+    out = np.zeros(n, dtype=bool)
+    if not n or not a.sequence.size:
+        return out
+    hit = np.isin(a.sequence, b.distinct)
+    width = n - a.sequence.size + 1
+    for k in range(width):
+        out[k:k + hit.size] |= hit
+    return out
+
+
+def _span(shared: np.ndarray, lines: np.ndarray) -> tuple[float, float, float]:
+    """(lead, tail, how far inside a line the span ends) of the shared words in one text. The span
+    ends with the run of RUN+ shared words that brings in SPAN of them: a phrase the text repeats
+    after a quote of its opening (its subject's name, a set phrase) does not stretch the span."""
+    n = shared.size
+    if not n or not shared.any():
+        return 1.0, 1.0, 0.0
+    start = int(np.argmax(shared))
+    padded = np.concatenate(([0], shared.astype(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(padded))
+    starts, ends = edges[::2], edges[1::2]
+    long_runs = (ends - starts) >= RUN
+    if long_runs.any():
+        starts, ends = starts[long_runs], ends[long_runs]
+    held = np.cumsum(ends - starts)
+    end = int(ends[int(np.searchsorted(held, SPAN * held[-1]))])
+    bounds = np.concatenate(([0], np.cumsum(lines)))
+    return start / n, (n - end) / n, _inside(end, bounds)
+
+
+def _inside(at: int, bounds: np.ndarray) -> float:
+    """How far position `at` is from the nearest line boundary, in EDGE words (capped at 1)."""
+    return min(int(np.abs(bounds - at).min()), EDGE) / EDGE

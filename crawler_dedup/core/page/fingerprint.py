@@ -116,7 +116,7 @@ def fingerprint_html(html, url: str, config, verifier: Keeps) -> tuple[Step, obj
         if isinstance(fp, Fingerprinted) and config.boilerplate:
             fp.template = template_keys(html, fp.text)
         if isinstance(fp, Fingerprinted) and config.site_boilerplate and config.store_text:
-            fp.lines = lines_of(fp.text, url)  # (the crawler's thread keeps only the lookup)
+            fp.lines = lines_of(fp.text, url, title)  # (the crawler's thread keeps only the lookup)
         if isinstance(fp, Fingerprinted) and config.visible_containment:
             fp.view = page_view(html, fp.text, main=main_shingles(tokens), tree=tree)
         return Step.FINGERPRINT, fp, title

@@ -5,13 +5,14 @@ weigh them.
 
 Lines: each kept page files the lines of its extracted text under its site and its canonical URL
 (seed 004: text repeated across a host's pages says nothing about the page). A line's key is its
-words, casefolded, hashed with the site as seed.
+words, casefolded, hashed with the site as seed. The parts of its title are filed the same way: a
+part that other pages of the site carry too is the site's name or a section, not a headline.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -19,6 +20,7 @@ import xxhash
 from w3lib.url import canonicalize_url
 
 from .features import shingles
+from .title import title_words
 from .tokens import tokenize
 
 MIN_WORDS = 5  # lines shorter than this (a menu entry, "Share") are never filed, so never boilerplate
@@ -73,11 +75,12 @@ class Lines:
     texts: list[str]
     words: list[int]
     keys: list[bytes | None]
+    parts: list[bytes] = field(default_factory=list)  # its title's parts' keys (title_part_keys)
     _shingled: tuple | None = None  # (w, line word counts, shingles, the line of each shingle)
 
     @property
     def filed(self) -> list[bytes]:
-        return list(dict.fromkeys(k for k in self.keys if k is not None))
+        return list(dict.fromkeys([*(k for k in self.keys if k is not None), *self.parts]))
 
     def shingled(self, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(each line's tokens, the text's word shingles, the line each shingle starts in), once."""
@@ -105,10 +108,10 @@ def site_seed(url: str | None) -> int | None:
     return None if site is None else xxhash.xxh64_intdigest(site.encode("utf-8", "surrogatepass"))
 
 
-def lines_of(text: str, url: str | None) -> Lines | None:
-    """The lines of an extracted text and their keys under the URL's site; None without a site.
-    A line's key is its words, casefolded: boilerplate repeats verbatim, so no finer
-    normalization is needed (this runs on every page)."""
+def lines_of(text: str, url: str | None, title: str | None = None) -> Lines | None:
+    """The lines of an extracted text and their keys under the URL's site, with its title's
+    parts' keys (title_part_keys); None without a site. A line's key is its words, casefolded:
+    boilerplate repeats verbatim, so no finer normalization is needed (this runs on every page)."""
     seed = site_seed(url)
     if seed is None:
         return None
@@ -124,7 +127,33 @@ def lines_of(text: str, url: str | None) -> Lines | None:
         words.append(len(parts))
         filed = len(parts) >= MIN_WORDS and len(keys) < MAX_LINES
         keys.append(digest(" ".join(parts).encode("utf-8", "surrogatepass"), seed=seed) if filed else None)
-    return Lines(texts, words, keys)
+    title_parts, whole = title_part_keys(url, title, seed)
+    return Lines(texts, words, keys, [key for _, key in title_parts] + ([whole] if whole is not None else []))
+
+
+def title_part_keys(url: str | None, title: str | None,
+                    seed: int | None = None) -> tuple[list[tuple[frozenset[str], bytes]], bytes | None]:
+    """((words, key) of each part of the title (page/title.title_parts), the whole title's key)
+    under the URL's site: the keys a kept page files its title under beside its lines, so that the
+    parts other pages of its site carry under other titles (its name, a section) are known
+    (decide/sitelines.SitePage.site_parts)."""
+    seed = site_seed(url) if seed is None else seed
+    if not title or seed is None:
+        return [], None
+    out = {}
+    ordered = title_words(title)
+    for words in ordered:
+        out[frozenset(words)] = digest_part(words, seed)
+    if not ordered:
+        return [], None
+    whole = xxhash.xxh64_digest(("\x1fT " + " | ".join(" ".join(p) for p in ordered)).encode("utf-8", "surrogatepass"),
+                                seed=seed)
+    return list(out.items()), whole
+
+
+def digest_part(words: list[str], seed: int) -> bytes:
+    """A title part's key: its distinct words (as title_parts compares parts), marked apart from lines."""
+    return xxhash.xxh64_digest(("\x1ft " + " ".join(sorted(set(words)))).encode("utf-8", "surrogatepass"), seed=seed)
 
 
 def holder_of(url: str | None) -> int:

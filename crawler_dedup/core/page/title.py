@@ -1,7 +1,7 @@
 """What a page's title says: its parts (split at " | ", " - ", ...) without the marks of a print,
 mobile or AMP version, the keys a kept page is filed under by them (the index's `heads` table),
-and how much of its headline a text names. Whether two titles name one story is the guards'
-(decide/guards.py).
+how much of its headline a text names, and how alike two titles are (a measurement of the pair
+that decide/measures.py weighs).
 """
 
 from __future__ import annotations
@@ -65,3 +65,56 @@ def headline_coverage(title: str | None, words: frozenset[str] | set[str]) -> fl
         return None
     wanted = {w for w in max(parts, key=len) if len(w) >= 4}
     return len(wanted & words) / len(wanted) if len(wanted) >= 2 else None
+
+
+def titles(a: str | None, b: str | None, site_a: frozenset = frozenset(), site_b: frozenset = frozenset(),
+           same_site: bool = False) -> tuple[float | None, float | None, float | None]:
+    """(headline match, word overlap, numbers differ) of two titles, each without the parts its
+    site's other pages carry (`site_a`, `site_b`: word sets, learned from the index) and without
+    the marks of a print or mobile version. A title that is parts of the other is that page ("Chess
+    Sets (print)", "Chess Sets - The Regency Chess Co"). On one site, a part both titles carry
+    beside parts of their own is the site's too ("Running Shoes | REI Co-op", "Hiking Boots | REI
+    Co-op", before the index has seen the shop's other pages), and each title's headline is its
+    longest part left (in letters); on two sites, the best match of any two parts of two words or
+    more (a story under two sites' names). Nones when a title is missing or all its site's."""
+    if not a or not b:
+        return None, None, None
+    pa = [p for p in title_words(a) if frozenset(p) not in site_a]
+    pb = [p for p in title_words(b) if frozenset(p) not in site_b]
+    if not pa or not pb:  # a title that is all its site's name tells nothing
+        return None, None, _numbers(a, b)
+    sa, sb = {frozenset(p) for p in pa}, {frozenset(p) for p in pb}
+    wa, wb = frozenset(w for p in pa for w in p), frozenset(w for p in pb for w in p)
+    words = len(wa & wb) / len(wa | wb)
+    if sa <= sb or sb <= sa:
+        return 1.0, words, _numbers(a, b)
+    if not same_site:  # (a one-word part matches only as a whole title: "Daily" is many sites' name)
+        pairs = [_part_match(p, q) for p in sa for q in sb
+                 if (len(p) >= 2 or len(sa) == 1) and (len(q) >= 2 or len(sb) == 1)]
+        if pairs:
+            return max(pairs), words, _numbers(a, b)
+    shared = sa & sb if same_site else set()
+    own_a, own_b = [p for p in pa if frozenset(p) not in shared], [p for p in pb if frozenset(p) not in shared]
+    if shared and own_a and own_b:
+        pa, pb = own_a, own_b
+        wa, wb = frozenset(w for p in pa for w in p), frozenset(w for p in pb for w in p)
+        words = len(wa & wb) / len(wa | wb)
+    ha = frozenset(max(pa, key=lambda p: sum(map(len, p))))
+    hb = frozenset(max(pb, key=lambda p: sum(map(len, p))))
+    return _part_match(ha, hb), words, _numbers(a, b)
+
+
+def _part_match(p: frozenset, q: frozenset) -> float:
+    """1 for the same part or one cut short of the other (4+ words, 80% of the shorter in the
+    longer); else their words' Jaccard."""
+    if p == q:
+        return 1.0
+    shorter = min(len(p), len(q))
+    if shorter >= 4 and len(p & q) >= 0.8 * shorter:
+        return 1.0
+    return len(p & q) / len(p | q)
+
+
+def _numbers(a: str, b: str) -> float:
+    found_a, found_b = set(re.findall(r"\d+(?:[.,]\d+)*", a)), set(re.findall(r"\d+(?:[.,]\d+)*", b))
+    return 1.0 if found_a - found_b and found_b - found_a else 0.0
