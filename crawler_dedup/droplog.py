@@ -1,4 +1,6 @@
-"""The JSONL drop log: one object per dropped (or flagged) page, appended and flushed per line."""
+"""The JSONL drop log: one object per dropped (or flagged) page, appended and flushed per line;
+with DEDUP_LOG_KEPT, also one per page kept although a candidate passed the lookup thresholds
+(`action` `kept`: the copies the score let through, for a user to look over)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ REQUIRED_KEYS = (
     "time", "url", "duplicate_of", "action", "reason", "distance", "similarity",
     "fingerprint", "duplicate_of_fingerprint", "stage", "spider",
 )
-_ACTIONS = {"drop": "dropped", "flag": "flagged"}
+_ACTIONS = {"drop": "dropped", "flag": "flagged", "keep": "kept"}
+KEPT = "kept"  # the action of a line that drops nothing (readers that act on drops skip it)
 
 
 def iso_time(seconds: float | None = None) -> str:
@@ -22,31 +25,42 @@ def iso_time(seconds: float | None = None) -> str:
 
 
 def make_record(verdict: Verdict, stage: str, spider: str | None, item: Any = None) -> dict[str, Any]:
+    """A drop's line, or a kept page's (`kept`: the candidate it was scored apart from is its
+    `duplicate_of`, its scores the pair's)."""
+    w = verdict.weighing
+    kept = verdict.action == "keep"
+    if kept and not verdict.scored_apart:
+        raise ValueError("a kept page has a drop-log line only when the score kept it apart from a candidate")
     record: dict[str, Any] = {
         "time": iso_time(),
         "url": verdict.url,
-        "duplicate_of": verdict.duplicate_of,
+        "duplicate_of": w.url if kept and w is not None else verdict.duplicate_of,
         "action": _ACTIONS[str(verdict.action)],
-        "reason": verdict.reason,
-        "distance": verdict.distance,
-        "similarity": verdict.similarity,
+        "reason": ("exact" if w.measures.get("exact") else "near") if kept and w is not None else verdict.reason,
+        "distance": ((w.fingerprint ^ (verdict.fingerprint or 0)).bit_count() if kept and w is not None
+                     else verdict.distance),
+        "similarity": w.similarity if kept and w is not None else verdict.similarity,
         "fingerprint": fp_hex(verdict.fingerprint),
-        "duplicate_of_fingerprint": fp_hex(verdict.duplicate_of_fingerprint),
+        "duplicate_of_fingerprint": fp_hex(w.fingerprint if kept and w is not None else verdict.duplicate_of_fingerprint),
         "stage": stage,
         "spider": spider,
     }
-    if verdict.measure:
-        record["measure"] = verdict.measure
+    measure = w.measure if kept and w is not None else verdict.measure
+    if measure:
+        record["measure"] = measure
     if verdict.rule:
         record["rule"] = verdict.rule  # the rule of the chain that decided (core/decide/rules.py)
     if verdict.thresholds is not None:  # what it was verified against (`show` prints them)
         record["thresholds"] = verdict.thresholds.as_dict()
     if verdict.reason == "unchanged" and verdict.kept_at is not None:
         record["kept_at"] = iso_time(verdict.kept_at)  # when the URL's text was first kept
+    if w is not None and verdict.reason not in ("unchanged", "superseded"):
+        record.update(w.explained())  # score, score_threshold, features, contributions, base
     if verdict.title:
         record["title"] = verdict.title
-    if verdict.duplicate_of_title:
-        record["duplicate_of_title"] = verdict.duplicate_of_title
+    other_title = w.title if kept and w is not None else verdict.duplicate_of_title
+    if other_title:
+        record["duplicate_of_title"] = other_title
     if verdict.excerpt:
         record["excerpt"] = verdict.excerpt
     if verdict.text is not None:

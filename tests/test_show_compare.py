@@ -35,8 +35,15 @@ def test_show_explains_a_near_drop_with_a_diff(demo_out):
     assert f"dropped       {rec['url']}" in out and f"kept          {rec['duplicate_of']}" in out
     x = int(rec["fingerprint"], 16) ^ int(rec["duplicate_of_fingerprint"], 16)
     assert f"xor           {x:016x}  ({rec['distance']} bits differ" in out
-    assert f"why           near: {rec['measure']} {rec['similarity']:.2f} >= DEDUP_THRESHOLD 0.5" in out
-    diff = out.split("\n\n", 1)[1].splitlines()
+    assert (f"why           near: the score of the pair, {rec['score']:.3f}, is at or over its threshold "
+            f"{rec['score_threshold']:.3f} ({rec['measure']} {rec['similarity']:.2f}; most weight: ") in out
+    table = out.split("the score, each measurement's part in it", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    top = sorted(rec["contributions"].items(), key=lambda kv: -abs(kv[1]))[:8]
+    assert [row.split()[0] for row in table[:8]] == [name for name, _ in top]  # the 8 that weighed most, in order
+    assert all(float(row.split()[-1]) == round(value, 3) for row, (_, value) in zip(table, top))
+    total = float(table[-1].split()[-1])  # base + every contribution: the log-odds of the logged score
+    assert abs(1 / (1 + 2.718281828 ** -total) - rec["score"]) < 1e-3
+    diff = out[out.index("--- kept"):].splitlines()
     assert diff[0] == f"--- kept    {rec['duplicate_of']}" and diff[1] == f"+++ dropped {rec['url']}"
     added = [line for line in diff[2:] if line.startswith("+ ")]
     assert added and all(len(line) <= 100 for line in diff[2:])
@@ -48,7 +55,7 @@ def test_show_side_by_side_and_default_locations(demo_out):
     # --dir only: the drop log is found beside it, where `crawler-dedup demo` writes it
     proc = cli("show", rec["url"], "--dir", demo_out / "index", "--side-by-side", "--width", "90")
     assert proc.returncode == 0, proc.stderr
-    body = proc.stdout.split("\n\n", 1)[1].splitlines()
+    body = proc.stdout[proc.stdout.index("kept page"):].splitlines()
     assert body[0].startswith("kept page") and body[0].rstrip().endswith("dropped page")
     assert all(len(line) <= 90 for line in body)
     col = (90 - 3) // 2
@@ -96,10 +103,20 @@ def test_compare_two_files_scores_every_verifier_and_gives_the_verdict(demo_out)
     for word in ("resemblance", "containment", "qgram", "swlr"):
         assert word in out.split("scores of B against A")[1]
     assert f"distance {rec['distance']} bits" in out
-    assert f"B dropped: near duplicate of A, resemblance {rec['similarity']}" in out
-    # stricter settings keep it
-    proc = cli("compare", kept, dropped, "-s", "DEDUP_THRESHOLD=0.99", "-s", "DEDUP_CONTAINMENT=0")
-    assert proc.returncode == 0 and "B kept: not a duplicate of A" in proc.stdout
+    assert (f"B dropped: near duplicate of A, score {rec['score']:.3f} >= {rec['score_threshold']:.3f} "
+            f"(resemblance {rec['similarity']}") in out
+    assert "   (base: a pair at the training means)" in out and "   = log-odds (score)" in out
+    # another model decides as it says: one whose threshold this pair's score is under keeps B
+    from dataclasses import replace
+
+    from crawler_dedup.core.decide.model import load
+    from crawler_dedup.tools import fit
+
+    strict = demo_out / "strict-model.json"
+    fit.write(replace(load(), threshold=min(0.999999, rec["score"] + (1 - rec["score"]) / 2)), str(strict))
+    proc = cli("compare", kept, dropped, "-s", f"DEDUP_MODEL={strict}")
+    assert proc.returncode == 0, proc.stderr
+    assert "B kept: the pair passed the lookup thresholds, but its score" in proc.stdout
 
 
 def test_compare_over_http_and_text_files(demo_out, serve, tmp_path, articles):
@@ -127,22 +144,24 @@ def _log_with(demo_out, path, rec):
     return path
 
 
-def test_show_exact_drop_says_identical_and_no_threshold_note(demo_out):
+def test_show_exact_drop_says_identical_and_reads_the_threshold_from_the_line(demo_out):
     rec = next(r for r in _records(demo_out / "droplog.jsonl") if r["reason"] == "exact"
                and r["fingerprint"] == r["duplicate_of_fingerprint"])
     proc = cli("show", rec["url"], "--log", demo_out / "droplog.jsonl")
     assert proc.returncode == 0, proc.stderr
     assert "identical fingerprints" in proc.stdout and "bits differ" not in proc.stdout
-    assert "thresholds" not in proc.stdout  # no threshold decides an exact match
     near = _near(demo_out, "/print/")
-    proc = cli("show", near["url"], "--log", demo_out / "droplog.jsonl")
-    assert "(the thresholds the crawl applied, from the drop log)" in proc.stdout
-    # a line written before thresholds were recorded: today's defaults, said so
-    old = {k: v for k, v in near.items() if k != "thresholds"}
-    log = demo_out / "old-droplog.jsonl"
+    # the threshold the crawl applied is the line's (a model of its own, DEDUP_SCORE_THRESHOLD), not today's
+    log = demo_out / "own-threshold.jsonl"
+    log.write_text(json.dumps(dict(near, score_threshold=0.5)) + "\n", encoding="utf-8")
+    proc = cli("show", near["url"], "--log", log)
+    assert f"the score of the pair, {near['score']:.3f}, is at or over its threshold 0.500" in proc.stdout
+    # a line written before the score: what it holds, said so
+    old = {k: v for k, v in near.items() if k not in ("score", "score_threshold", "features", "contributions", "base")}
     log.write_text(json.dumps(old) + "\n", encoding="utf-8")
     proc = cli("show", near["url"], "--log", log)
-    assert "(an older drop log: thresholds are today's defaults" in proc.stdout
+    assert proc.returncode == 0 and "(a drop log written before the score" in proc.stdout
+    assert "each measurement's part" not in proc.stdout
 
 
 def test_show_a_line_with_a_numeric_fingerprint_is_malformed(demo_out, tmp_path):

@@ -208,6 +208,8 @@ def add_filters(p, url_help: str = "the dropped page's URL, or a glob when it ho
     g.add_argument("--since", metavar="ISO_TIME", help="drops at or after this time, e.g. 2026-11-22T04:00Z or 2026-11-22")
     g.add_argument("--url", action="append", metavar="PATTERN", help=url_help)
     g.add_argument("--min-similarity", type=float, metavar="S", help="similarity at least S (0..1)")
+    g.add_argument("--kept", action="store_true", help="instead of the drops, the pages kept although a candidate "
+                   "passed the lookup thresholds (`action` `kept`: the score kept them apart; DEDUP_LOG_KEPT)")
 
 
 def filters(args):
@@ -222,7 +224,8 @@ def filters(args):
     if args.min_similarity is not None and not 0 <= args.min_similarity <= 1:
         raise CliError(f"--min-similarity takes a number from 0 to 1, not {args.min_similarity}")
     return Filters(domains=tuple(d.lower().strip(".") for d in args.domain or ()), reasons=tuple(args.reason or ()),
-                   since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity)
+                   since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity,
+                   kept=bool(getattr(args, "kept", False)))
 
 
 def same_file(a: str, b: str) -> bool:

@@ -11,7 +11,7 @@ def add_parser(sub):
         "compare", help="two URLs or files: texts, fingerprints, every verifier's score, the verdict",
         description="Fetch (plain HTTP GET) or read two pages (.html or .txt files, or http(s) URLs), and print "
         "their extracted texts, fingerprints and distance, every verifier's score of B against A, and what "
-        "these settings would decide for B after keeping A.")
+        "these settings would decide for B after keeping A: the pair's score and each measurement's part in it.")
     p.add_argument("a", metavar="A", help="URL or file kept first")
     p.add_argument("b", metavar="B", help="URL or file checked against A")
     p.add_argument("--lines", type=int, default=3, metavar="N", help="first lines of each text shown (default 3)")
@@ -94,13 +94,16 @@ def run(args) -> int:
     # the pages' own URLs when both are fetched (the same-site rules need them), else labels
     web = all(src.url.startswith(("http://", "https://")) for src in (a, b)) and a.url != b.url
     ua, ub = (a.url, b.url) if web else ("A", "B")
-    va = dedup.check(ua, text=a.text, title=a.title) if a.text is not None else None
-    vb = dedup.check(ub, text=b.text, title=b.title) if b.text is not None else None
+    va = dedup.check(ua, html=a.html, text=a.text, title=a.title) if a.text is not None else None
+    vb = dedup.check(ub, html=b.html, text=b.text, title=b.title) if b.text is not None else None
     dedup.close()
-    print(f"\nverdict with these settings (DEDUP_VERIFIER={config.verifier}, DEDUP_THRESHOLD={config.threshold}, "
+    model = dedup.model
+    print(f"\nverdict with these settings (the score's threshold {model.threshold:.3f}, model "
+          f"{config.model or 'shipped'}; lookup thresholds DEDUP_THRESHOLD={config.threshold}, "
           f"DEDUP_CONTAINMENT={config.containment}), A crawled first, then B:")
     data["settings"] = {"DEDUP_VERIFIER": config.verifier, "DEDUP_THRESHOLD": config.threshold,
-                        "DEDUP_CONTAINMENT": config.containment, "DEDUP_K": config.k}
+                        "DEDUP_CONTAINMENT": config.containment, "DEDUP_K": config.k,
+                        "DEDUP_MODEL": config.model, "score_threshold": model.threshold}
     verdict: dict = {"b": None}
     data["verdict"] = verdict
     try:
@@ -118,16 +121,28 @@ def _verdict(print, va, vb, verdict: dict) -> None:  # noqa: A002 - compare's pr
     if va.skipped:
         verdict["a_skipped"] = va.skipped
         print(f"   A is kept unchecked ({va.skipped}), so B cannot match it")
+    w = vb.weighing
+    explained = w.explained() if w is not None else None
     verdict.update({"b": "kept" if vb.action == "keep" or vb.skipped or vb.error else
                     ("dropped" if vb.action == "drop" else "flagged"),
                     "skipped": vb.skipped or vb.error or None, "reason": vb.reason, "measure": vb.measure,
-                    "similarity": vb.similarity, "guard": vb.guard})
+                    "similarity": vb.similarity, **(explained or {})})
     if vb.skipped or vb.error:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
+    elif vb.action == "keep" and explained is None:
+        print("   B kept: not a duplicate of A (no lookup threshold passed: the texts share too little to weigh)")
     elif vb.action == "keep":
-        guard = {"title": " (the title guard kept it: the titles disagree)",
-                 "boilerplate": " (its text is lines its site's other pages show)"}.get(vb.guard or "", "")
-        print(f"   B kept: not a duplicate of A{guard}")
+        print(f"   B kept: the pair passed the lookup thresholds, but its score {w.score:.3f} is under the "
+              f"threshold {w.threshold:.3f}")
     else:
-        print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, "
-              f"{vb.measure} {vb.similarity}, distance {vb.distance} bits")
+        print(f"   B {'dropped' if vb.action == 'drop' else 'flagged'}: {vb.reason} duplicate of A, score "
+              f"{w.score:.3f} >= {w.threshold:.3f} ({vb.measure} {vb.similarity}, distance {vb.distance} bits)"
+              if w is not None else f"   B {vb.action}: {vb.reason} duplicate of A ({vb.measure} {vb.similarity})")
+    if explained is not None:
+        from ..tools.show import score_rows
+
+        rows = score_rows(explained)
+        print("\n   the score, each measurement's part in it (log-odds):")
+        width = max(len(r[0]) for r in rows)
+        for name, value, part in rows:
+            print(f"   {name:<{width}}  {value:>8}  {part:>8}")

@@ -104,9 +104,12 @@ def print_summary(s, path: str, filters) -> None:
     if s.drops:
         rows = []
         for d in map(brief, s.drops):
-            sim = d.get("similarity")
+            sim, score = d.get("similarity"), d.get("score")
             rows.append([str(d.get("time", ""))[:19], d.get("reason"), f"{sim:.2f}" if isinstance(sim, (int, float)) else "-",
+                         f"{score:.3f}" if isinstance(score, (int, float)) else "-",
                          d.get("distance", "-"), d["url"], d.get("duplicate_of")])
         lines("")
-        table(["time", "reason", ("sim", "right"), ("dist", "right"), "url", "duplicate of"], rows,
-              title=f"latest {len(s.drops)} of {s.matched} matching drops:")
+        kept = bool(getattr(filters, "kept", False))
+        table(["time", "reason", ("sim", "right"), ("score", "right"), ("dist", "right"), "url",
+               "candidate" if kept else "duplicate of"], rows,
+              title=f"latest {len(s.drops)} of {s.matched} matching {'pages kept apart' if kept else 'drops'}:")

@@ -38,6 +38,8 @@ def run(args) -> int:
     from ..tools.restore import allow_pattern, restore
 
     selected = filters(args)
+    if selected.kept:
+        raise CliError("--kept selects pages that were kept, not dropped: there is nothing to restore")
     args.log, _ = resolve_log_dir(args.log, args.dir, backend_settings(args))
     if not (args.all or selected.active):
         raise CliError("say what to restore: --url U, a filter (--domain, --reason, --since, "

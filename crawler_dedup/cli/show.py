@@ -35,14 +35,14 @@ def add_parser(sub):
     p.add_argument("--width", type=int, metavar="N", help="output width (default: the terminal's)")
     add_index(p, dir_help="the index, opened read-only (default: the index beside --log, else the project's "
               "DEDUP_DIR, else .scrapy/dedup)", settings_help="the crawl's settings: for the 'why' line of a drop "
-              "log older than its thresholds key, and DEDUP_BACKEND when the index is not LMDB")
+              "log older than its score keys, and DEDUP_BACKEND when the index is not LMDB")
     add_json(p, help="print the drop-log line, the kept page and the texts' diff as JSON")
     return p
 
 
 def run(args) -> int:
     from ..core.page.tokens import tokenize
-    from ..tools.show import side_by_side, unified, why, xor_line
+    from ..tools.show import score_rows, side_by_side, unified, why, xor_line
 
     config = make_config(parse_settings(args.set))
     log, dir_ = resolve_log_dir(args.log, args.dir, backend_settings(args))
@@ -58,6 +58,9 @@ def run(args) -> int:
                 f"a superseded line at {later.get('time')}): that page is the one kept now")
     dropped_text = rec.get("text") if isinstance(rec.get("text"), str) else None
     kept_text = kept.text if kept is not None else None
+    apart = rec.get("action") == "kept"  # a page the score kept apart: its own text is in the index
+    if apart and dropped_text is None:
+        dropped_text = _own_text(rec, dir_, backend_settings(args))
     if dropped_text is None and rec.get("reason") == "unchanged" and rec.get("measure") in ("exact", "not-modified"):
         dropped_text = kept_text  # the same words (or a 304: the kept page stood for it): the line does not repeat them
     exact = rec.get("reason") == "exact" or rec.get("measure") == "exact"
@@ -65,14 +68,15 @@ def run(args) -> int:
         _json(args, rec, kept, note, config, dropped_text, kept_text, width)
         return 0
     p = lambda label, value: print(term(f"{label:<13} {value}"))  # noqa: E731
-    p("dropped", rec["url"])
+    p("kept apart" if apart else "dropped", rec["url"])
     if rec.get("title"):
         p("", f"title: {rec['title']}")
-    p("kept", rec.get("duplicate_of"))
+    p("candidate" if apart else "kept", rec.get("duplicate_of"))
     title = rec.get("duplicate_of_title") or (kept.title if kept else None)
     if title:
         p("", f"title: {title}")
-    p("fingerprints", f"{rec.get('fingerprint')} dropped, {rec.get('duplicate_of_fingerprint')} kept")
+    p("fingerprints", f"{rec.get('fingerprint')} {'this page' if apart else 'dropped'}, "
+                      f"{rec.get('duplicate_of_fingerprint')} {'candidate' if apart else 'kept'}")
     p("xor", xor_line(rec.get("fingerprint"), rec.get("duplicate_of_fingerprint")))
     p("distance", f"{rec.get('distance')} bits")
     sim = rec.get("similarity")
@@ -81,14 +85,13 @@ def run(args) -> int:
     p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
     if rec.get("rule"):
         p("rule", f"{rec['rule']} (the rule of the decision chain that decided: docs/internals.md)")
-    if exact or rec.get("reason") in ("unchanged", "superseded"):
-        pass  # no threshold decides an exact match, nor a revisit's sameness
-    elif isinstance(rec.get("thresholds"), dict):
-        p("", "(the thresholds the crawl applied, from the drop log)")
-    elif args.set:
-        p("", "(thresholds as given by -s; the rest are defaults)")
-    else:
-        p("", "(an older drop log: thresholds are today's defaults; give the crawl's with -s DEDUP_X=V)")
+    rows = score_rows(rec)
+    if rows:
+        from .out import lines, table
+
+        lines("")
+        table(["measurement", ("value", "right"), ("log-odds", "right")], rows,
+              title="the score, each measurement's part in it (docs/internals.md#the-measurements):")
     if malformed.count:
         p("drop log", str(malformed))
     if note:
@@ -98,11 +101,11 @@ def run(args) -> int:
         _no_diff(rec, kept, note, dropped_text, kept_text)
         return 0
     name_k, name_d = term(rec.get("duplicate_of")), term(rec["url"])  # (one line each in the diff head)
-    lines = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
-             else unified(kept_text, dropped_text, name_k, name_d, width))
+    diff = (side_by_side(kept_text, dropped_text, width) if args.side_by_side
+            else unified(kept_text, dropped_text, name_k, name_d, width))
     from ..tools.summary_text import terminal_safe
 
-    print(terminal_safe("\n".join(lines)))  # (a block: its own newlines stay)
+    print(terminal_safe("\n".join(diff)))  # (a block: its own newlines stay)
     return 0
 
 
@@ -147,6 +150,18 @@ def _find(args, log: str):
     if rec is None:
         raise CliError(f"{term(args.url)} is not in the drop log {log}", 1)
     return rec, malformed, replaced
+
+
+def _own_text(rec: dict, dir_: str, settings: dict | None = None) -> str | None:
+    """A kept page's own text, from the index (a `kept` line carries none)."""
+    from ..tools.show import ReadOnlyIndex, ShowError
+
+    try:
+        with ReadOnlyIndex(dir_, settings) as index:
+            found = index.by_url(rec["url"])
+    except ShowError:
+        return None
+    return found[0].text if found else None
 
 
 def _kept(rec: dict, dir_: str, settings: dict | None = None):

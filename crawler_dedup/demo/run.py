@@ -102,6 +102,8 @@ def run_demo(out: str | None = None, settings: dict | None = None) -> DemoResult
                 result.outcome[_path(json.loads(line)["url"])] = "kept"
     if os.path.exists(result.droplog):
         for rec in read_droplog(result.droplog):
+            if rec.get("action") == "kept":  # (kept, though a candidate passed the lookup: no drop)
+                continue
             result.records.append(rec)
             result.outcome[_path(rec["url"])] = rec["action"]
             result.matched[_path(rec["url"])] = _path(rec["duplicate_of"])

@@ -84,8 +84,15 @@ class Recorder:
             self._superseded(verdict, stage, run)
         if verdict.action == Action.KEEP:
             inc(keys.KEPT)
-            if verdict.guard:
-                inc(keys.key(keys.GUARDED, verdict.guard))
+            if verdict.scored_apart:  # a candidate passed the lookup thresholds: the score kept it apart
+                inc(keys.SCORED_APART)
+                if self.config.log_kept:
+                    try:
+                        self.write(make_record(verdict, stage, self._spider()))
+                    except (OSError, TypeError, ValueError) as exc:  # (nothing is dropped: counted only)
+                        self.failure(Failure.DROPLOG)
+                        self.error_once("droplog", "Dedup could not write the drop log %s (kept %s): %s",
+                                        self.config.droplog, verdict.url, exc)
             if self.config.debug:
                 logger.debug("Dedup kept %s (fingerprint %016x)", verdict.url, verdict.fingerprint or 0)
             return verdict

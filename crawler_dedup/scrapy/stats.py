@@ -21,7 +21,7 @@ KEPT = "dedup/kept"
 COMMITS = "dedup/commits"
 FAST_SAME_BYTES = "dedup/fast/same_bytes"
 WORKERS_RESTARTED = "dedup/workers/restarted"
-GUARDED = "dedup/guarded/<guard>"
+SCORED_APART = "dedup/scored_apart"
 DROPPED = "dedup/dropped"
 DROPPED_BY = "dedup/dropped/<reason>"
 FLAGGED = "dedup/flagged"
@@ -54,18 +54,10 @@ STATS: tuple[Stat, ...] = (
                           "fingerprint and text stood in for extraction; decided by the same rules"),
     Stat(WORKERS_RESTARTED, "worker processes killed and started again (one died, or spent over 120 s on a page); "
                             "each such page is kept and counted in `dedup/errors/extract`"),
-    Stat(GUARDED, "kept although the index matched: `title` (an unrelated title on the same site, or a short text "
-                  "under an unrelated title on another: a promo block, not the page); `chrome` (its main text, or the "
-                  "kept page's, is mostly its page's chrome, such as one consent dialog on two sites, and the titles "
-                  "name different headlines); `untrusted` (a main text that may not be its page's content: on both "
-                  "sides, on two pages of one template that do not show nearly the same text (the template's block "
-                  "taken for both pages' content); one page quoting the other's opening (its first 30-300 words, cut "
-                  "inside a line: a teaser, a promo banner) under another headline, either order; with "
-                  "`DEDUP_STRICT_TEXT`, one such side too, or a page quoting a kept page's first words beside its "
-                  "own headline); `boilerplate` (its text is its site's boilerplate: "
-                  "lines two other "
-                  "pages of the site showed in their text (`DEDUP_SITE_BOILERPLATE`), or with `DEDUP_BOILERPLATE` "
-                  "on mostly lines kept pages show outside their main text, with under 100 words of its own)"),
+    Stat(SCORED_APART, "kept although a candidate passed the lookup thresholds (`DEDUP_THRESHOLD`, "
+                       "`DEDUP_CONTAINMENT`: what a plain near-duplicate check drops): the score kept them apart. "
+                       "Each has a drop-log line with `action` `kept` naming that candidate, its score and why "
+                       "(`DEDUP_LOG_KEPT`; `crawler-dedup inspect --kept` lists them)"),
     Stat(DROPPED, "dropped (each with a drop-log line)"),
     Stat(DROPPED_BY, "dropped, by reason (`exact`, `near`, `conceptual`, `unchanged`)"),
     Stat(FLAGGED, "dry run (`DEDUP_DRY_RUN`), or a conceptual duplicate under `DEDUP_CONCEPTUAL=flag`: would have "

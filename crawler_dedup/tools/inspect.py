@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from ..droplog import REQUIRED_KEYS
+from ..droplog import KEPT, REQUIRED_KEYS
 from ..exceptions import LogError
 
 SIM_BINS = 20  # similarity histogram: 0.05 wide
@@ -60,13 +60,16 @@ class Filters:
     since: datetime | None = None
     urls: tuple[str, ...] = ()  # substrings, or globs when they hold *
     min_similarity: float | None = None
+    kept: bool = False  # the `kept` lines (pages the score kept apart from a candidate) instead of the drops
 
     @property
     def active(self) -> bool:
-        return bool(self.domains or self.reasons or self.since or self.urls or self.min_similarity is not None)
+        return bool(self.domains or self.reasons or self.since or self.urls or self.min_similarity is not None
+                    or self.kept)
 
     def describe(self) -> str:
-        parts = [f"domain {d}" for d in self.domains] + [f"reason {r}" for r in self.reasons]
+        parts = ["kept apart by the score"] if self.kept else []
+        parts += [f"domain {d}" for d in self.domains] + [f"reason {r}" for r in self.reasons]
         parts += [f"url {u}" for u in self.urls]
         if self.since:
             parts.append(f"since {self.since.isoformat()}")
@@ -75,6 +78,8 @@ class Filters:
         return ", ".join(parts)
 
     def match(self, rec: dict) -> bool:
+        if (rec.get("action") == KEPT) != self.kept:  # a kept line drops nothing: only asked for
+            return False
         if self.reasons and rec.get("reason") not in self.reasons:
             return False
         url = rec["url"]
@@ -342,7 +347,7 @@ class Summary:
 
 
 def brief(rec: dict) -> dict:
-    keys = ("time", "url", "duplicate_of", "action", "reason", "distance", "similarity", "measure", "stage", "title")
+    keys = ("time", "url", "duplicate_of", "action", "reason", "distance", "similarity", "score", "measure", "stage", "title")
     return {k: rec.get(k) for k in keys if rec.get(k) is not None}
 
 

@@ -1,5 +1,6 @@
-"""A user's labelled pairs (`crawler-dedup eval --pairs FILE`): what these settings decide for each
-pair, every verifier's score, and precision/recall over a sweep of thresholds."""
+"""A user's labelled pairs (`crawler-dedup eval --pairs FILE`, `--fit FILE`): what these settings
+decide for each pair, the pair's measurements and score, every verifier's score, and
+precision/recall over a sweep of thresholds."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ class PairScores:
 
 def read_pairs(path: str) -> list[dict]:
     """JSONL, one pair a line: {"a": text, "b": text, "duplicate": true|false}; "a_html"/"b_html"
-    instead of "a"/"b" for pages to extract first."""
+    instead of (or beside) "a"/"b" for pages to extract first (the markup also gives each page's
+    view: what it shows beside its main text); optional "a_title"/"b_title" and "a_url"/"b_url"
+    (the same site or not; pairs are grouped by b's host when the fit is cross-validated)."""
     from ..droplog import jsonl_lines
 
     pairs = []
@@ -42,51 +45,77 @@ def read_pairs(path: str) -> list[dict]:
 
 
 def pair_texts(pairs: list[dict], progress=None) -> list[tuple]:
-    """((text, title), (text, title)) per pair, extracting "a_html"/"b_html" once."""
+    """((text, title, html), (text, title, html)) per pair, extracting "a_html"/"b_html" once
+    (a text given is used as it is, the markup then only for the page's view)."""
     from ..core.page.extract import page_title
 
     out = []
     for i, pair in enumerate(pairs, 1):
         sides: list[tuple] = []
         for side in ("a", "b"):
-            title = pair.get(f"{side}_title")
+            title, html = pair.get(f"{side}_title"), pair.get(f"{side}_html")
+            raw = html.encode("utf-8") if isinstance(html, str) else None
             if pair.get(side) is not None:
-                sides.append((pair[side], title))
+                sides.append((pair[side], title or (page_title(raw) if raw else None), raw))
+            elif html is not None:
+                got = extract(html)
+                sides.append((got.text if got else None, title or page_title(html), raw))
             else:
-                got = extract(pair[f"{side}_html"])
-                sides.append((got.text if got else None, title or page_title(pair[f"{side}_html"])))
+                sides.append((None, title, None))
         out.append(tuple(sides))
         if progress:
             progress(i, len(pairs))
     return out
 
 
-def decide_pairs(texts: list[tuple], settings: dict) -> list[tuple[bool | None, str | None]]:
+def _url(pair: dict | None, side: str) -> str:
+    url = pair.get(f"{side}_url") if pair else None
+    return url if isinstance(url, str) and url else f"pair:{side}"
+
+
+def decide_pairs(texts: list[tuple], settings: dict, pairs: list[dict] | None = None,
+                 model=None) -> list[tuple[bool | None, str | None]]:
     """What crawler-dedup with `settings` does with b after keeping a, for each pair:
     (dropped?, or None when a side was skipped; the skip reason, or what decided)."""
+    return [(said, why) for said, why, _ in weigh_pairs(texts, settings, pairs, model)]
+
+
+def weigh_pairs(texts: list[tuple], settings: dict, pairs: list[dict] | None = None,
+                model=None) -> list[tuple[bool | None, str | None, dict | None]]:
+    """decide_pairs, with the measurements of b against a when the pair was weighed (passed the
+    lookup floors: else no score can drop it, and None). `model`: a score model to decide with
+    instead of DEDUP_MODEL's."""
     from ..config import DedupConfig
     from ..deduplicator import Deduplicator
     from ..stores import MemoryStore
 
     config = DedupConfig.from_settings(settings)
-    out: list[tuple[bool | None, str | None]] = []
-    for (a, a_title), (b, b_title) in texts:
+    out: list[tuple[bool | None, str | None, dict | None]] = []
+    for k, ((a, a_title, a_html), (b, b_title, b_html)) in enumerate(texts):
+        pair = pairs[k] if pairs is not None else None
         if not isinstance(a, str) or not isinstance(b, str):
-            out.append((None, "no_text"))
+            out.append((None, "no_text", None))
             continue
         d = Deduplicator(config, store=MemoryStore()).open()
-        first = d.check("pair:a", text=a, title=a_title)
+        if model is not None:
+            d.model = model
+        seen: list = []
+        d.observe = lambda page, weighed, seen=seen: seen.extend(w for w in weighed if w.doc.url == _url(pair, "a"))
+        first = d.check(_url(pair, "a"), html=a_html, text=a, title=a_title)
         if first.skipped:
-            out.append((None, first.skipped))
+            out.append((None, first.skipped, None))
             continue
-        second = d.check("pair:b", text=b, title=b_title)
+        second = d.check(_url(pair, "b"), html=b_html, text=b, title=b_title)
         if second.skipped:
-            out.append((None, second.skipped))
+            out.append((None, second.skipped, None))
             continue
         dropped = second.would_drop
-        detail = (f"dropped: {second.reason}, {second.measure} {second.similarity}" if dropped
-                  else "kept" + (f" (the {second.guard} guard)" if second.guard else ""))
-        out.append((dropped, detail))
+        scored = seen[0].scored if seen else None
+        detail = (f"dropped: {second.reason}, score {scored.probability:.3f}" if dropped and scored is not None else
+                  f"dropped: {second.reason}, {second.measure} {second.similarity}" if dropped else
+                  f"kept (score {scored.probability:.3f})" if scored is not None else
+                  "kept (they share too little to be weighed)")
+        out.append((dropped, detail, dict(seen[0].measures) if seen else None))
     return out
 
 

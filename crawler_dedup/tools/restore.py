@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..droplog import dumps
+from ..droplog import KEPT, dumps
 from .inspect import Filters, Malformed, Progress, stream
 
 
@@ -50,10 +50,10 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
         result.records += 1
         if rec["url"] in wanted:
             result.found.add(rec["url"])
-        if select_all or filters.match(rec):
+        if _selected(rec, filters, select_all):
             latest[rec["url"]] = number
     for number, rec in enumerate(stream(path, Malformed())):
-        if latest.get(rec["url"], -1) < 0 or not (select_all or filters.match(rec)):
+        if latest.get(rec["url"], -1) < 0 or not _selected(rec, filters, select_all):
             continue
         result.selected += 1
         if latest[rec["url"]] != number:
@@ -80,3 +80,8 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
         if len(result.urls) < 1_000_000:
             result.urls.append(rec["url"])
     return result
+
+
+def _selected(rec: dict, filters: Filters, select_all: bool) -> bool:
+    """A drop the selection takes (--all: every drop; a `kept` line is never a drop)."""
+    return rec.get("action") != KEPT if select_all else filters.match(rec)

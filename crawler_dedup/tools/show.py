@@ -120,10 +120,9 @@ def side_by_side(kept: str, dropped: str, width: int, context: int = 2) -> list[
 
 
 def why(rec: dict, config, tokens: int | None = None) -> str:
-    """The rule that decided, with the thresholds the crawl applied (the drop log's
-    `thresholds`); a line written before they were recorded gets them recomputed from `config`."""
-    from ..core.decide.matching import thresholds_for
-
+    """Why the line's page was dropped (or kept, for a `kept` line), in one sentence: the rule
+    for a revisit, a replaced page or an LSI neighbour, else the score against its threshold and
+    the measurements that weighed most (score_rows has them all)."""
     reason, measure, sim = rec.get("reason"), rec.get("measure"), rec.get("similarity")
     sim_s = f"{sim:.2f}" if isinstance(sim, (int, float)) else "?"
     if reason == "unchanged":
@@ -148,39 +147,53 @@ def why(rec: dict, config, tokens: int | None = None) -> str:
         return (f"{reason}: dropped again without a download: its server answered the recrawl's conditional "
                 f"request with 304 Not Modified, and {rec.get('duplicate_of')}, the kept page it duplicated when it "
                 "was last downloaded, is still kept; DEDUP_CONDITIONAL=False downloads such pages")
-    if reason == "exact" or measure == "exact":
-        return "exact: the same words after normalization (equal content hash)"
     applied = rec.get("thresholds")
     if reason == "conceptual" or measure == "lsi":
         cos = applied.get("conceptual") if isinstance(applied, dict) else None
         return (f"conceptual: LSI cosine {sim_s} >= DEDUP_CONCEPTUAL_THRESHOLD "
                 f"{cos if isinstance(cos, (int, float)) else config.conceptual_threshold}")
-    if isinstance(applied, dict) and all(isinstance(applied.get(k), (int, float))
-                                         for k in ("threshold", "containment", "min_resemblance")):
-        t, c, m, short = applied["threshold"], applied["containment"], applied["min_resemblance"], applied.get("short")
-    else:  # an older drop-log line: what these settings would apply
-        th = thresholds_for(config, tokens if tokens is not None else 10**9)
-        t, c, m, short = th.threshold, th.containment, th.min_resemblance, th.short
-    note = " (raised for a short text: under 100 words)" if short else ""
-    if measure == "containment":
-        return f"near: containment {sim_s} >= DEDUP_CONTAINMENT {c} (and resemblance >= DEDUP_MIN_RESEMBLANCE {m}){note}"
-    if measure == "content":
-        from ..core.decide import sitelines as sl
+    score, threshold = rec.get("score"), rec.get("score_threshold")
+    if not isinstance(score, (int, float)) or not isinstance(threshold, (int, float)):
+        return (f"{reason}: {measure or config.verifier} {sim_s} (a drop log written before the score: "
+                "the line does not say more)")
+    top = ", ".join(f"{name} {value:+.2f}" for name, value in _parts(rec)[:3])
+    what = "the same words" if reason == "exact" or measure == "exact" else f"{measure or config.verifier} {sim_s}"
+    if rec.get("action") == "kept":
+        return (f"kept: {rec.get('duplicate_of')} passed the lookup thresholds ({what}), but the score of the pair, "
+                f"{score:.3f}, is under its threshold {threshold:.3f} (most weight: {top}); a copy let through is "
+                "taught with `crawler-dedup eval --fit` (docs/tuning.md)")
+    return (f"{reason}: the score of the pair, {score:.3f}, is at or over its threshold {threshold:.3f} ({what}; "
+            f"most weight: {top})")
 
-        return (f"near: {sim_s} on what is left of both pages without their sites' boilerplate lines "
-                f"(DEDUP_SITE_BOILERPLATE): the resemblance of the rests >= {sl.OWN_RESEMBLANCE}, or this page's rest "
-                f"inside the kept page's >= {sl.OWN_CONTAINMENT} with resemblance >= {sl.OWN_MIN_RESEMBLANCE}, each rest "
-                f"{sl.MIN_OWN} words or more")
-    if measure == "visible":
-        share = config.visible_containment
-        return (f"near: under the same headline, {sim_s} of one page's main text (5-word shingles) is in the other "
-                f"page's visible text >= DEDUP_VISIBLE_CONTAINMENT {share}: a copy whose extraction took another block "
-                "of its page (comments, a related list) on one side")
-    if measure == "headline":
-        return (f"near: the same site and headline as the kept page (no other kept page of the site under that "
-                f"title), and {sim_s} of this page's words, counted exactly, inside it >= DEDUP_CONTAINMENT {c}{note}: "
-                "a print or mobile version (DEDUP_SITE_BOILERPLATE)")
-    return f"{reason}: {measure or config.verifier} {sim_s} >= DEDUP_THRESHOLD {t}{note}"
+
+def _parts(rec: dict) -> list[tuple[str, float]]:
+    parts = rec.get("contributions")
+    if not isinstance(parts, dict):
+        return []
+    return sorted(((str(k), float(v)) for k, v in parts.items() if isinstance(v, (int, float))), key=lambda kv: -abs(kv[1]))
+
+
+def score_rows(rec: dict, top: int | None = 8) -> list[list[str]]:
+    """(measurement, value, log-odds it added) of a line's score, the `top` that weigh most (the
+    rest summed in one row; None: all), then the base and the sum: what `show` and `compare` print."""
+    features = rec.get("features")
+    features = features if isinstance(features, dict) else {}
+    parts = _parts(rec)
+    shown, rest = (parts, []) if top is None else (parts[:top], parts[top:])
+    rows = []
+    for name, value in shown:
+        v = features.get(name)
+        rows.append([name, "unknown" if v is None else f"{v:.3f}" if isinstance(v, (int, float)) else str(v),
+                     f"{value:+.3f}"])
+    if rest:
+        rows.append([f"({len(rest)} more; --json has them all)", "", f"{sum(v for _, v in rest):+.3f}"])
+    base = rec.get("base")
+    if isinstance(base, (int, float)):
+        total = base + sum(v for _, v in parts)
+        rows.append(["(base: a pair at the training means)", "", f"{base:+.3f}"])
+        score = rec.get("score")
+        rows.append(["= log-odds (score)", f"{score:.4f}" if isinstance(score, (int, float)) else "", f"{total:+.3f}"])
+    return rows
 
 
 def xor_line(a: str | None, b: str | None) -> str:
@@ -200,6 +213,7 @@ class Source:
     text: str | None
     title: str | None
     problem: str | None = None  # why there is no text
+    html: bytes | None = None  # the markup, for the page's view (what it shows beside its main text)
 
 
 def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> Source:
@@ -233,5 +247,5 @@ def load_source(arg: str, max_bytes: int, mode: str, timeout: float = 20.0) -> S
         raise ShowError(f"{arg} is neither an http(s) URL nor a file")
     kind, value, title = extract_step(html, url, max_bytes, mode)
     if kind == Step.TEXT:
-        return Source(arg, url, str(value), title)
+        return Source(arg, url, str(value), title, html=bytes(html))
     return Source(arg, url, None, None, problem=f"no text extracted ({value})")

@@ -61,7 +61,7 @@ def site_columns(url: str | None, text: str | None, title: str | None, config: D
     (the sites stage counts them over the whole archive: sites.py); Nones without site lines."""
     if not (config.site_boilerplate and config.store_text) or not url or text is None:
         return None, None, None
-    lines = lines_of(text, url)
+    lines = lines_of(text, url, title)
     headline = title_key(url, title)
     return (holder_of(url) - (1 << 64) if holder_of(url) >= 1 << 63 else holder_of(url),
             [as_long(k) for k in lines.filed] if lines is not None else None,
