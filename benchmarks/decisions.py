@@ -42,8 +42,8 @@ def row(verdict) -> list:
     """What is compared: the decision and what the drop log says about it."""
     sim = verdict.similarity
     return [verdict.url, _s(verdict.action), _s(verdict.reason), verdict.duplicate_of, _s(verdict.measure),
-            None if sim is None else round(float(sim), 4), verdict.distance, _s(verdict.skipped), _s(verdict.guard),
-            _s(verdict.revisit)]
+            None if sim is None else round(float(sim), 4), verdict.distance, _s(verdict.skipped),
+            "scored apart" if verdict.scored_apart else None, _s(verdict.revisit)]
 
 
 def _s(value):

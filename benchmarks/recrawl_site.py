@@ -85,7 +85,7 @@ def choose_pages(cands: list[Page], n_site: int, n_new: int, url_of) -> tuple[li
                 rest.append(page)
                 continue
             v = d.check(url, text=ex.text, title=ex.title)
-            if v.action != "keep" or v.skipped or v.guard or v.error:
+            if v.action != "keep" or v.skipped or v.scored_apart or v.error:
                 continue  # a copy of a chosen page (e.g. the readability micro-pages' shared text)
             page.text, page.url = ex.text, url
             chosen.append(page)

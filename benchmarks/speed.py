@@ -119,7 +119,7 @@ def _steps_one(pages: list[bytes], sync: bool, group: int) -> None:
             fp = d.fingerprint(got.text)
             if isinstance(fp, str):
                 continue
-            fp.lines = lines_of(fp.text, url)  # (in a worker, with the fingerprint)
+            fp.lines = lines_of(fp.text, url, fp.title)  # (in a worker, with the fingerprint)
             _, pending = d.prepare(url, title=got.title, fingerprinted=fp, body=body)
             t2 = time.perf_counter()
             waiting.append((pending, t1 - t0, t2 - t1, t0 - tk))
