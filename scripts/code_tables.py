@@ -1,6 +1,6 @@
-"""Print or check the two tables of docs/ made from declarations in the code: the decision chain
-in docs/internals.md (crawler_dedup/core/decide/rules.py RULES) and the stats table in docs/usage.md
-(crawler_dedup/stats.py STATS).
+"""Print or check the tables of docs/ made from declarations in the code: the decision chain and
+the measurements the score weighs in docs/internals.md (crawler_dedup/core/decide/rules.py RULES,
+measures.py FEATURES) and the stats table in docs/usage.md (crawler_dedup/scrapy/stats.py STATS).
 
     python scripts/code_tables.py           # both tables, as Markdown
     python scripts/code_tables.py --write   # put them into their pages between the markers
@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated.py beside this file
 sys.path.insert(0, str(ROOT))  # this checkout's package, installed or not
 
+from crawler_dedup.core.decide.measures import FEATURES  # noqa: E402
 from crawler_dedup.core.decide.rules import describe  # noqa: E402
+from crawler_dedup.tools.fit import MONOTONE  # noqa: E402
 from crawler_dedup.scrapy.stats import ALIASES, STATS  # noqa: E402
 
 from generated import between  # noqa: E402
@@ -26,6 +28,13 @@ from generated import between  # noqa: E402
 def rules_table() -> str:
     rows = ["| # | rule | what it decides |", "|---|---|---|"]
     rows += [f"| {n} | `{name}` | {what} |" for n, (name, what) in enumerate(describe(), 1)]
+    return "\n".join(rows) + "\n"
+
+
+def measures_table() -> str:
+    rows = ["| # | measurement | what it measures | the score grows with it |", "|---|---|---|---|"]
+    rows += [f"| {n} | `{name}` | {what} | {'yes (monotone)' if name in MONOTONE else ''} |"
+             for n, (name, what) in enumerate(FEATURES, 1)]
     return "\n".join(rows) + "\n"
 
 
@@ -38,15 +47,18 @@ def stats_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {  # page -> (start marker, end marker, table)
-    "internals.md": ("<!-- rules-chain:start -->", "<!-- rules-chain:end -->", rules_table),
-    "usage.md": ("<!-- stats-table:start -->", "<!-- stats-table:end -->", stats_table),
-}
+TABLES = (  # (page, start marker, end marker, table)
+    ("internals.md", "<!-- rules-chain:start -->", "<!-- rules-chain:end -->", rules_table),
+    ("internals.md", "<!-- measures-table:start -->", "<!-- measures-table:end -->", measures_table),
+    ("usage.md", "<!-- stats-table:start -->", "<!-- stats-table:end -->", stats_table),
+)
 
 
 def filled(name: str, page: str) -> str:
-    start, end, table = TABLES[name]
-    return between(page, start, end, table(), "docs/" + name)
+    for page_name, start, end, table in TABLES:
+        if page_name == name:
+            page = between(page, start, end, table(), "docs/" + name)
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,11 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--check", action="store_true", help="exit 1 when a page's table is out of date")
     args = parser.parse_args(argv)
     if not (args.write or args.check):
-        for name, (_, _, table) in TABLES.items():
+        for name, _, _, table in TABLES:
             sys.stdout.write(f"docs/{name}:\n{table()}\n")
         return 0
     status = 0
-    for name in TABLES:
+    for name in dict.fromkeys(t[0] for t in TABLES):
         path = ROOT / "docs" / name
         text = path.read_text(encoding="utf-8")
         new = filled(name, text)
