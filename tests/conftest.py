@@ -216,14 +216,21 @@ def redis_cluster(tmp_path_factory):
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def plain_model(tmp_path_factory) -> str:
+def write_plain_model(folder) -> str:
     """A model file (DEDUP_MODEL) that calls a weighed pair a copy when its resemblance is 0.5 or
     more, as a plain near-duplicate check does: for tests of what surrounds the decision (claims,
-    revisits, canonicals, the shell) on made-up texts the shipped score was never fitted on."""
+    revisits, canonicals, the shell) on made-up texts the shipped score was never fitted on (it
+    keeps many of them apart: two made-up texts of 120 words with no title to weigh)."""
+    import os
+
     from crawler_dedup.core.decide.model import Model, Term
     from crawler_dedup.tools import fit
 
-    path = tmp_path_factory.mktemp("model") / "plain.json"
-    fit.write(Model(None, 0.0, 0.5, (Term("resemblance", "value", "resemblance"),), (50.0,), -25.0), str(path))
-    return str(path)
+    path = os.path.join(str(folder), "plain.json")
+    fit.write(Model(None, 0.0, 0.5, (Term("resemblance", "value", "resemblance"),), (50.0,), -25.0), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def plain_model(tmp_path_factory) -> str:
+    return write_plain_model(tmp_path_factory.mktemp("model"))

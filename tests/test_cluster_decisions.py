@@ -46,12 +46,12 @@ def test_a_page_kept_as_its_sites_boilerplate_stays_kept(cluster, texts):
         assert d.index.read(lambda t: d.index.by_url(t, "https://a.example/5")) is not None
 
 
-def test_revisit_keep_keeps_an_update_that_copies_another_urls_page(cluster):
+def test_revisit_keep_keeps_an_update_that_copies_another_urls_page(cluster, plain_model):
     """DEDUP_REVISIT=keep: a revisit whose new text is another URL's page is an update, kept and
     filed for its URL; the second look keeps it too (it once withdrew it, and its URL left the index)."""
     a = " ".join(f"alpha{i} plain words of alpha text" for i in range(20))
     b = " ".join(f"beta{i} plain words of beta text" for i in range(20))
-    with Deduplicator(revisit="keep", **cluster) as d:
+    with Deduplicator(revisit="keep", model=plain_model, **cluster) as d:  # (made-up texts: by resemblance)
         d.check("https://s/a", text=a)
         d.check("https://s/b", text=b)
         v = d.check("https://s/b", text=a)

@@ -282,10 +282,11 @@ def test_quoting_an_earlier_page_and_adding_more_is_not_a_duplicate(dedup, artic
     full and adds its own reporting is new; the statement arriving after such a page is not."""
     statement, report = articles[4][1], articles[5][1]
     statement_words = " ".join(statement.split()[:120])
-    assert dedup.check("https://agency/statement", text=statement_words).action == "keep"
-    v = dedup.check("https://news/report", text=statement_words + "\n" + report)
+    said, reported = "Statement on the tournament draw", "Tournament draw: what the players said"
+    assert dedup.check("https://agency/statement", text=statement_words, title=said).action == "keep"
+    v = dedup.check("https://news/report", text=statement_words + "\n" + report, title=reported)
     assert v.action == "keep", v
-    v = dedup.check("https://agency/statement-copy", text=statement_words)
+    v = dedup.check("https://agency/statement-copy", text=statement_words, title=said)
     assert (v.action, v.duplicate_of) == ("drop", "https://agency/statement")
 
 

@@ -15,6 +15,12 @@ from crawler_dedup.core.index.records import url_key
 from crawler_dedup.core.page.site import canonical_url
 from crawler_dedup.stores.base import FORMAT_VERSION
 
+from .conftest import write_plain_model
+
+# the texts below are made up (no title, a few words repeated): decided by resemblance, the
+# subject being revisits, canonicals and the URL table, not the score
+PLAIN = write_plain_model(tempfile.mkdtemp())
+
 
 def words(tag, n=120):
     return " ".join(f"{tag}{i} plain words of {tag} text" for i in range(n // 6))
@@ -29,7 +35,7 @@ A_OTHER_DATE = "Updated 24 November 2026 9:02, 999 views.\n" + A
 @pytest.fixture(params=["memory", "lmdb"])
 def dedup(request, tmp_path):
     kw = {"backend": "memory"} if request.param == "memory" else {"dir": str(tmp_path / "idx"), "lmdb_sync": False}
-    with Deduplicator(**kw) as d:
+    with Deduplicator(model=PLAIN, **kw) as d:
         yield d
 
 
@@ -83,7 +89,7 @@ def test_only_churn_changed_is_unchanged(dedup):
 ])
 def test_churn_lines_against_edits(old, new, unchanged, store_text):
     body = "\n".join(A[i:i + 200] for i in range(0, len(A), 200))  # lines of a real length
-    with Deduplicator(backend="memory", store_text=store_text) as d:
+    with Deduplicator(model=PLAIN, backend="memory", store_text=store_text) as d:
         d.check("https://s/a", text=old + "\n" + body)
         v = d.check("https://s/a", text=new + "\n" + body)
         assert (v.reason == "unchanged", v.revisit) == (unchanged, "unchanged" if unchanged else "updated")
@@ -91,7 +97,7 @@ def test_churn_lines_against_edits(old, new, unchanged, store_text):
 
 def test_a_date_inside_a_sentence_is_content():
     sentence = "The court said on Monday that the hearing will go ahead as planned and that sentencing is "
-    with Deduplicator(backend="memory") as d:
+    with Deduplicator(model=PLAIN, backend="memory") as d:
         d.check("https://s/a", text=A + "\n" + sentence + "scheduled for Feb. 14.")
         assert d.check("https://s/a", text=A + "\n" + sentence + "scheduled for Feb. 21.").revisit == "updated"
 
@@ -131,7 +137,7 @@ def test_new_text_copied_from_another_url_is_that_pages_copy(dedup):
 
 
 def test_revisit_keep_never_drops_a_revisit(tmp_path):
-    with Deduplicator(backend="memory", revisit="keep") as d:
+    with Deduplicator(model=PLAIN, backend="memory", revisit="keep") as d:
         d.check("https://s/a", text=A)
         d.check("https://s/b", text=B)
         assert d.check("https://s/c", text=A).action == "drop"  # not a revisit: a copy as ever
@@ -141,21 +147,21 @@ def test_revisit_keep_never_drops_a_revisit(tmp_path):
 
 
 def test_revisit_drop_is_the_old_behaviour(tmp_path):
-    with Deduplicator(backend="memory", revisit="drop") as d:
+    with Deduplicator(model=PLAIN, backend="memory", revisit="drop") as d:
         d.check("https://s/a", text=A)
         v = d.check("https://s/a", text=A)  # (no URL lookup: the same text is a copy of the page kept at its URL)
         assert (v.action, v.duplicate_of, v.revisit) == ("drop", "https://s/a", None)
 
 
 def test_unchanged_keep_keeps_and_counts(tmp_path):
-    with Deduplicator(backend="memory", unchanged="keep") as d:
+    with Deduplicator(model=PLAIN, backend="memory", unchanged="keep") as d:
         d.check("https://s/a", text=A)
         v = d.check("https://s/a", text=A)
         assert (v.action, v.reason, v.revisit) == ("keep", "unchanged", "unchanged")
 
 
 def test_dry_run_flags_an_unchanged_page():
-    with Deduplicator(backend="memory", dry_run=True) as d:
+    with Deduplicator(model=PLAIN, backend="memory", dry_run=True) as d:
         d.check("https://s/a", text=A)
         assert d.check("https://s/a", text=A).action == "flag"
 
@@ -169,7 +175,7 @@ def test_urls_are_canonicalized_as_scrapy_does(dedup):
 
 
 def test_window_expired_entry_is_replaced_not_a_revisit():
-    with Deduplicator(backend="memory", window=100) as d:
+    with Deduplicator(model=PLAIN, backend="memory", window=100) as d:
         d.check("https://s/a", text=A, now=1000)
         v = d.check("https://s/a", text=A, now=5000)
         assert (v.action, v.revisit) == ("keep", None)
@@ -190,12 +196,12 @@ def test_canonical_page_supersedes_its_earlier_copy(dedup):
     assert (again.action, again.duplicate_of) == ("drop", "https://s/a")
 
 
-def test_canonical_found_in_the_html_and_off_by_setting(plain_model):
+def test_canonical_found_in_the_html_and_off_by_setting():
     html_m = CANON.format(t="T", c="/a", p=A).encode()
-    with Deduplicator(backend="memory", model=plain_model) as d:
+    with Deduplicator(model=PLAIN, backend="memory") as d:
         d.check("https://s/m", html=html_m)
         assert d.check("https://s/a", text=A).superseded["url"] == "https://s/m"
-    with Deduplicator(backend="memory", model=plain_model, canonical=False) as d:
+    with Deduplicator(model=PLAIN, backend="memory", canonical=False) as d:
         d.check("https://s/m", html=html_m)
         v = d.check("https://s/a", text=A)
         assert (v.action, v.duplicate_of, v.superseded) == ("drop", "https://s/m", None)
@@ -210,7 +216,7 @@ def test_self_canonical_changes_nothing(dedup):
 def _make_format3(path):
     """An index as format 3 wrote it: no URL table, format 3 in meta, and two records of one URL
     (format 3 kept a page that changed a lot again, beside its old record)."""
-    with Deduplicator(dir=path, lmdb_sync=False, revisit="drop") as d:
+    with Deduplicator(model=PLAIN, dir=path, lmdb_sync=False, revisit="drop") as d:
         d.check("https://s/a", text=A)
         d.check("https://s/b", text=B)
         d.check("https://s/copy", text=A)
@@ -226,7 +232,7 @@ def _make_format3(path):
 def test_format3_index_is_migrated_in_place(tmp_path):
     path = str(tmp_path / "idx")
     _make_format3(path)
-    with Deduplicator(dir=path) as d:
+    with Deduplicator(model=PLAIN, dir=path) as d:
         assert d.index.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
             str(FORMAT_VERSION).encode(), 2, 2)  # b's older record is gone: b's page is its newest
         assert d.check("https://s/a", text=A).reason == "unchanged"
@@ -245,7 +251,7 @@ def test_migration_runs_through_the_cli_too(tmp_path):
     assert proc.returncode == 0 and "format 3 (migrated to 4" in proc.stdout
     proc = cli("index", "remove", "https://s/b", "--dir", path, "--yes")
     assert proc.returncode == 0, proc.stderr
-    with Deduplicator(dir=path) as d:  # every record of b is gone: its texts are new again
+    with Deduplicator(model=PLAIN, dir=path) as d:  # every record of b is gone: its texts are new again
         assert d.index.read(lambda t: (t.meta_get("format"), t.url_count(), t.doc_count())) == (
             str(FORMAT_VERSION).encode(), 1, 1)
         assert d.check("https://t/x", text=B).action == d.check("https://t/y", text=C).action == "keep"
@@ -256,16 +262,16 @@ def test_an_orphan_record_of_the_url_is_never_its_match(tmp_path):
     from crawler_dedup.stores import MemoryStore
 
     store = MemoryStore()
-    with Deduplicator(store=store, revisit="drop") as d:
+    with Deduplicator(model=PLAIN, store=store, revisit="drop") as d:
         d.check("https://s/b", text=B)
         assert d.check("https://s/b", text=C).action == "keep"  # a second record of the URL
-    with Deduplicator(store=store) as d:
+    with Deduplicator(model=PLAIN, store=store) as d:
         v = d.check("https://s/b", text=B)
         assert (v.action, v.revisit) == ("keep", "updated")
 
 
 def test_dry_run_canonical_rule_changes_nothing():
-    with Deduplicator(backend="memory", dry_run=True) as d:
+    with Deduplicator(model=PLAIN, backend="memory", dry_run=True) as d:
         d.check("https://m/copy", text=A, canonical="https://s/a")
         v = d.check("https://s/a", text=A)
         assert v.action == "keep" and v.superseded["url"] == "https://m/copy"
@@ -274,7 +280,7 @@ def test_dry_run_canonical_rule_changes_nothing():
 
 
 def test_pages_naming_each_other_do_not_swap():
-    with Deduplicator(backend="memory") as d:
+    with Deduplicator(model=PLAIN, backend="memory") as d:
         d.check("https://s/x", text=A, canonical="https://s/y")
         v = d.check("https://s/y", text=A, canonical="https://s/x")  # y names x: y is not the canonical page
         assert (v.action, v.duplicate_of, v.superseded) == ("drop", "https://s/x", None)
@@ -292,7 +298,7 @@ def test_revisits_against_a_model(steps, seed):
     base = [words(tag) for tag in ("red", "green", "blue")]  # (tags apart in letters, not only digits)
     texts = base + [t + f" A correction number {rnd.randint(1, 9)} was added here today." for t in base]
     with tempfile.TemporaryDirectory() as tmp:
-        with Deduplicator(dir=tmp, lmdb_sync=False) as d:
+        with Deduplicator(model=PLAIN, dir=tmp, lmdb_sync=False) as d:
             model = {}  # url -> text of its entry
             for u, t in steps:
                 url, text = f"https://s/{u}", texts[t]
@@ -339,17 +345,17 @@ def test_pages_filed_by_a_killed_crawl_are_passed_on_again(tmp_path):
               "d = Deduplicator(dir=sys.argv[1]).open()\n"
               "assert d.check('https://s/a', text=sys.argv[2]).revisit == 'updated'\n"
               "os._exit(0)  # killed: never closed\n")
-    with Deduplicator(dir=path) as d:  # a crawl that ended
+    with Deduplicator(model=PLAIN, dir=path) as d:  # a crawl that ended
         d.check("https://s/a", text=A)
         d.check("https://s/b", text=B)
     proc = subprocess.run([sys.executable, "-c", script, path, A_FIXED], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    with Deduplicator(dir=path) as d:
+    with Deduplicator(model=PLAIN, dir=path) as d:
         v = d.check("https://s/a", text=A_FIXED)  # filed by the killed run: passed on again
         assert (v.action, v.reason, v.resent) == ("keep", "unchanged", True)
         assert d.check("https://s/b", text=B).action == "drop"  # filed by a run that ended
         assert d.check("https://s/a", text=A_FIXED).action == "drop"  # once only
-    with Deduplicator(dir=path) as d:
+    with Deduplicator(model=PLAIN, dir=path) as d:
         v = d.check("https://s/a", text=A_FIXED)
         assert (v.action, v.reason, v.resent) == ("drop", "unchanged", False)
 
@@ -365,7 +371,7 @@ def test_an_interrupted_migration_run_again_keeps_each_urls_newest_record(tmp_pa
            "Deduplicator(dir=sys.argv[1]).open()\n")
     proc = subprocess.run([sys.executable, "-c", cut, path], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 9, proc.stderr
-    with Deduplicator(dir=path) as d:
+    with Deduplicator(model=PLAIN, dir=path) as d:
         assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (2, 2)
         assert d.index.read(lambda t: d.index.by_url(t, "https://s/b")).text == C
         assert d.check("https://t/c", text=C).duplicate_of == "https://s/b"
@@ -374,7 +380,7 @@ def test_an_interrupted_migration_run_again_keeps_each_urls_newest_record(tmp_pa
 def test_items_without_a_url_have_no_url_entry_and_survive_migration(tmp_path):
     path = str(tmp_path / "idx")
     texts = [words(tag) for tag in ("red", "green", "blue")]
-    with Deduplicator(dir=path, lmdb_sync=False) as d:
+    with Deduplicator(model=PLAIN, dir=path, lmdb_sync=False) as d:
         for text in texts:
             assert d.check("", text=text, stage="item").action == "keep"
         assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
@@ -382,7 +388,7 @@ def test_items_without_a_url_have_no_url_entry_and_survive_migration(tmp_path):
     with env.begin(write=True) as txn:
         txn.put(b"format", b"3", db=env.open_db(b"meta", txn=txn))
     env.close()
-    with Deduplicator(dir=path) as d:
+    with Deduplicator(model=PLAIN, dir=path) as d:
         assert d.index.read(lambda t: (t.url_count(), t.doc_count())) == (0, 3)
         assert d.check("", text=texts[0], stage="item").action == "drop"
 
@@ -391,7 +397,7 @@ def test_two_live_crawls_on_one_index_do_not_resend_each_others_pages():
     from crawler_dedup.stores import MemoryStore
 
     store = MemoryStore()
-    first, second = Deduplicator(store=store).open(), Deduplicator(store=store).open()
+    first, second = Deduplicator(model=PLAIN, store=store).open(), Deduplicator(model=PLAIN, store=store).open()
     first.check("https://s/n", text=B)
     for _ in range(3):  # both runs are open, both processes alive: neither was killed
         assert (second.check("https://s/n", text=B).action, first.check("https://s/n", text=B).action) == ("drop", "drop")
@@ -435,6 +441,6 @@ def test_an_old_index_is_met_by_one_path(tmp_path):
     for text in said:
         assert "format version 2" in text and "crawler-dedup index add" in text, text
     with pytest.raises(Exception) as err:
-        with Deduplicator(dir=path) as d:
+        with Deduplicator(model=PLAIN, dir=path) as d:
             d.check("https://s/z", text=A)
     assert "crawler-dedup index add" in str(err.value)

@@ -147,9 +147,11 @@ def test_a_broken_store_fails_the_suite():
         case.teardown_method()
 
 
-def test_a_custom_backend_is_loaded_by_dotted_path(tmp_path):
-    """DEDUP_BACKEND=module.Class: the third backend runs a real Deduplicator."""
-    with Deduplicator(backend="tests.test_stores.SqliteStoreFromConfig", dir=str(tmp_path / "x.sqlite")) as d:
+def test_a_custom_backend_is_loaded_by_dotted_path(tmp_path, plain_model):
+    """DEDUP_BACKEND=module.Class: the third backend runs a real Deduplicator (on a made-up text:
+    decided by resemblance, the subject being the store)."""
+    with Deduplicator(backend="tests.test_stores.SqliteStoreFromConfig", dir=str(tmp_path / "x.sqlite"),
+                      model=plain_model) as d:
         assert d.check("https://a/1", text="one two three four five six seven eight nine ten " * 3).action == "keep"
         assert d.check("https://b/1", text="one two three four five six seven eight nine ten " * 3).action == "drop"
 

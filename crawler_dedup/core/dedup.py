@@ -20,7 +20,6 @@ from .page.boilerplate import template_keys
 from .page.extract import canonical_link, page_title
 from .page.fingerprint import (
     Fingerprinted,
-    body_digest,
     extract_parsed,
     extract_step,
     fingerprint,
@@ -231,10 +230,6 @@ class Deduplicator:
                 return verdict.but(skipped=Skip(fp)), None
             if body is not None:
                 fp.body = body
-            elif not html and fp.body is None:
-                # a page given as its text (an item, a JSON line): its text and title are the whole
-                # document, as a response's bytes are (rules._same_bytes: the same document twice)
-                fp.body = body_digest(f"{verdict.title or ''}\n{fp.text}".encode("utf-8", "surrogatepass"))
             if self.config.boilerplate and fp.template is None and isinstance(html, (str, bytes, bytearray)) and html:
                 fp.template = template_keys(html, fp.text)  # (a worker found them already)
             if (self.config.visible_containment and fp.view is None and not fp.known

@@ -314,10 +314,11 @@ class StoreContract:
         words = "the council met on monday to discuss the new budget for parks roads and schools".split()
         rnd = random.Random(5)
         texts = [" ".join(rnd.choice(words) for _ in range(120)) for _ in range(3)]
+        titles = ["Council budget for parks", "Roads and schools plan", "New budget discussed on Monday"]
         with Deduplicator(store=self.new_store(self.fresh_location())) as d:
-            first = [d.check(f"https://a.example/{i}", text=t).action for i, t in enumerate(texts)]
-            copy = d.check("https://b.example/copy", text=texts[1])
-            again = d.check("https://a.example/0", text=texts[0])
+            first = [d.check(f"https://a.example/{i}", text=t, title=h).action for i, (t, h) in enumerate(zip(texts, titles))]
+            copy = d.check("https://b.example/copy", text=texts[1], title=titles[1])
+            again = d.check("https://a.example/0", text=texts[0], title=titles[0])
         assert first == ["keep", "keep", "keep"]
         assert (copy.action, copy.duplicate_of) == ("drop", "https://a.example/1")
         assert (again.action, again.reason) == ("drop", "unchanged")
