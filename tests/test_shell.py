@@ -83,6 +83,30 @@ def test_the_middleware_skips_what_it_cannot_or_must_not_check_and_counts_it(she
     assert "dedup/checked" not in stats
 
 
+def test_an_items_title_field_is_weighed_with_its_text(tmp_path, articles):
+    """DEDUP_ITEM_TITLE_FIELD: a text item's title reaches the score (the shipped one), so a short
+    copy under the same headline is dropped; the same text under two unrelated titles is not."""
+    crawler = get_crawler(settings_dict={
+        "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DIR": str(tmp_path / "idx"),
+        "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1, "DEDUP_WORKERS": 0})
+    ext = DedupExtension.of(crawler)
+    ext.spider_opened(None)
+    try:
+        pipeline = DedupPipeline.from_crawler(crawler)
+        text = " ".join(articles[4][1].split()[:120])
+        first = {"url": "https://agency.example/statement", "text": text, "title": "Statement on the tournament draw"}
+        assert pipeline.process_item(first) is first
+        with pytest.raises(DuplicateItem):
+            pipeline.process_item({**first, "url": "https://wire.example/statement"})
+        rec = [json.loads(line) for line in open(ext.config.droplog, encoding="utf-8")][-1]
+        assert rec["title"] == first["title"] and rec["duplicate_of"] == first["url"]
+        other = {"url": "https://shop.example/p/1", "text": text, "title": "Blue ceramic mug | Mug Shop"}
+        assert pipeline.process_item(other) is other  # (a block of text under another page's title)
+    finally:
+        ext.spider_closed(None, "finished")
+        ext.engine_stopped()
+
+
 def test_the_pipeline_drops_a_duplicate_item_and_skips_a_page_the_middleware_decided(shell):
     crawler, _, mw, pipeline = shell
     _fetch(mw, "https://a.example/story")

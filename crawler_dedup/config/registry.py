@@ -132,6 +132,9 @@ SETTINGS: tuple[Setting, ...] = (
         "item field with a page's HTML")),
     Setting("DEDUP_ITEM_TEXT_FIELD", FIELD, "text", doc=(
         "item field with a page's text (used instead of extraction)")),
+    Setting("DEDUP_ITEM_TITLE_FIELD", FIELD, "title", doc=(
+        "item field with the page's title, read with a text field (an HTML field's title is its "
+        "`<title>`): the score weighs titles, so an item with its title is decided better than its text alone")),
     Setting("DEDUP_ITEM_URL_FIELD", FIELD, "url", doc=(
         "item field with the page's URL")),
     Setting("DEDUP_K", INT, 3, lo=0, hi=MAX_K, doc=(
@@ -319,6 +322,7 @@ class DedupConfig:
     features: str = _DEFAULTS["features"]
     item_html_field: str = _DEFAULTS["item_html_field"]
     item_text_field: str = _DEFAULTS["item_text_field"]
+    item_title_field: str = _DEFAULTS["item_title_field"]
     item_url_field: str = _DEFAULTS["item_url_field"]
     k: int = _DEFAULTS["k"]
     logstats_interval: float = _DEFAULTS["logstats_interval"]

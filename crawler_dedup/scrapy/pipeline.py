@@ -34,8 +34,9 @@ class DedupPipeline:
             # the middleware already decided this page (or was told not to): not again
             rt.skip(url, Skip.DONT_DEDUP if how == "dont_dedup" else Skip.CHECKED_AS_RESPONSE)
             return item
+        title = adapter.get(cfg.item_title_field) if text is not None else None
         verdict = rt.check(url, html=html if text is None else None, text=text, stage=Stage.ITEM,
-                           item=adapter.asdict())
+                           title=title if isinstance(title, str) and title.strip() else None, item=adapter.asdict())
         if verdict.action == Action.DROP:
             raise DuplicateItem(f"duplicate of {verdict.duplicate_of} ({verdict.reason})", log_level="INFO")
         return item
