@@ -1,4 +1,4 @@
-"""Print the settings table of docs/settings.md, made from the registry in crawler_dedup/config.py.
+"""Print the settings table of docs/settings.md, made from the registry in crawler_dedup/config/registry.py.
 
     python scripts/settings_table.py           # the Markdown table
     python scripts/settings_table.py --write   # put it into docs/settings.md between the markers

@@ -221,3 +221,22 @@ def test_show_and_report_read_the_projects_settings(tmp_path, articles):
                          capture_output=True, text=True, timeout=60)
     assert got.returncode == 0, got.stderr
     assert "1 of 1 drops" in got.stdout and (project / "r.html").exists()
+
+
+def test_compare_scores_a_pair_kept_under_the_lookup_thresholds(tmp_path, articles):
+    """A pair under DEDUP_THRESHOLD and DEDUP_CONTAINMENT (no `kept` line in a crawl) still shows
+    its score in compare, weighed as the crawl weighed it."""
+    first, other = articles[2][1].split(), articles[5][1].split()
+
+    def page(title, text):
+        return (f"<html><head><title>{title}</title></head><body><article><h1>{title}</h1>"
+                + "".join(f"<p>{p}</p>" for p in text.split("\n")) + "</article></body></html>")
+
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    a.write_text(page("Storm closes schools", " ".join(first[:300])), encoding="utf-8")
+    b.write_text(page("Budget vote delayed", " ".join(first[:110]) + "\n" + " ".join(other[:200])), encoding="utf-8")
+    proc = cli("compare", str(a), str(b))
+    assert proc.returncode == 0, proc.stderr
+    assert "under the lookup thresholds too" in proc.stdout and "= log-odds (score)" in proc.stdout, proc.stdout
+    got = json.loads(cli("compare", str(a), str(b), "--json").stdout)["verdict"]
+    assert got["b"] == "kept" and got["under_lookup_thresholds"] and got["score"] < got["score_threshold"]

@@ -97,6 +97,14 @@ def run(args) -> int:
     va = dedup.check(ua, html=a.html, text=a.text, title=a.title) if a.text is not None else None
     vb = dedup.check(ub, html=b.html, text=b.text, title=b.title) if b.text is not None else None
     dedup.close()
+    under = None  # B kept under the lookup thresholds: the pair weighed again without them, for its score
+    if va is not None and vb is not None and vb.action == "keep" and vb.weighing is None and not (
+            va.skipped or vb.skipped or vb.error):
+        from dataclasses import replace
+
+        with Deduplicator(replace(config, threshold=0.0, containment=0.0)) as again:
+            again.check(ua, html=a.html, text=a.text, title=a.title)
+            under = again.check(ub, html=b.html, text=b.text, title=b.title).weighing
     model = dedup.model
     print(f"\nverdict with these settings (the score's threshold {model.threshold:.3f}, model "
           f"{config.model or 'shipped'}; lookup thresholds DEDUP_THRESHOLD={config.threshold}, "
@@ -107,21 +115,21 @@ def run(args) -> int:
     verdict: dict = {"b": None}
     data["verdict"] = verdict
     try:
-        _verdict(print, va, vb, verdict)
+        _verdict(print, va, vb, verdict, under)
     finally:
         if args.json:
             real_print(dumps(data, indent=1))
     return 0
 
 
-def _verdict(print, va, vb, verdict: dict) -> None:  # noqa: A002 - compare's print
+def _verdict(print, va, vb, verdict: dict, under=None) -> None:  # noqa: A002 - compare's print
     if va is None or vb is None:
         print("   none: a side has no text")
         return
     if va.skipped:
         verdict["a_skipped"] = va.skipped
         print(f"   A is kept unchecked ({va.skipped}), so B cannot match it")
-    w = vb.weighing
+    w = vb.weighing or under
     explained = w.explained() if w is not None else None
     verdict.update({"b": "kept" if vb.action == "keep" or vb.skipped or vb.error else
                     ("dropped" if vb.action == "drop" else "flagged"),
@@ -130,7 +138,11 @@ def _verdict(print, va, vb, verdict: dict) -> None:  # noqa: A002 - compare's pr
     if vb.skipped or vb.error:
         print(f"   B kept unchecked: {vb.skipped or vb.error}")
     elif vb.action == "keep" and explained is None:
-        print("   B kept: not a duplicate of A (no lookup threshold passed: the texts share too little to weigh)")
+        print("   B kept: not a duplicate of A (the texts share too little to weigh: under the lookup floors)")
+    elif vb.action == "keep" and vb.weighing is None:
+        verdict["under_lookup_thresholds"] = True
+        print(f"   B kept: its score {w.score:.3f} is under the threshold {w.threshold:.3f}; under the lookup "
+              "thresholds too (DEDUP_THRESHOLD, DEDUP_CONTAINMENT), so a crawl writes no `kept` line for it")
     elif vb.action == "keep":
         print(f"   B kept: the pair passed the lookup thresholds, but its score {w.score:.3f} is under the "
               f"threshold {w.threshold:.3f}")

@@ -221,12 +221,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_SCORE_THRESHOLD", AUTO_FLOAT, "auto", lo=0.01, hi=0.999, doc=(
         "the score's threshold: a candidate whose score (the probability, from the pair's measurements, that "
         "the page is its copy) is at or over it is a copy; `auto`: the model's own, chosen when it was fitted "
-        "for precision 0.997 on sites it never saw. Raise it for fewer drops, lower it for more; "
+        "for precision 0.999 out of fold on sites it never saw (a model from `eval --fit`: its `--precision`, 0.997 by default). Raise it for fewer drops, lower it for more; "
         "`crawler-dedup eval --pairs` sweeps it on your own pairs ([Tuning](tuning.md))")),
     Setting("DEDUP_UNCHANGED", CHOICE, "drop", choices=("drop", "keep"), doc=(
         "a revisit with the same words (churn aside: dates, times, counters): `drop` (a drop-log line "
         "with `reason: unchanged`; the spider still parses it and follows its links, its items are "
-        "dropped) or `keep` (passed on, counted in `dedup/unchanged`)")),
+        "dropped) or `keep` (passed on, counted in `dedup/revisits/unchanged`)")),
     Setting("DEDUP_VERIFIER", VERIFIER, "resemblance", choices=VERIFIER_NAMES, doc=(
         "`resemblance` (min-hash, seed 003), `qgram` (character 4-gram overlap, seed 004; use a threshold "
         "of 0.7), `swlr` (LCS of shingle sequences, seed 002), or a dotted path to a `Verifier` subclass "

@@ -99,7 +99,9 @@ def gathered(exact: DocRecord | None, candidates: Iterable[DocRecord], headed: I
 
 def weigh(page: Side, docs: list[DocRecord], headed_ids: set, score: Scorer, thresholds: Thresholds,
           model: Model | None, site=None, kept: KeptTexts | None = None) -> list[Weighed]:
-    """The candidates over the lookup thresholds, measured and scored, highest score first."""
+    """The candidates over the floors (FLOOR_RESEMBLANCE, FLOOR_CONTAINMENT, or under the same
+    headline with one main text in the other page's view), measured and scored, highest score
+    first; `passed`: over the lookup thresholds too (what a plain near-duplicate check drops)."""
     fp = page.fp
     picked: list[tuple[float, DocRecord, float, bool]] = []
     for doc in docs:

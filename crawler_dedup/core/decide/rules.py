@@ -166,8 +166,8 @@ def revisit(p: Page) -> Decision | None:
 
 
 def find_match(p: Page) -> Decision | None:
-    """The kept page this one duplicates: every candidate over the lookup thresholds (the same
-    words, a resemblance or containment over the floors, a kept page under the same headline
+    """The kept page this one duplicates: every candidate over the floors (the same words, a
+    resemblance of 0.05 or a containment either way of 0.3, a kept page under the same headline
     whose visible text holds one of the main texts) is measured and scored (matching.weigh); the
     best score at or over the model's threshold is the match, else an LSI neighbour. A kept page
     whose response had this page's very bytes is its match whatever the score (one document
