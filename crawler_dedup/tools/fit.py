@@ -47,6 +47,18 @@ def folds_by_host(hosts: Sequence[str], k: int = 5) -> np.ndarray:
     return np.array([zlib.crc32(h.encode("utf-8", "surrogatepass")) % k for h in hosts])
 
 
+def out_of_fold(hosts: Sequence[str], k: int, fit_predict) -> tuple[np.ndarray, np.ndarray]:
+    """(each pair's fold, its score from a fit on the other folds): `fit_predict(train, test)`
+    fits on the pairs `train` marks and scores those `test` marks; folds grouped by host."""
+    fold = folds_by_host(hosts, k)
+    oof = np.zeros(len(fold))
+    for f in range(k):
+        test = fold == f
+        if test.any() and not test.all():
+            oof[test] = fit_predict(~test, test)
+    return fold, oof
+
+
 def choose_threshold(scores: np.ndarray, y: np.ndarray, precision: float) -> float:
     """The lowest score at which the pairs scored at or over it reach `precision` (0.5 at least,
     0.999 when no score does)."""
@@ -105,15 +117,12 @@ def fit_forest(rows: Sequence[dict], labels: Sequence[bool], hosts: Sequence[str
     pages' views (as a pipeline's items come), whose out-of-fold figures at that threshold are
     reported apart."""
     x, y = values(rows), np.asarray(labels, dtype=np.float64)
-    fold = folds_by_host(hosts, k)
-    oof = np.zeros(len(y))
-    for f in range(k):
-        test = fold == f
-        if not test.any() or test.all():
-            continue
+    def forest_oof(train, test):
         clf = _classifier(params)
-        clf.fit(x[~test], y[~test], sample_weight=None if weights is None else weights[~test])
-        oof[test] = clf.predict_proba(x[test])[:, 1]
+        clf.fit(x[train], y[train], sample_weight=None if weights is None else weights[train])
+        return clf.predict_proba(x[test])[:, 1]
+
+    fold, oof = out_of_fold(hosts, k, forest_oof)
     on = np.ones(len(y), dtype=bool) if threshold_on is None else np.asarray(threshold_on, dtype=bool)
     threshold = choose_threshold(oof[on], y[on], precision)
     clf = _classifier(params)
@@ -221,14 +230,8 @@ def fit_correction(model: Model, rows: Sequence[dict], labels: Sequence[bool], h
     prior = np.zeros(x.shape[1])
     prior[0] = 1.0
     l2 = np.full(x.shape[1], strength)
-    fold = folds_by_host(hosts, k)
-    oof = np.zeros(len(y))
-    for f in range(k):
-        test = fold == f
-        if not test.any() or test.all():
-            continue
-        w = logistic(x[~test], y[~test], l2, lower, prior)
-        oof[test] = _sigmoid(x[test] @ w)
+    fold, oof = out_of_fold(hosts, k, lambda train, test: _sigmoid(x[test] @ logistic(x[train], y[train], l2, lower,
+                                                                                       prior)))
     threshold = choose_threshold(oof, y, precision) if 0 < y.sum() < len(y) else model.threshold
     w = logistic(x, y, l2, lower, prior)
     fitted = tuple(Term(t.name, t.op, t.of, t.fill, float(m), float(s)) for t, m, s in zip(terms, mean, scale))
