@@ -169,15 +169,36 @@ def _end_torn_line(path: str, fd: int) -> None:
 
 
 def jsonl_lines(path: str) -> Iterator[tuple[int, Any, str]]:
-    """(line number, parsed value or the JSONDecodeError, line) of each non-blank line."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line), line
-            except json.JSONDecodeError as exc:
-                yield number, exc, line
+    """(line number, parsed value or the JSONDecodeError, line) of each non-blank line; `path` a
+    file, or a folder of parts with a manifest (a Spark scan's output: parts_of)."""
+    number = 0
+    for part in parts_of(path):
+        with open(part, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                number += 1
+                if not line.strip():
+                    continue
+                try:
+                    yield number, json.loads(line), line
+                except json.JSONDecodeError as exc:
+                    yield number, exc, line
+
+
+MANIFEST = "_manifest.json"
+
+
+def parts_of(path: str) -> list[str]:
+    """The files of a JSON-lines output in order: the file itself, or a folder's parts as its
+    MANIFEST lists them (written after every part: a folder without one is unfinished)."""
+    if not os.path.isdir(path):
+        return [path]
+    try:
+        with open(os.path.join(path, MANIFEST), encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} has no {MANIFEST}: an output its job did not finish (run the scan "
+                                "again to finish it)") from None
+    return [os.path.join(path, part["name"]) for part in manifest["parts"]]
 
 
 def read_droplog(path: str, errors: list | None = None) -> Iterator[dict[str, Any]]:

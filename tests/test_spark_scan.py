@@ -34,6 +34,13 @@ def pages(articles):
     return group_pages(articles, [a["title"] for a in manifest["articles"]])
 
 
+def groups_of(path):
+    """The groups a clusters output holds (one file, or a folder of parts with a manifest)."""
+    from crawler_dedup.droplog import jsonl_lines
+
+    return [value for _, value, _ in jsonl_lines(path)]
+
+
 def both(inputs, tmp_path, policy="longest", **kw):
     """The one-machine scan and the Spark scan of `inputs`: (local summary, spark summary, outs, lines said)."""
     said = []
@@ -65,16 +72,38 @@ def test_jsonl_read_in_parts_decides_as_the_one_machine_scan(tmp_path, pages):
     assert b["engine"] == "spark" and set(b["seconds"]) == {"signatures", "pairs", "components", "order", "sites", "decisions", "write"}
     assert any("signatures: running" in line for line in said)
     # the groups file too, positions numbered as the one-machine scan numbers records
-    with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fa, \
-            open(os.path.join(spark, "clusters.jsonl"), encoding="utf-8") as fb:
-        assert sorted(map(json.loads, fa), key=json.dumps) == sorted(map(json.loads, fb), key=json.dumps)
+    # (the Spark scan's are parts, in order, listed by a manifest)
+    assert b["clusters"] == os.path.join(spark, "clusters") and os.path.isfile(os.path.join(spark, "clusters", "_manifest.json"))
+    assert sorted(groups_of(os.path.join(local, "clusters.jsonl")), key=json.dumps) == sorted(
+        groups_of(b["clusters"]), key=json.dumps)
+    # the decisions stage: one join over every page, of narrow rows (no extraction in any
+    # exchange); each paired page's extraction read back from its part's file, the others' never
+    from pyspark.sql import SparkSession
+
+    from crawler_dedup.tools.spark_scan.decide import fetch, narrow_pages
+
+    session = SparkSession.builder.master(MASTER).getOrCreate()
+    try:
+        work = os.path.join(spark, ".spark")
+        pages_ = narrow_pages(session, work)
+        plan = pages_._jdf.queryExecution().executedPlan().toString()
+        assert "Exchange" in plan and "result" not in plan and "body" not in plan
+        paired = pages_.where("unit IS NOT NULL").withColumn("place", pages_.seq).withColumn(
+            "group", pages_.unit).withColumn("seed", pages_.unit.isNull())
+        some = paired.where(paired.seq % 2 == 0)  # (here every page has a copy: half of them asked for)
+        want = {r.seq for r in some.select("seq").collect()}
+        got = fetch(some, os.path.join(work, "results"), 3).collect()
+    finally:
+        session.stop()
+    assert {r.seq for r in got} == want and len(got) == len(want) > 10 and all(r.result is not None for r in got)
 
 
 def test_warc_and_another_policy_decide_as_the_one_machine_scan(tmp_path, pages):
     half = len(pages) // 2
     w1 = write_warc(tmp_path / "a.warc.gz", pages[:half])
     w2 = write_warc(tmp_path / "b.warc.gz", pages[half:], revisit_of=pages[half][0])
-    a, b, (local, spark), _ = both([w1, w2], tmp_path, policy="shortest-url")
+    a, b, (local, spark), _ = both([w1, w2], tmp_path, policy="shortest-url", split_bytes=100_000)
+    assert os.path.getsize(w1) > 3 * 100_000  # (each .warc.gz read by several tasks, from member starts)
     agree = agreement(local, spark)
     assert a["dropped"] > 20 and agree["differ_share"] <= 0.01, agree
     assert b["revisits"] == a["revisits"] and b["passed"] == a["passed"]
@@ -82,15 +111,24 @@ def test_warc_and_another_policy_decide_as_the_one_machine_scan(tmp_path, pages)
         kept, dropped = records(os.path.join(spark, "kept", name)), records(os.path.join(spark, "dropped", name))
         assert len(kept) + len(dropped) == len(records(os.path.join(local, "kept", name))) + len(
             records(os.path.join(local, "dropped", name)))
-    with open(os.path.join(spark, "clusters.jsonl"), encoding="utf-8") as fh:
-        groups = [json.loads(line) for line in fh]
-    with open(os.path.join(local, "clusters.jsonl"), encoding="utf-8") as fh:
-        assert len(groups) == sum(1 for _ in fh)
+    assert len(list(groups_of(os.path.join(spark, "clusters")))) == len(list(groups_of(os.path.join(local, "clusters.jsonl"))))
 
 
 def test_damaged_archives_are_scanned_to_the_damage_as_on_one_machine(tmp_path, pages):
     warc, jsonl, before_cut = cut_inputs(tmp_path, pages)
-    a, b, (local, spark), _ = both([warc, jsonl], tmp_path)
+    # and a .warc.gz damaged in the middle, read in parts: those past the damage are not taken
+    from warcio.archiveiterator import ArchiveIterator
+
+    mid = write_warc(tmp_path / "mid.warc.gz", pages, extra=False)
+    with open(mid, "rb") as fh:
+        it = ArchiveIterator(fh)
+        starts = [it.get_record_offset() for _ in it]
+    data = bytearray(open(mid, "rb").read())
+    at = starts[len(starts) // 3]
+    data[at + 30:at + 60] = bytes(30)
+    open(mid, "wb").write(bytes(data))
+    assert len(data) > 3 * 100_000
+    a, b, (local, spark), _ = both([warc, jsonl, mid], tmp_path, split_bytes=100_000)
     assert [f.get("damaged") for f in b["inputs"]] == [f.get("damaged") for f in a["inputs"]]
     assert all(f.get("damaged") for f in b["inputs"])
     assert (b["pages"], b["kept"], b["dropped"]) == (a["pages"], a["kept"], a["dropped"])
@@ -137,7 +175,7 @@ def test_a_finished_stage_is_not_run_again(tmp_path, pages):
 def test_components_and_pairs_in_spark_are_the_python_references(tmp_path):
     from pyspark.sql import SparkSession
 
-    from crawler_dedup.tools.spark_scan.candidates import components_in_spark, pairs
+    from crawler_dedup.tools.spark_scan.candidates import components_in_spark, pairs, pairs_reference
     from crawler_dedup.tools.spark_scan.signatures import HEAD, KIND_SHIFT, PROBE, TABLE, URL
 
     rng = random.Random(5)
@@ -147,42 +185,58 @@ def test_components_and_pairs_in_spark_are_the_python_references(tmp_path):
     # pages in buckets of each kind and size: all with all, neighbours only, over a kind's limit
     fps = {seq: rng.getrandbits(64) for seq in range(1, 700)}
     fps.update({seq: fps[1] ^ (1 << (seq % 64)) for seq in range(2, 40)})  # near the first one
+    fps.update({seq: fps[50] for seq in range(51, 60)})  # the same fingerprint: a star
     buckets = {(URL << KIND_SHIFT) | 1: range(1, 101), (TABLE << KIND_SHIFT) | 2: range(1, 60),
                (HEAD << KIND_SHIFT) | 3: range(200, 209), (HEAD << KIND_SHIFT) | 4: range(300, 308),
-               (PROBE << KIND_SHIFT) | 5: range(400, 601), (PROBE << KIND_SHIFT) | 6: range(400, 470)}
+               (PROBE << KIND_SHIFT) | 5: range(400, 601), (PROBE << KIND_SHIFT) | 6: range(400, 470),
+               (TABLE << KIND_SHIFT) | 7: range(600, 700)}
     keys: dict[int, list[int]] = {}
     for key, members in buckets.items():
         for seq in members:
             keys.setdefault(seq, []).append(key)
     signed = {seq: fp - (1 << 64) if fp >= 1 << 63 else fp for seq, fp in fps.items()}
-    want = {pair for key, members in buckets.items()
-            for pair in bucket_pairs(key, [(s, signed[s]) for s in members], 3)}
+    # sketches: pages 400-439 share most of theirs (verified), the rest share none; pages 650-699
+    # are exact copies of 640 (one row before pairing)
+    draw = lambda n: [rng.getrandbits(62) - (1 << 61) for _ in range(n)]  # noqa: E731
+    common = draw(100)
+    sketch = {s: sorted(set(common + draw(28) if 400 <= s < 440 else draw(128))) for s in keys}
+    digest = {s: 7 for s in [640, *range(650, 700)]}
+    rows = [(s, signed[s], digest.get(s), ks, sketch[s], 500, 10_000 - s if s >= 640 else s)
+            for s, ks in keys.items()]  # (places: the copies' first in the policy's order is 699)
+    want = pairs_reference(rows, 3)
     spark = SparkSession.builder.master(MASTER).appName("components test").getOrCreate()
     try:
         e = spark.createDataFrame(edges, ["a", "b"])
         got = {r.seq: r.unit for r in components_in_spark(e, str(tmp_path / "cp")).collect()}
-        sig = spark.createDataFrame([(s, signed[s], ks) for s, ks in keys.items()], ["seq", "fp", "keys"])
-        found = {(r.a, r.b) for r in pairs(sig, 3).collect()}
+        sig = spark.createDataFrame(rows, "seq long, fp long, digest long, keys array<long>, sketch array<long>, "
+                                          "shingles long, place long")
+        found = {(r.a, r.b) for r in pairs(sig.drop("place"), sig.select("seq", "place"), 3).collect()}
     finally:
         spark.stop()
     assert got == union_find(edges)
-    assert found == want and len(want) > 1500
+    assert found == want and len(want) > 800
+    assert {(a, b) for a, b in want if 400 <= a < 601} and all(b < 440 for a, b in want if 400 <= a < 601)
+    assert {(640, 699), (650, 699)} <= want and (640, 650) not in want  # the copies: a star on their first
 
 
 def test_a_huge_bucket_pairs_neighbours_only_and_a_keys_limit_none():
     from crawler_dedup.tools.spark_scan.signatures import HEAD, KIND_SHIFT, PROBE, SITE_HEAD, TABLE, URL
 
-    members = [(i, i * 3) for i in range(1000)]  # one URL's 1,000 captures
+    members = [(i, i * 3, i) for i in range(1000)]  # one URL's 1,000 captures
     pairs = list(bucket_pairs((URL << KIND_SHIFT) | 7, members, 3))
     assert len(pairs) == 999 * 8 - sum(range(8))  # each page with its next 8, not 499,500 pairs
     # what the one-machine index stops filing past its limit pairs nothing: a site's name in 9
     # titles, a site's headline on 3 pages, a shingle among the smallest of 201 pages
     head, site, probe = HEAD << KIND_SHIFT, SITE_HEAD << KIND_SHIFT, PROBE << KIND_SHIFT
     assert list(bucket_pairs(head, members[:9], 3)) == [] and len(list(bucket_pairs(head, members[:8], 3))) == 28
-    assert list(bucket_pairs(site, members[:3], 3)) == [] and list(bucket_pairs(site, members[:2], 3)) == [(0, 1)]
+    assert list(bucket_pairs(site, members[:3], 3)) == [] and list(bucket_pairs(site, members[:2], 3)) == [(0, 1, True)]
     assert list(bucket_pairs(probe, members[:201], 3)) == [] and list(bucket_pairs(probe, members[:200], 3))
-    small = list(bucket_pairs(TABLE << KIND_SHIFT, [(1, 0b0), (2, 0b111), (3, 0b1111)], 3))
-    assert small == [(1, 2), (2, 3)]  # the table's Hamming test: 1 and 3 are 4 bits apart
+    assert all(not ok for _, _, ok in bucket_pairs(probe, members[:20], 3))  # a shingle's pairs: verified later
+    small = list(bucket_pairs(TABLE << KIND_SHIFT, [(1, 0b0, 1), (2, 0b111, 2), (3, 0b1111, 3)], 3))
+    assert small == [(1, 2, True), (2, 3, True)]  # the table's Hamming test: 1 and 3 are 4 bits apart
+    # 5,000 pages of one fingerprint: a star on the first in the policy's order, 4,999 pairs
+    flood = list(bucket_pairs(TABLE << KIND_SHIFT, [(i, 42, 5000 - i) for i in range(5000)], 3))
+    assert len(flood) == 4999 and all(b == 4999 for _, b, _ in flood)
 
 
 def test_the_command_line(tmp_path, pages):
@@ -327,10 +381,42 @@ def s3(monkeypatch, tmp_path):
         files._fs.cache_clear()
 
 
-def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3):
+def test_a_job_stopped_after_the_drop_logs_parts_went_keeps_every_line(tmp_path, pages, monkeypatch):
+    """--join-outputs: the job dies just after the parts of the joined drop log are removed; run
+    again, it finishes with every line (never an empty or half file from parts no longer there)."""
+    from crawler_dedup.tools import files
+
+    path = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    local = Scan(Options(inputs=[str(path)], out=str(tmp_path / "local"))).run()
+    out = tmp_path / "spark"
+    opts = Options(inputs=[str(path)], out=str(out))
+    real = files.remove
+
+    def remove(p):
+        real(p)
+        if str(p).endswith(os.sep + "droplog"):
+            raise RuntimeError("killed")
+
+    monkeypatch.setattr(files, "remove", remove)
+    with pytest.raises(RuntimeError, match="killed"):
+        SparkScan(opts, master=MASTER, say=lambda line: None, join_outputs=True).run()
+    assert not (out / "droplog").exists() and (out / "droplog.jsonl").is_file()
+    monkeypatch.setattr(files, "remove", real)
+    again = SparkScan(opts, master=MASTER, say=lambda line: None, join_outputs=True).run()
+    assert again["droplog"] == str(out / "droplog.jsonl") and not (out / "droplog").exists()
+    with open(out / "droplog.jsonl", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    with open(tmp_path / "local" / "droplog.jsonl", encoding="utf-8") as fh:
+        assert len(lines) == len(fh.read().splitlines()) and len(lines) >= local["dropped"] > 20
+    assert agreement(str(tmp_path / "local"), str(out))["differ"] == 0
+
+
+def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3, monkeypatch):
     """An S3 feed read and the outputs written back to S3 (a local S3-compatible server): the same
     drops and the same kept records as the one-machine scan of the same files here; an --out the
     job cannot write is said before any work."""
+    from crawler_dedup.tools import files
+
     s3.create_bucket(Bucket="crawl")
     path = write_jsonl(tmp_path / "crawl.jsonl", pages)
     half = len(pages) // 2
@@ -338,12 +424,14 @@ def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3):
     for local_path, key in ((path, "in/crawl.jsonl"), (warc, "in/a.warc.gz")):
         s3.upload_file(str(local_path), "crawl", key)
     local = Scan(Options(inputs=[str(path), str(warc)], out=str(tmp_path / "local"))).run()
-    summary = SparkScan(Options(inputs=["s3://crawl/in/crawl.jsonl", "s3a://crawl/in/a.warc.gz"],
-                                out="s3://crawl/out"), master=MASTER, say=lambda line: None).run()
+    inputs = files.expand(["s3://crawl/in/*.jsonl", "s3a://crawl/in/a.warc.gz"])  # a glob: one listing
+    assert inputs == ["s3://crawl/in/crawl.jsonl", "s3a://crawl/in/a.warc.gz"]
+    summary = SparkScan(Options(inputs=inputs, out="s3://crawl/out"), master=MASTER, say=lambda line: None,
+                        join_outputs=True).run()
     assert (summary["pages"], summary["kept"], summary["dropped"]) == (local["pages"], local["kept"], local["dropped"])
     got = {o["Key"] for o in s3.list_objects_v2(Bucket="crawl", Prefix="out/")["Contents"]}
     assert {"out/kept/crawl.jsonl", "out/dropped/a.warc.gz", "out/droplog.jsonl", "out/clusters.jsonl",
-            "out/summary.json"} <= got and not any(".droplog-parts" in k for k in got)
+            "out/summary.json"} <= got and not any(k.startswith(("out/droplog/", "out/clusters/")) for k in got)
     body = s3.get_object(Bucket="crawl", Key="out/kept/crawl.jsonl")["Body"].read().decode("utf-8")
     with open(tmp_path / "local" / "kept" / "crawl.jsonl", encoding="utf-8") as fh:
         assert sorted(body.splitlines()) == sorted(fh.read().splitlines())
@@ -353,5 +441,15 @@ def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3):
         SparkScan(Options(inputs=["s3://crawl/in/crawl.jsonl"], out="s3://no-such-bucket/out"), master=MASTER).run()
     with pytest.raises(ScanError, match="no such file"):
         SparkScan(Options(inputs=["s3://crawl/in/missing.jsonl"], out="s3://crawl/out2"), master=MASTER).run()
-    with pytest.raises(ScanError, match="with --engine spark"):
-        Scan(Options(inputs=["s3://crawl/in/crawl.jsonl"], out=str(tmp_path / "x"))).run()
+    # the one-machine scan reads and writes the same URLs (its state and index in this machine's cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    one = Scan(Options(inputs=inputs, out="s3://crawl/one")).run()
+    assert (one["pages"], one["kept"], one["dropped"]) == (local["pages"], local["kept"], local["dropped"])
+    assert one["droplog"] == "s3://crawl/one/droplog.jsonl" and one["staged"].startswith(str(tmp_path / "cache"))
+    got = {o["Key"] for o in s3.list_objects_v2(Bucket="crawl", Prefix="one/")["Contents"]}
+    assert {"one/kept/crawl.jsonl", "one/dropped/a.warc.gz", "one/droplog.jsonl", "one/clusters.jsonl",
+            "one/summary.json"} <= got and not any(k.startswith(("one/.scan", "one/index")) for k in got)
+    mine = s3.get_object(Bucket="crawl", Key="one/droplog.jsonl")["Body"].read().decode("utf-8").splitlines()
+    assert len(mine) == len(lines)
+    with pytest.raises(ScanError, match="cannot be written"):
+        Scan(Options(inputs=inputs, out="s3://no-such-bucket/out")).run()

@@ -34,20 +34,28 @@ def add_parser(sub):
                    help="with --engine spark: the Spark master (default: spark-submit's, else local[*]; "
                    "spark://host:7077, yarn, ...)")
     p.add_argument("--partitions", type=int, metavar="N",
-                   help="with --engine spark: tasks of the decide stage (default: twice the cores)")
+                   help="with --engine spark: tasks of each shuffle (default: spark.sql.shuffle.partitions when "
+                   "set by --spark-conf or spark-defaults, else one a 64 MiB of input, at least twice the cores)")
     p.add_argument("--work", metavar="DIR",
                    help="with --engine spark: where the stages' data goes (default OUT/.spark; needed for an --out "
                    "on an object store with a Spark cluster: a folder every machine reaches, e.g. hdfs://...)")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="with --engine spark: a Spark setting, repeatable (spark.ui.enabled=true for Spark's web UI, "
                    "off by default; spark.executor.memory=8g, ...)")
+    p.add_argument("--join-outputs", action="store_true",
+                   help="with --engine spark: the drop log and the groups as one file each, OUT/droplog.jsonl and "
+                   "OUT/clusters.jsonl, when under 2 GiB (default: parts in OUT/droplog/ and OUT/clusters/, listed "
+                   "in order by their _manifest.json; every command that reads a drop log reads either)")
     add_backend(p, help="a DEDUP_ setting as with scrapy -s (thresholds, DEDUP_BACKEND=redis for a shared index)")
     return p
 
 
 def add_inputs(p, time_help: str, score: bool) -> None:
     """What scan and index add share: the inputs, --jobs, --json and the JSON-lines field names."""
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help=".jsonl/.jl (optionally .gz), .warc, .warc.gz, .arc, .arc.gz; a path or URL (s3://, hdfs://, "
+                   "...), a quoted glob ('s3://crawl/*.warc.gz', 'data/**/*.jsonl': from one listing) or @FILE, a "
+                   "list of them, one a line")
     p.add_argument("--jobs", default="auto", metavar="N", help="extraction processes (default auto: one per core)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     g = p.add_argument_group("JSON lines fields (default: the project's DEDUP_ITEM_*_FIELD, else url, html, text)")
@@ -96,8 +104,14 @@ def fields_of(args, config):
 
 def run(args) -> int:
     from ..core.decide.policy import parse_policy
+    from ..exceptions import SourceError
+    from ..tools import files
     from ..tools.scan import Options, Scan, ScanError
 
+    try:
+        args.inputs = files.expand(list(args.inputs))
+    except (SourceError, OSError) as exc:
+        raise CliError(str(exc)) from None
     settings = backend_settings(args)
     config = make_config(settings)
     try:
@@ -110,9 +124,10 @@ def run(args) -> int:
                    fields=fields_of(args, config), settings=settings, restart=args.restart)
     if getattr(args, "engine", "local") != "spark" and (args.master is not None or args.partitions is not None
                                                          or getattr(args, "work", None) is not None
-                                                         or getattr(args, "spark_conf", None)):
-        raise CliError("--master, --partitions, --work and --spark-conf are for --engine spark (this scan runs here: "
-                       "--jobs N)")
+                                                         or getattr(args, "spark_conf", None)
+                                                         or getattr(args, "join_outputs", False)):
+        raise CliError("--master, --partitions, --work, --spark-conf and --join-outputs are for --engine spark (this "
+                       "scan runs here, writing one drop log: --jobs N)")
     spark_conf = []
     for pair in getattr(args, "spark_conf", None) or []:
         name, eq, value = pair.partition("=")
@@ -126,7 +141,7 @@ def run(args) -> int:
             if args.partitions is not None and args.partitions < 1:
                 raise CliError("--partitions takes a number of tasks, 1 or more")
             summary = SparkScan(opts, master=args.master, partitions=args.partitions, work=args.work,
-                                spark_conf=spark_conf).run()
+                                spark_conf=spark_conf, join_outputs=args.join_outputs).run()
         else:
             summary = run_with_progress(lambda progress: Scan(opts, progress).run())
     except ScanError as exc:
@@ -158,11 +173,15 @@ def print_summary(s: dict) -> None:
     if any(r.values()):
         print(f"  revisit records: {r['kept']} kept with their original, {r['dropped']} dropped with it, "
               f"{r['no_original']} without their original in the inputs (kept)")
-    for f in s["inputs"]:
+    shown = s["inputs"] if len(s["inputs"]) <= 20 else [f for f in s["inputs"] if f.get("damaged")][:20]
+    for f in shown:
         print(f"  {term(f['input'])}: {f['pages']} pages, {f['kept']} kept -> {f['kept_output']}, "
               f"{f['dropped']} dropped -> {f['dropped_output']}")
         if f.get("damaged"):
             print(f"    damaged, the rest of the file was skipped: {term(f['damaged'])}")
+    if len(shown) < len(s["inputs"]):
+        damaged = sum(1 for f in s["inputs"] if f.get("damaged"))
+        print(f"  {len(s['inputs'])} inputs ({damaged} damaged); each one's counts: summary.json")
     secs = s.get("seconds") or {}
     if secs and s.get("engine") == "spark":
         print("  time (spark): " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))

@@ -1,8 +1,10 @@
 """Where scans read and write: a local path, or a URL of a filesystem pyarrow reaches (`s3://`
 and `s3a://`, `gs://`, `hdfs://`, `file://`). Object stores take their credentials and endpoint
-from the standard environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL,
-AWS_DEFAULT_REGION). The scans' readers and writers go through these few calls, in the driver and
-in Spark's executors alike.
+from the standard chain of each machine (environment, ~/.aws, an instance or pod role: refreshed
+by the SDK, never copied from the driver), the endpoint from AWS_ENDPOINT_URL; the region from
+AWS_REGION/AWS_DEFAULT_REGION, else the bucket's own (asked once a bucket). The scans' readers and
+writers go through these few calls, in the driver and in Spark's executors alike; `expand`
+turns a glob or a list file into the inputs, from the store's listing.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 from urllib.parse import urlsplit
 
 from ..exceptions import SourceError
@@ -35,12 +38,17 @@ def _fs(scheme: str, netloc: str):
         raise SourceError(f"{scheme}:// paths need pyarrow: pip install 'crawler-dedup[spark]'") from None
     if scheme in ("s3", "s3a", "s3n"):
         endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
-        region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if endpoint:
             parts = urlsplit(endpoint)
             return fs.S3FileSystem(endpoint_override=parts.netloc or endpoint, scheme=parts.scheme or "https",
-                                   region=region)
-        return fs.S3FileSystem(region=region)
+                                   region=region or "us-east-1")
+        if region is None and netloc:
+            try:  # the bucket's own region (a bucket outside the SDK's default is read there)
+                region = fs.resolve_s3_region(netloc)
+            except Exception:  # noqa: BLE001 - no answer: the SDK's own default chain
+                region = None
+        return fs.S3FileSystem(region=region) if region else fs.S3FileSystem()
     if scheme in ("gs", "gcs"):
         return fs.GcsFileSystem()
     filesystem, _ = fs.FileSystem.from_uri(f"{scheme}://{netloc}/")
@@ -51,7 +59,7 @@ def _where(path: str):
     """(pyarrow filesystem, its path) for a URL."""
     parts = urlsplit(path)
     scheme = parts.scheme.lower()
-    filesystem = _fs(scheme, parts.netloc if scheme not in ("s3", "s3a", "s3n", "gs", "gcs") else "")
+    filesystem = _fs(scheme, parts.netloc if scheme not in ("gs", "gcs") else "")
     if scheme in ("s3", "s3a", "s3n", "gs", "gcs"):
         return filesystem, (parts.netloc + parts.path).rstrip("/")
     return filesystem, parts.path.rstrip("/") or "/"
@@ -101,8 +109,13 @@ def open_write(path: str):
     return filesystem.open_output_stream(where)
 
 
+_LISTED: dict[str, tuple[str, int, float]] = {}  # what this run's listings said (expand): no call a file
+
+
 def info(path: str) -> tuple[str, int, float]:
     """('file' | 'dir' | 'none', size, mtime) of a path."""
+    if path in _LISTED:
+        return _LISTED[path]
     if not is_url(path):
         p = local(path)
         if os.path.isdir(p):
@@ -147,6 +160,32 @@ def listdir(path: str) -> list[str]:
     return [os.path.basename(i.path) for i in filesystem.get_file_info(fs.FileSelector(where, allow_not_found=True))]
 
 
+def sizes(path: str) -> dict[str, int]:
+    """{name: size} of the files in a folder, from one listing."""
+    if not is_url(path):
+        p = local(path)
+        return {n: os.path.getsize(os.path.join(p, n)) for n in os.listdir(p) if os.path.isfile(os.path.join(p, n))}
+    from pyarrow import fs
+
+    filesystem, where = _where(path)
+    return {os.path.basename(i.path): int(i.size or 0)
+            for i in filesystem.get_file_info(fs.FileSelector(where, allow_not_found=True)) if i.type == fs.FileType.File}
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """`data` as the whole file `path`, never half of it (here: a file beside it, renamed)."""
+    if is_url(path):
+        with open_write(path) as fh:  # (an object is stored whole when closed)
+            fh.write(data)
+        return
+    tmp = local(path) + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, local(path))
+
+
 def remove(path: str) -> None:
     if not is_url(path):
         p = local(path)
@@ -188,3 +227,95 @@ def writable(path: str) -> str | None:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return f"{type(exc).__name__}: {first[:300]}"
     return None
+
+
+WILD = frozenset("*?[")
+
+
+def expand(inputs: list[str], nested: bool = False) -> list[str]:
+    """The inputs a user gives, as files: a path or URL as it is; a glob (`s3://crawl/*.warc.gz`,
+    `data/**/*.jsonl`) from one listing of the folder before its first wildcard, sorted; `@FILE` a
+    list file (a path, URL or glob a line; `#` comments), itself here or on a store. A glob that
+    matches nothing is an error (a typo must not scan nothing)."""
+    if not nested:
+        _LISTED.clear()  # (a listing is this run's: an earlier one in this process may be stale)
+    out: list[str] = []
+    for arg in inputs:
+        if arg.startswith("@"):
+            with open_read(arg[1:]) as fh:
+                listed = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
+            out += expand([ln for ln in listed if ln and not ln.startswith("#")], nested=True)
+        elif WILD & set(arg) and info(arg)[0] == "none":
+            got = _glob(arg)
+            if not got:
+                raise SourceError(f"{arg}: no file matches")
+            out += got
+        else:
+            out.append(arg)
+    return out
+
+
+def _glob(pattern: str) -> list[str]:
+    cut = min(pattern.index(c) for c in WILD if c in pattern)
+    base = pattern[:cut].rsplit("/", 1)[0] if "/" in pattern[:cut] else ""
+    rest = pattern[len(base) + 1:] if base else pattern
+    deep = "**" in rest or "/" in rest
+    found: list[tuple[str, tuple[str, int, float]]] = []
+    if not is_url(base or "."):
+        top = local(base) or "."
+        for root, _, names in os.walk(top):
+            found += [(os.path.normpath(os.path.join(root, name)) if base else
+                       os.path.relpath(os.path.join(root, name), top), ("file", 0, 0.0)) for name in names]
+            if not deep:
+                break
+    else:
+        from pyarrow import fs
+
+        filesystem, where = _where(base)
+        scheme = base.split("://", 1)[0]
+        for item in filesystem.get_file_info(fs.FileSelector(where, recursive=deep, allow_not_found=True)):
+            if item.type == fs.FileType.File:
+                path = f"{scheme}://{item.path}" if scheme in ("s3", "s3a", "s3n", "gs", "gcs") else \
+                    base[:len(base) - len(where)] + item.path
+                found.append((path, ("file", int(item.size or 0),
+                                     item.mtime.timestamp() if item.mtime is not None else 0.0)))
+    match = re.compile(_regex(rest) + r"\Z").match
+    start = len(base.rstrip("/")) + 1 if base else 0
+    got = sorted(p for p, _ in found if match(p[start:]))
+    if not is_url(base or "."):
+        _LISTED.update((p, _stat(p)) for p in got)
+    else:
+        chosen = set(got)
+        _LISTED.update((p, i) for p, i in found if p in chosen)
+    return got
+
+
+def _regex(pattern: str) -> str:
+    """A glob as a regex: `*` and `?` within a folder's name, `**/` any folders (none too)."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
+            end = pattern.index("]", i + 1)
+            out.append("[" + pattern[i + 1:end].replace("!", "^", 1) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def _stat(path: str) -> tuple[str, int, float]:
+    st = os.stat(path)
+    return "file", st.st_size, st.st_mtime

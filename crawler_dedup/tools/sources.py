@@ -230,6 +230,30 @@ def _warc(path: str, start: int, max_bytes: int) -> Iterator[Entry]:
             yield Entry(end, DAMAGED, why=rest)
 
 
+def next_member(path: str, start: int) -> int | None:
+    """The byte offset of the first gzip member at or after `start` that holds a WARC record's
+    start (a .warc.gz is one member a record: a task may begin reading there), None past the last."""
+    magic = b"\x1f\x8b\x08"
+    with files.open_read(path) as fh, files.open_read(path) as probe:
+        fh.seek(start)
+        base, carry = start, b""
+        while chunk := fh.read(1 << 20):
+            data = carry + chunk
+            i = data.find(magic)
+            while i != -1:
+                probe.seek(base + i)
+                try:
+                    head = zlib.decompressobj(wbits=31).decompress(probe.read(1 << 14), 64)
+                except zlib.error:
+                    head = b""
+                if head.startswith(b"WARC/"):
+                    return base + i
+                i = data.find(magic, i + 1)
+            carry = data[-(len(magic) - 1):]
+            base += len(data) - len(carry)
+    return None
+
+
 def _after(path: str, end: int) -> str | None:
     """Bytes after the last record that warcio read no record from: a record cut in its headers."""
     with files.open_read(path) as fh:

@@ -19,6 +19,12 @@ def add(args) -> int:
     from ..common import default_dir, make_config
     from ..scan import fields_of, jobs_of, run_with_progress
 
+    from ...tools import files
+
+    try:
+        args.inputs = files.expand(list(args.inputs))
+    except (SourceError, OSError) as exc:
+        raise CliError(str(exc)) from None
     settings = backend_settings(args)
     if not getattr(args, "redis", None) and str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
         settings["DEDUP_DIR"] = args.dir or settings.get("DEDUP_DIR") or default_dir()

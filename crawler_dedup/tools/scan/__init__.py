@@ -23,6 +23,7 @@ changes the decide pass's transactions.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -45,7 +46,12 @@ class Scan:
         self.opts = opts
         self.progress = progress or _quiet
         self.keys = parse_policy(opts.policy)
-        self.out = os.path.abspath(opts.out)
+        from .. import files
+
+        # an --out on a store: the scan's state and index live in this machine's cache, the
+        # outputs are copied there when written (a scan is continued from the cache)
+        self.remote = opts.out if files.is_url(opts.out) else None
+        self.out = staging(opts.out) if self.remote else os.path.abspath(opts.out)
         settings = dict(opts.settings)
         if str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
             settings["DEDUP_DIR"] = os.path.join(self.out, "index")
@@ -56,10 +62,11 @@ class Scan:
     def open(self) -> State:
         from .. import files
 
-        remote = [p for p in [*self.opts.inputs, self.opts.out] if files.is_url(p)]
-        if remote:  # (its state file and index are this machine's; Spark reads and writes anywhere)
-            raise ScanError(f"{remote[0]}: the one-machine scan reads and writes this machine's files; "
-                            "scan inputs or --out on an object store or HDFS with --engine spark")
+        if self.remote:
+            why = files.writable(self.remote)
+            if why is not None:  # (before any work)
+                raise ScanError(f"--out {self.remote} cannot be written: {why}")
+            os.makedirs(self.out, exist_ok=True)
         formats = checked_inputs(self.opts)
         state_file = os.path.join(self.out, ".scan", "state.sqlite")
         if self.opts.restart:
@@ -73,10 +80,10 @@ class Scan:
         if recorded is None:
             state.put("scan", described)
             for no, (path, fmt) in enumerate(zip(self.opts.inputs, formats)):
-                st = os.stat(path)
+                _, size, mtime = files.info(path)
                 state.db.execute("INSERT INTO files (file_no, path, format, size, mtime, output, last_offset) "
                                  "VALUES (?, ?, ?, ?, ?, ?, -1)",
-                                 (no, os.path.abspath(path), fmt, st.st_size, st.st_mtime, self._output_name(no)))
+                                 (no, absolute(path), fmt, size, mtime, self._output_name(no)))
         elif recorded != described and {**recorded, "policy": None} == {**described, "policy": None}:
             # another policy over the same pages: decided again, without extracting them again
             if self.shared:
@@ -92,11 +99,30 @@ class Scan:
                             f"--policy and settings to continue it, --restart to start it again, or another --out")
         else:
             for no, path, size, mtime in state.db.execute("SELECT file_no, path, size, mtime FROM files"):
-                st = os.stat(path)
-                if (st.st_size, st.st_mtime) != (size, mtime):
+                if tuple(files.info(path)[1:]) != (size, mtime):
                     state.close()
                     raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
         return state
+
+    def _upload(self, summary: dict) -> dict:
+        """The outputs copied to --out on its store (the state and the index stay in the cache)."""
+        from .. import files
+
+        for root, _, names in os.walk(self.out):
+            rel = os.path.relpath(root, self.out)
+            if rel.split(os.sep)[0] in (".scan", "index"):
+                continue
+            target = self.remote if rel == "." else files.join(self.remote, *rel.split(os.sep))
+            files.makedirs(target)
+            for name in names:
+                with open(os.path.join(root, name), "rb") as src, files.open_write(files.join(target, name)) as dst:
+                    while chunk := src.read(1 << 20):
+                        dst.write(chunk)
+        summary = {**summary, "out": self.remote, "droplog": files.join(self.remote, "droplog.jsonl"),
+                   "clusters": files.join(self.remote, "clusters.jsonl"), "staged": self.out}
+        with files.open_write(files.join(self.remote, "summary.json")) as fh:
+            fh.write(json.dumps(summary, indent=1, default=str).encode("utf-8"))
+        return summary
 
     def _undecide(self, state: State) -> None:
         import shutil
@@ -108,12 +134,12 @@ class Scan:
 
     def _described(self, formats: list[str]) -> dict:
         f = self.opts.fields
-        return {"version": STATE_VERSION, "inputs": [os.path.abspath(p) for p in self.opts.inputs],
+        return {"version": STATE_VERSION, "inputs": [absolute(p) for p in self.opts.inputs],
                 "policy": list(self.keys), "settings": {k: str(v) for k, v in sorted(self.opts.settings.items())},
                 "fields": [f.url, f.html, f.text, f.time, f.score]}
 
     def _output_name(self, no: int) -> str:
-        names = [os.path.basename(p) for p in self.opts.inputs]
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.opts.inputs]
         name = names[no]
         return name if names.count(name) == 1 else f"{no + 1:03d}-{name}"
 
@@ -144,6 +170,8 @@ class Scan:
             summary = self.write_pass(state)
             t3 = time.monotonic()
             summary["seconds"] = {"read": round(t1 - t0, 2), "decide": round(t2 - t1, 2), "write": round(t3 - t2, 2)}
+            if self.remote:
+                summary = self._upload(summary)
             pass3_write.save_summary(self.out, summary)
             state.put("written", True)
             return summary
@@ -158,3 +186,17 @@ class Scan:
 
     def write_pass(self, state: State) -> dict:
         return pass3_write.Writer(self.out, self.config, self.keys, self.shared, self.progress).run(state)
+
+
+def absolute(path: str) -> str:
+    from .. import files
+
+    return path if files.is_url(path) else os.path.abspath(path)
+
+
+def staging(out: str) -> str:
+    """This machine's folder for a scan into `out` on a store (its state, index and outputs)."""
+    import hashlib
+
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "crawler-dedup", "scan", hashlib.sha1(out.encode()).hexdigest()[:12])

@@ -11,7 +11,8 @@ from ...droplog import read_droplog
 def drops_of(out: str) -> dict[str, str | None]:
     """A scan's drops: dropped URL -> the URL kept in its place (superseded pages included)."""
     got: dict[str, str | None] = {}
-    for rec in read_droplog(os.path.join(out, "droplog.jsonl")):
+    path = os.path.join(out, "droplog.jsonl")
+    for rec in read_droplog(path if os.path.isfile(path) else os.path.join(out, "droplog")):
         if rec.get("url"):
             got[rec["url"]] = rec.get("duplicate_of")
     return got

@@ -1,6 +1,14 @@
-"""Stage 4, in the executors: the pages of whole components, decided as the one-machine scan
-decides them (tools/scan/pass2_decide.py: the policy's order, best first, the Deduplicator's
-whole rule chain) over an index of the task's own in memory.
+"""Stage 6, in the executors: the pages of components, decided as the one-machine scan decides
+them (tools/scan/pass2_decide.py: the policy's order, best first, the Deduplicator's whole rule
+chain) over an index of the task's own in memory.
+
+Only paired pages move: a page in no pair is decided from its own row's state (a narrow
+column), and a paired page's extraction is read back from its part's results file by a task a
+part (`fetch`), then brought with its component's pages to one task. A component of up to PIECE
+pages is decided whole; a larger one (a flood of one template) in pieces: its first PIECE pages
+in the policy's order together, then the rest in pieces of about PIECE pages, each decided after
+the pages the first piece kept (the seeds, filed first): the whole decision wherever no page
+past the first piece is kept and would have been another's match.
 
 A component's pages meet only each other as candidates, so a task may hold many components
 and decide them together in the policy's order: the groups and the picks are those of one
@@ -15,6 +23,7 @@ import json
 import pickle
 import sqlite3
 import zlib
+from collections import namedtuple
 from typing import Iterable, Iterator
 
 from ...config import DedupConfig
@@ -26,6 +35,10 @@ from ..scan.state import SCHEMA
 from .sites import apply
 
 DECISION_COLUMNS = ("seq", "step", "dropped", "flagged", "reason", "leader", "note", "record")
+PIECE = 4000  # pages of a component decided in one task
+NARROW = ("seq", "url", "words", "time", "score", "canonical", "file_no", "part", "place", "group", "seed")
+Paired = namedtuple("Paired", ["seq", "url", "words", "time", "score", "canonical", "file_no", "part", "place", "group",
+                               "seed", "body", "result"])  # NARROW and the results file's columns
 
 
 def schema():
@@ -43,11 +56,11 @@ def decide_partition(rows: Iterable, config: DedupConfig, keys: tuple[str, ...],
     seq, url, words, time, score, canonical, file_no, body, result (and `place`, with `events`:
     pages of other components to file in the task's index before the first page after them,
     sites.py)."""
-    rows = list(rows)
-    if not rows:
+    by_seq = {r.seq: r for r in rows}  # (a seed handed to two pieces of one task: once)
+    if not by_seq:
         return iter(())
-    by_seq = {r.seq: r for r in rows}
-    pages = [Page(r.seq, r.url or "", r.words or 0, r.time, r.score, r.canonical, r.file_no) for r in rows]
+    seeds = {s for s, r in by_seq.items() if getattr(r, "seed", False)}
+    pages = [Page(r.seq, r.url or "", r.words or 0, r.time, r.score, r.canonical, r.file_no) for r in by_seq.values()]
     order = rank(pages, keys)
     due = sorted(events, key=lambda e: e.place)
     db = sqlite3.connect(":memory:", isolation_level=None)
@@ -74,7 +87,8 @@ def decide_partition(rows: Iterable, config: DedupConfig, keys: tuple[str, ...],
                 step += 1
     finally:
         dedup.close()
-    out = db.execute(f"SELECT {', '.join(DECISION_COLUMNS)} FROM decisions").fetchall()
+    out = [row for row in db.execute(f"SELECT {', '.join(DECISION_COLUMNS)} FROM decisions").fetchall()
+           if row[0] not in seeds]  # (a seed's decision is its first piece's)
     db.close()
     return iter(out)
 
@@ -105,3 +119,110 @@ def _batches(order: list[Page], by_seq: dict, due: list) -> Iterator:
 
 def record_of(row) -> dict:
     return json.loads(row.record) if row.record else {}
+
+
+def fetch(rows, results: str, partitions: int):
+    """`rows` (a DataFrame of the NARROW columns) with each page's body digest and extraction, as
+    an RDD of Paired: one task a part reads its results file once (text is read for these pages
+    only and moves once, to the decide tasks)."""
+    from .signatures import read_results
+
+    def read(kv):
+        part, group = kv
+        group = list(group)
+        got = read_results(results, part, {r.seq for r in group})
+        for r in group:
+            body, result = got.get(r.seq, (None, None))
+            yield Paired(*(getattr(r, c) for c in NARROW), body, result)  # type: ignore[call-arg]
+
+    return (rows.select(*NARROW).rdd.map(lambda r: (r.part, r))
+            .groupByKey(numPartitions=partitions).flatMap(read))
+
+
+def decide_groups(paired, events, config: DedupConfig, keys: tuple[str, ...], jsonl: frozenset, partitions: int):
+    """Decision rows of the pages `paired` (an RDD of Paired), each group in one task with the
+    events (sites.py) keyed by its group."""
+    rows = paired.map(lambda r: (r.group, (0, r)))
+    due = events.rdd.map(lambda e: (e.group, (1, e)))
+
+    def task(it):
+        pages: list = []
+        events_: list = []
+        for _, (tag, r) in it:
+            (events_ if tag else pages).append(r)
+        units = {r.group[0] for r in pages}  # (a page of a component in this task is filed when decided)
+        return decide_partition(pages, config, keys, jsonl, [e for e in events_ if e.from_unit not in units])
+
+    return rows.union(due).partitionBy(partitions).mapPartitions(task)
+
+
+def narrow_pages(spark, work: str):
+    """Every page's narrow row (no text: the extraction is in its part's results file) with its
+    component (`unit`, null: in no pair): the only join over every page the stage makes."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    from ..sources import PAGE
+
+    sig = spark.read.parquet(os.path.join(work, "signatures")).where(F.col("kind") == PAGE).select(
+        "seq", "url", "words", "time", "score", "canonical", "file_no", "part", "state")
+    return sig.join(spark.read.parquet(os.path.join(work, "components")), "seq", "left")
+
+
+def decisions(spark, work: str, config: DedupConfig, keys: tuple[str, ...], jsonl: frozenset, path: str,
+              piece: int = PIECE) -> dict:
+    """The decisions stage, written to `path`; returns its counts for the summary."""
+    import os
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    from .signatures import RESULTS
+
+    results = os.path.join(work, RESULTS) if "://" not in work else work.rstrip("/") + "/" + RESULTS
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    places = spark.read.parquet(os.path.join(work, "order"))
+    events = spark.read.parquet(os.path.join(work, "sites"))
+    pages = narrow_pages(spark, work)
+    single = pages.where(F.col("unit").isNull())
+    skipped = F.col("state").startswith("skip:")
+    # a page in no pair: no match is possible, its decision is its own (signatures.page_state)
+    plain = single.where(F.col("state") != "text").select(
+        "seq", F.lit(0).cast("long").alias("step"), F.lit(0).alias("dropped"), F.lit(0).alias("flagged"),
+        F.when(skipped, F.lit("skipped")).alias("reason"), F.lit(None).cast("long").alias("leader"),
+        F.when(skipped, F.expr("substring(state, 6)")).alias("note"), F.lit(None).cast("string").alias("record"))
+    grouped = pages.where(F.col("unit").isNotNull()).unionByName(
+        single.where(F.col("state") == "text").withColumn("unit", F.col("seq")))
+    sizes = grouped.groupBy("unit").agg(F.count("*").alias("usize"))
+    g = grouped.join(places, "seq").join(sizes, "unit")
+    # a component past `piece`: its first pages in the policy's order (a top-k a unit, partial
+    # before the shuffle), the others in pieces by a hash of the page
+    first = (g.where(F.col("usize") > piece).withColumn("rn", F.row_number().over(
+        Window.partitionBy("unit").orderBy("place"))).where(F.col("rn") <= piece).select("seq", F.lit(True).alias("first")))
+    pieces = F.ceil((F.col("usize") - piece) / piece).cast("long")
+    g = g.join(first, "seq", "left").withColumn("piece", F.when(
+        (F.col("usize") <= piece) | F.col("first").isNotNull(), F.lit(0)).otherwise(
+        1 + F.pmod(F.xxhash64("seq"), pieces))).withColumn("seed", F.lit(False))
+    g = g.withColumn("group", F.struct("unit", "piece")).persist()
+    paired = fetch(g.where(F.col("piece") == 0), results, n)
+    ev0 = events.withColumn("group", F.struct("unit", F.lit(0).cast("long").alias("piece")))
+    decided = spark.createDataFrame(decide_groups(paired, ev0, config, keys, jsonl, n), schema())
+    plain.unionByName(decided).write.mode("overwrite").parquet(path)
+    rest = g.where(F.col("piece") > 0)
+    stats = sizes.agg(F.max("usize").alias("largest"), F.max(F.least("usize", F.lit(piece))).alias("one_task"),
+                      F.sum(F.when(F.col("usize") > piece, 1).otherwise(0)).alias("big")).first()
+    if stats.big:
+        kept = (spark.read.parquet(path).where((F.col("dropped") == 0) & (F.col("flagged") == 0)
+                                               & F.col("reason").isNull()).select("seq"))
+        wanted = rest.select("unit", "piece").distinct()
+        seeds = (g.where(F.col("piece") == 0).join(kept, "seq").drop("group", "piece", "seed")
+                 .join(wanted, "unit").withColumn("seed", F.lit(True))
+                 .withColumn("group", F.struct("unit", "piece")))
+        more = fetch(rest.unionByName(seeds.select(*rest.columns)), results, n)
+        ev = events.join(wanted, "unit").withColumn("group", F.struct("unit", "piece"))
+        spark.createDataFrame(decide_groups(more, ev, config, keys, jsonl, n), schema()).write.mode(
+            "append").parquet(path)
+    g.unpersist()
+    return {"largest_component": stats.largest or 0, "largest_decided_in_one_task": stats.one_task or 0,
+            "components_in_pieces": stats.big or 0}

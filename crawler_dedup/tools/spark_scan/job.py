@@ -19,8 +19,10 @@ from ..scan.options import Options, ScanError, checked_inputs
 from ..scan.pass3_write import load_summary, save_summary
 from ..sources import PAGE
 
-STAGES = ("signatures", "pairs", "components", "order", "sites", "decisions")
-JOB_VERSION = 2  # (2: the order and sites stages; a stopped job of version 1 is run again from its start)
+PARTITION_BYTES = 64 * 1024**2
+ENDPOINT_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+STAGES = ("signatures", "order", "pairs", "components", "sites", "decisions")
+JOB_VERSION = 3  # (3: narrow signatures, exact copies collapsed; a stopped job of an older version runs again from its start)
 
 
 def _say(line: str) -> None:
@@ -30,9 +32,11 @@ def _say(line: str) -> None:
 class SparkScan:
     def __init__(self, opts: Options, master: str | None = "local[*]", say: Callable[[str], None] = _say,
                  partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False,
-                 work: str | None = None, spark_conf: list[tuple[str, str]] | None = None):
+                 work: str | None = None, spark_conf: list[tuple[str, str]] | None = None,
+                 join_outputs: bool = False):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
         self.spark_conf = list(spark_conf or [])
+        self.join_outputs = join_outputs  # the drop log and the groups as one file each (when small)
         self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
         self.counts: dict[str, int] = {}
         self.metrics: dict[str, dict] | None = {} if metrics else None  # per stage, from Spark's REST API
@@ -78,12 +82,12 @@ class SparkScan:
 
     def _open(self) -> dict:
         formats = checked_inputs(self.opts)
-        job_file = os.path.join(self.work, "job.json")
+        job_file = files.join(self.work, "job.json")
         if self.opts.restart:
-            for name in ("kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json", ".droplog-parts"):
+            for name in ("kept", "dropped", "droplog", "clusters", "droplog.jsonl", "clusters.jsonl", "summary.json"):
                 files.remove(files.join(self.out, name))
             files.remove(self.work)
-        elif not os.path.exists(job_file) and files.info(self.out)[0] == "dir" and [
+        elif files.info(job_file)[0] != "file" and files.info(self.out)[0] == "dir" and [
                 n for n in files.listdir(self.out) if n != ".spark"]:
             raise ScanError(f"--out {self.opts.out} holds other files: give an empty or new folder "
                             "(a Spark scan writes kept/, dropped/ and the logs there)")
@@ -91,9 +95,9 @@ class SparkScan:
         if why is not None:  # (before any work)
             raise ScanError(f"--out {self.opts.out} cannot be written: {why}")
         described = self._described(formats)
-        if os.path.exists(job_file):
-            with open(job_file, encoding="utf-8") as fh:
-                recorded = json.load(fh)
+        if files.info(job_file)[0] == "file":
+            with files.open_read(job_file) as fh:
+                recorded = json.loads(fh.read().decode("utf-8"))
             if {k: v for k, v in recorded.items() if k not in ("done", "files", "stats")} != described:
                 what = [k for k in described if described[k] != recorded.get(k)]
                 raise ScanError(f"{self.opts.out} holds a Spark scan with other {', '.join(what)}: give the same "
@@ -103,16 +107,13 @@ class SparkScan:
                     raise ScanError(f"{path} changed since this scan read it: --restart to scan it again")
             return recorded
         described["files"] = [list(files.info(p)[1:]) for p in described["inputs"]]
-        os.makedirs(self.work, exist_ok=True)
+        files.makedirs(self.work)
         described["done"] = []
         self._save(described)
         return described
 
     def _save(self, job: dict) -> None:
-        tmp = os.path.join(self.work, "job.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(job, fh, indent=1)
-        os.replace(tmp, os.path.join(self.work, "job.json"))
+        files.write_bytes(files.join(self.work, "job.json"), json.dumps(job, indent=1).encode("utf-8"))
 
     def _session(self):
         try:
@@ -129,8 +130,8 @@ class SparkScan:
             # executors run this package's Python (spark-submit: its own --conf spark.pyspark.python)
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        for name, value in os.environ.items():  # the object stores' credentials and endpoint, to the executors too
-            if name.startswith(("AWS_", "GOOGLE_APPLICATION_CREDENTIALS")):
+        for name, value in os.environ.items():  # where the object store is; never its credentials: an executor
+            if name in ENDPOINT_ENV:             # takes them from its own chain (a role), refreshed by the SDK
                 builder = builder.config(f"spark.executorEnv.{name}", value)
         # on a terminal Spark's stage bar; in a log, the stage lines this job prints only. Spark's
         # web UI only when asked (--spark-conf spark.ui.enabled=true): a port opened by a batch
@@ -141,9 +142,10 @@ class SparkScan:
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet}")
         for name, value in self.spark_conf:  # the user's, over this job's defaults
             builder = builder.config(name, value)
+        if self.partitions:
+            builder = builder.config("spark.sql.shuffle.partitions", str(self.partitions))
         try:
             spark = (builder.appName("crawler-dedup scan")
-                     .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
                      .config("spark.python.worker.reuse", "true")
                      # no table is broadcast: it would be built on the driver, whose memory must not
                      # grow with the archive (a join is a shuffle, whatever Spark's size estimate)
@@ -151,6 +153,8 @@ class SparkScan:
         except Exception as exc:  # no Java, a master that does not answer
             raise ScanError(self._not_started(exc)) from None
         spark.sparkContext.setLogLevel("WARN")
+        if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+            spark.conf.set("spark.sql.shuffle.partitions", str(self._partitions(spark)))
         # Ctrl-C stops the job as any command stops (pyspark's own handler cancels the jobs through
         # the gateway while a call is in flight and prints its tracebacks); py4j's logs go quiet
         import logging
@@ -161,6 +165,13 @@ class SparkScan:
         # (py4j logs an interrupted call to the root logger, traceback and all)
         logging.getLogger().addFilter(lambda record: "while sending command" not in str(record.msg))
         return spark
+
+    def _partitions(self, spark) -> int:
+        """Tasks of a shuffle when neither --partitions, --spark-conf nor spark-defaults say: one a
+        PARTITION_BYTES of input, at least twice the cores (Spark's adaptive execution joins the
+        small ones)."""
+        total = sum(files.info(p)[1] for p in self.opts.inputs)
+        return max(2 * spark.sparkContext.defaultParallelism, -(-total // PARTITION_BYTES))
 
     def _not_started(self, exc: Exception) -> str:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -186,8 +197,8 @@ class SparkScan:
         seconds: dict[str, float] = {}
         try:
             for stage in STAGES:
-                path = os.path.join(self.work, stage)
-                if stage in job["done"] and os.path.exists(os.path.join(path, "_SUCCESS")):
+                path = files.join(self.work, stage)
+                if stage in job["done"] and files.info(files.join(path, "_SUCCESS"))[0] == "file":
                     self.say(f"{stage}: done before, not run again")
                     continue
                 self.say(f"{stage}: running")
@@ -223,24 +234,50 @@ class SparkScan:
         return summary
 
     def _signatures(self, spark, path: str, job: dict) -> None:
-        from .signatures import SPLIT_BYTES, read_file, schema, splits
+        from .signatures import RESULTS, SPLIT_BYTES, read_file, schema, splits
 
         config, fields = self.config, self.opts.fields
         size = self.split_bytes
         if size is None:  # parts enough for every core twice over, of 1 to 64 MiB
-            total = sum(files.size(p) for p, fmt in zip(job["inputs"], job["formats"]) if fmt == "jsonl")
+            total = sum(files.size(p) for p in job["inputs"])
             cores = spark.sparkContext.defaultParallelism
             size = max(1 << 20, min(SPLIT_BYTES, -(-total // max(1, 2 * cores))))
-        parts = [part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, size)]
-        rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(
-            lambda t: read_file(t[0], t[1], t[2], config, fields, t[3], t[4]))  # one task a part
+        parts = [(i, *part) for i, part in enumerate(
+            part for no, (p, fmt) in enumerate(zip(job["inputs"], job["formats"])) for part in splits(no, p, fmt, size))]
+        results = files.join(self.work, RESULTS)
+        rdd = spark.sparkContext.parallelize(parts, len(parts)).flatMap(  # one task a part
+            lambda t: read_file(t[1], t[2], t[3], config, fields, t[4], t[5], t[0], results))
         spark.createDataFrame(rdd, schema()).write.mode("overwrite").parquet(path)
+        cut = sorted({t[1] for t in parts if t[4] > 0})
+        if cut:
+            self._to_the_damage(spark, path, cut)
+
+    def _to_the_damage(self, spark, path: str, cut: list[int]) -> None:
+        """A file read in parts is read as one task reads it: to its first damage (a later part
+        read on past it; the one-machine scan, and the write stage's copy, stop there)."""
+        from pyspark.sql import functions as F
+
+        from ..sources import DAMAGED
+
+        sig = spark.read.parquet(path)
+        damage = (sig.where((F.col("kind") == DAMAGED) & F.col("file_no").isin(cut)).groupBy("file_no")
+                  .agg(F.min("offset").alias("cut_at")))
+        if damage.isEmpty():
+            return
+        clean = files.join(self.work, "signatures-clean")
+        keep = F.col("cut_at").isNull() | (F.col("offset") < F.col("cut_at")) | (
+            (F.col("offset") == F.col("cut_at")) & (F.col("kind") == DAMAGED))
+        sig.join(damage, "file_no", "left").where(keep).dropDuplicates(["seq"]).select(*sig.columns).write.mode(
+            "overwrite").parquet(clean)
+        files.remove(path)
+        files.replace(clean, path)
 
     def _pairs(self, spark, path: str, job: dict) -> None:
         from .candidates import pairs
 
         sig = spark.read.parquet(os.path.join(self.work, "signatures"))
-        pairs(sig, self.config.k).write.mode("overwrite").parquet(path)
+        places = spark.read.parquet(os.path.join(self.work, "order"))
+        pairs(sig, places, self.config.k).write.mode("overwrite").parquet(path)
 
     def _components(self, spark, path: str, job: dict) -> None:
         """The groups the pairs make, in Spark (the driver holds none of them); the largest one's
@@ -270,49 +307,16 @@ class SparkScan:
         events(spark, self.work).write.mode("overwrite").parquet(path)
 
     def _decisions(self, spark, path: str, job: dict) -> None:
-        """Pages of a component are brought to one task (a shuffle of their rows), with what other
-        components' pages had filed under their site's lines and headlines by their turn (sites.py);
-        a page in no pair is decided where it was read (its row does not move: most pages of a crawl)."""
-        from pyspark.sql import functions as F
+        """Paired pages brought to one task a component (a large one in pieces), their extractions
+        read back for them alone, with what other components' pages had filed under their site's
+        lines and headlines by their turn (sites.py); a page in no pair decided from its row."""
+        from .decide import decisions
 
-        from .decide import decide_partition, schema
-
-        sig = spark.read.parquet(os.path.join(self.work, "signatures")).where(F.col("kind") == PAGE)
-        units = spark.read.parquet(os.path.join(self.work, "components"))
-        places = spark.read.parquet(os.path.join(self.work, "order"))
-        events = spark.read.parquet(os.path.join(self.work, "sites"))
-        paired = units.count()
-        cols = ("seq", "url", "words", "time", "score", "canonical", "file_no", "body", "result")
-        pages = sig.join(units, "seq", "left")
-        n = self.partitions or max(2, spark.sparkContext.defaultParallelism * 2)
-        config, keys = self.config, self.keys
         jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
-        # a page in no pair: no match is possible, its decision is its own (signatures.page_state);
-        # only what the Deduplicator must decide goes through one
-        single = pages.where(F.col("unit").isNull())
-        skipped = F.col("state").startswith("skip:")
-        plain = single.where(F.col("state") != "text").select(
-            "seq", F.lit(0).cast("long").alias("step"), F.lit(0).alias("dropped"), F.lit(0).alias("flagged"),
-            F.when(skipped, F.lit("skipped")).alias("reason"), F.lit(None).cast("long").alias("leader"),
-            F.when(skipped, F.expr("substring(state, 6)")).alias("note"), F.lit(None).cast("string").alias("record"))
-        alone = single.where(F.col("state") == "text").select(*cols).rdd.mapPartitions(
-            lambda it: decide_partition(it, config, keys, jsonl))
-        rows = (pages.where(F.col("unit").isNotNull()).join(places, "seq").select("unit", "place", *cols).rdd
-                .map(lambda r: (r.unit, (0, r))))
-        due = events.rdd.map(lambda e: (e.unit, (1, e)))
-
-        def task(it):
-            pages_: list = []
-            events_: list = []
-            for _, (tag, r) in it:
-                (events_ if tag else pages_).append(r)
-            mine = {r.unit for r in pages_}  # (a page of a component in this task is filed when decided)
-            return decide_partition(pages_, config, keys, jsonl, [e for e in events_ if e.from_unit not in mine])
-
-        together = rows.union(due).partitionBy(n).mapPartitions(task)
-        decided = spark.createDataFrame(alone.union(together), schema())
-        plain.unionByName(decided).write.mode("overwrite").parquet(path)
-        self.say(f"decisions: {paired} pages in components of two or more")
+        got = decisions(spark, self.work, self.config, self.keys, jsonl, path)
+        job["stats"] = {**job.get("stats", {}), **got}
+        self.say(f"decisions: the largest component {got['largest_component']} pages, "
+                 f"{got['components_in_pieces']} decided in pieces")
 
     def _write(self, spark, job: dict) -> dict:
         """The scan's outputs, written by the executors (write.py): the driver gathers one line of
@@ -321,7 +325,8 @@ class SparkScan:
 
         from ..scan.pass3_write import copy_file
         from ..sources import DAMAGED
-        from .write import add_counts, clusters, empty_counts, join_droplog, routes, write_inputs
+        from .write import (CLUSTERS, DROPLOG, add_counts, clusters, empty_counts, join, routes, write_inputs,
+                            write_manifest)
 
         for sub in ("kept", "dropped"):
             files.makedirs(files.join(self.out, sub))
@@ -329,7 +334,7 @@ class SparkScan:
         inputs = [(path, fmt, names[no] if names.count(names[no]) == 1 else f"{no + 1:03d}-{names[no]}")
                   for no, (path, fmt) in enumerate(zip(job["inputs"], job["formats"]))]
         out, config, work = self.out, self.config, self.work
-        n = max(1, min(len(inputs), self.partitions or spark.sparkContext.defaultParallelism * 2))
+        n = max(1, min(len(inputs), int(spark.conf.get("spark.sql.shuffle.partitions"))))
         got = (routes(spark, work).rdd.map(lambda r: ((r.file_no, r.seq), r))
                .repartitionAndSortWithinPartitions(n, partitionFunc=lambda key: key[0])
                .mapPartitions(lambda it: write_inputs(it, out, inputs, config, work)).collect())
@@ -351,12 +356,13 @@ class SparkScan:
             if errors.get(no):
                 per["damaged"] = errors[no]
             files_out.append(per)
-        file_nos = list(range(len(inputs)))
-        spark.sparkContext.parallelize([0], 1).foreach(lambda _: join_droplog(out, file_nos))
-        clusters(spark, work, out, self.keys, [p for p, _, _ in inputs])
+        write_manifest(files.join(out, DROPLOG), len(inputs))
+        write_manifest(files.join(out, CLUSTERS), clusters(spark, work, out, self.keys, [p for p, _, _ in inputs]))
+        logs = {name: files.join(out, name) for name in (DROPLOG, CLUSTERS)}
+        if self.join_outputs:  # one file each, when small: the parts go once the file is whole
+            logs = {name: join(files.join(out, name), files.join(out, f"{name}.jsonl")) for name in logs}
         return {"out": out, "policy": list(self.keys), "inputs": files_out, **counts,
-                "droplog": files.join(out, "droplog.jsonl"), "clusters": files.join(out, "clusters.jsonl"),
-                "index": None, **job.get("stats", {})}
+                "droplog": logs[DROPLOG], "clusters": logs[CLUSTERS], "index": None, **job.get("stats", {})}
 
 
 def stage_metrics(spark) -> dict[str, dict]:

@@ -6,11 +6,16 @@ archive (it gathers one line of counts an input).
   after the page it is concurrent to, a revisit after its original (its payload's first page).
 - Each input is copied by one task (its records sorted within the task, streamed): OUT/kept/ and
   OUT/dropped/ the one-machine scan's very files, with the one write loop both engines share
-  (pass3_write.copy_file); its drop-log lines to a part of its own under OUT/.droplog-parts/.
+  (pass3_write.copy_file); its drop-log lines to a part of its own, OUT/droplog/part-NNNNNNN.jsonl.
 - OUT may be a folder here or on a filesystem of its own (files.py: s3://, hdfs://, ...).
-- The drop log's parts are joined into OUT/droplog.jsonl by one task, in input order; the
-  clusters file is grouped, sorted and written in Spark, a record's position numbered as the
-  one-machine scan numbers it (its place among every input's records).
+- The groups (OUT/clusters/) are grouped and sorted in Spark, range-partitioned, a part a task, a
+  record's position numbered as the one-machine scan numbers it (its place among every input's
+  records).
+- Each folder's _manifest.json lists its parts in order, written by the driver after every part
+  (one listing): a reader takes the parts it names (droplog.parts_of), a folder without one is
+  unfinished. `join` makes one file of them (--join-outputs, a small output): written whole
+  under another name, renamed, and only then the parts removed; run again, a joined file of the
+  manifest's size is not written twice, and no file is ever written from missing parts.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from .. import files
 from ..scan.pass3_write import Route, copy_file, records, scores
 from ..sources import INFO, PAGE, RELATED, REVISIT
 
-DROPLOG_PARTS = ".droplog-parts"  # under OUT: one part an input, joined into droplog.jsonl at the end
+DROPLOG, CLUSTERS = "droplog", "clusters"  # folders of parts under OUT
+JOIN_LIMIT = 2 * 1024**3  # --join-outputs: past this, the parts stay (one task, one file would be the bottleneck)
 
 
 def routes(spark, work: str):
@@ -101,7 +107,7 @@ def write_inputs(rows: Iterator, out: str, inputs: list[tuple[str, str, str]], c
 
 
 def _write_one(file_no: int, rows: Iterator, out: str, inputs, config: DedupConfig, work: str) -> tuple[int, dict, dict]:
-    files.makedirs(files.join(out, DROPLOG_PARTS))
+    files.makedirs(files.join(out, DROPLOG))
     path, fmt, output = inputs[file_no]
     counts = empty_counts()
 
@@ -124,7 +130,7 @@ def _write_one(file_no: int, rows: Iterator, out: str, inputs, config: DedupConf
 
     def write_line(record: dict) -> None:
         if not log:
-            log.append(files.open_write(files.join(out, DROPLOG_PARTS, f"{file_no:07d}.jsonl")))
+            log.append(files.open_write(files.join(out, DROPLOG, part_name(file_no))))
         log[0].write((dumps(record) + "\n").encode("utf-8"))
 
     try:
@@ -151,24 +157,55 @@ def add_counts(total: dict, more: dict) -> dict:
     return total
 
 
-def join_droplog(out: str, file_nos: list[int]) -> None:
-    """The drop log's parts, in input order, as OUT/droplog.jsonl (one task's work); the parts go."""
-    parts = files.join(out, DROPLOG_PARTS)
-    target = files.join(out, "droplog.jsonl")
-    with files.open_write(target) as fh:
-        there = set(files.listdir(parts)) if files.info(parts)[0] == "dir" else set()
-        for no in file_nos:
-            name = f"{no:07d}.jsonl"
-            if name in there:
-                with files.open_read(files.join(parts, name)) as src:
+def part_name(no: int) -> str:
+    return f"part-{no:07d}.jsonl"
+
+
+def write_manifest(folder: str, count: int) -> dict:
+    """FOLDER/_manifest.json: the parts part-0000000 .. part-<count - 1> there are, in order, with
+    their sizes (one listing of the folder)."""
+    from ...droplog import MANIFEST
+
+    files.makedirs(folder)
+    sizes = files.sizes(folder)
+    names = [part_name(no) for no in range(count) if part_name(no) in sizes]
+    manifest = {"format": "jsonl", "parts": [{"name": n, "bytes": sizes[n]} for n in names],
+                "bytes": sum(sizes[n] for n in names)}
+    files.write_bytes(files.join(folder, MANIFEST), json.dumps(manifest, indent=1).encode("utf-8"))
+    return manifest
+
+
+def join(folder: str, target: str, limit: int = JOIN_LIMIT) -> str:
+    """The parts of `folder` as the one file `target`, then the folder removed; `folder` kept (and
+    returned) when the output is past `limit`."""
+    from ...droplog import MANIFEST
+
+    if files.info(folder)[0] != "dir":  # joined before: the parts went after the file was whole
+        if files.info(target)[0] != "file":
+            raise FileNotFoundError(f"neither {folder} nor {target} is there: run the scan with --restart")
+        return target
+    with files.open_read(files.join(folder, MANIFEST)) as fh:
+        manifest = json.loads(fh.read().decode("utf-8"))
+    if manifest["bytes"] > limit:
+        return folder
+    if files.info(target)[:2] != ("file", manifest["bytes"]):
+        tmp = target + ".joining"
+        with files.open_write(tmp) as fh:
+            for part in manifest["parts"]:
+                with files.open_read(files.join(folder, part["name"])) as src:
                     while chunk := src.read(1 << 20):
                         fh.write(chunk)
-    files.remove(parts)
+        if files.size(tmp) != manifest["bytes"]:
+            raise OSError(f"{tmp}: {files.size(tmp)} bytes written of {manifest['bytes']}")
+        files.replace(tmp, target)
+    files.remove(folder)
+    return target
 
 
-def clusters(spark, work: str, out: str, keys: tuple[str, ...], paths: list[str]) -> None:
-    """OUT/clusters.jsonl: each group, its kept page and its dropped ones, sorted as the one-machine
-    scan sorts them (by the kept page's position), written by one task."""
+def clusters(spark, work: str, out: str, keys: tuple[str, ...], paths: list[str]) -> int:
+    """OUT/clusters/: each group, its kept page and its dropped ones, sorted as the one-machine scan
+    sorts them (by the kept page's position), in range parts a task each; returns how many parts
+    there may be."""
     from pyspark.sql import functions as F
 
     sig = spark.read.parquet(os.path.join(work, "signatures"))
@@ -201,16 +238,20 @@ def clusters(spark, work: str, out: str, keys: tuple[str, ...], paths: list[str]
             "url": key[2], "outside": "kept outside this scan (another scan into the shared index)"}
         return dumps({"kept": kept, "dropped": [t[1] for t in items], "size": 1 + len(items), "policy": list(keys)})
 
-    lines = rows.rdd.map(keyed).groupByKey().map(lambda kv: (kv[0], line(kv))).sortByKey(numPartitions=1).values()
-    target = files.join(out, "clusters.jsonl")
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    lines = rows.rdd.map(keyed).groupByKey().map(lambda kv: (kv[0], line(kv))).sortByKey(numPartitions=n).values()
+    folder = files.join(out, CLUSTERS)
+    files.makedirs(folder)
 
-    def write(it):
-        with files.open_write(target) as fh:
-            for text in it:
-                fh.write((text + "\n").encode("utf-8"))
+    def write(no, it):
+        fh = None
+        for text in it:
+            if fh is None:
+                fh = files.open_write(files.join(folder, part_name(no)))
+            fh.write((text + "\n").encode("utf-8"))
+        if fh is not None:
+            fh.close()
         return iter(())
 
-    lines.coalesce(1).mapPartitions(write).count()
-    if files.info(target)[0] != "file":  # (no group at all: no task ran)
-        with files.open_write(target):
-            pass
+    lines.mapPartitionsWithIndex(write).count()
+    return lines.getNumPartitions()
