@@ -54,7 +54,8 @@ def corpus(n: int, seed: int = 1) -> list[tuple[str, str, str]]:
         i = len(docs)
         r = rnd.random()
         if r < 0.20:
-            docs.append((f"https://site{i}.example/missing/{i}", SOFT_404, "soft-404"))
+            # (each host's own page: the score keeps a short text on two sites apart, so no drop is expected)
+            docs.append((f"https://site{i}.example/missing/{i}", SOFT_404, f"soft-404-{i}"))
             continue
         if r < 0.23:
             host = f"parked{i}.example"

@@ -381,6 +381,27 @@ def s3(monkeypatch, tmp_path):
         files._fs.cache_clear()
 
 
+def test_a_component_past_the_limit_is_decided_in_pieces_as_on_one_machine(tmp_path, pages):
+    """A flood (one article under 70 URLs, a parked page on 40 hosts, a short notice on 50 hosts
+    that the score keeps apart) among the groups, decided in pieces of 16 pages: the drops are the
+    one-machine scan's, and the summary says how large a piece was."""
+    flood = [(f"https://m{i}.example/story", pages[0][1], pages[0][2]) for i in range(70)]
+    parked = [(f"https://parked{i}.example/", (f"<html><body><p>parked{i}.example is for sale. The domain "
+               f"parked{i}.example may be available. " + "Related searches: travel, insurance, loans, hotels, "
+               "flights, credit cards, cheap tickets, best deals. " * 3 + "</p></body></html>").encode(), None)
+              for i in range(40)]
+    notice = [(f"https://s{i}.example/missing", "<html><body><p>Page not found. The page you are looking for "
+               "does not exist, was moved or is temporarily unavailable. Please check the address or go back "
+               "to the home page.</p></body></html>".encode(), None) for i in range(50)]
+    mixed = pages + flood + parked + notice
+    random.Random(7).shuffle(mixed)
+    path = write_jsonl(tmp_path / "crawl.jsonl", mixed)
+    a, b, (local, spark), _ = both([path], tmp_path, piece=16)
+    agree = agreement(local, spark)
+    assert a["dropped"] > 100 and agree["differ"] == 0, agree
+    assert b["largest_component"] >= 70 and b["components_in_pieces"] >= 2 and b["largest_decided_in_one_task"] == 16
+
+
 def test_a_job_stopped_after_the_drop_logs_parts_went_keeps_every_line(tmp_path, pages, monkeypatch):
     """--join-outputs: the job dies just after the parts of the joined drop log are removed; run
     again, it finishes with every line (never an empty or half file from parts no longer there)."""

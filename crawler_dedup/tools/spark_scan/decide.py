@@ -36,6 +36,7 @@ from .sites import apply
 
 DECISION_COLUMNS = ("seq", "step", "dropped", "flagged", "reason", "leader", "note", "record")
 PIECE = 4000  # pages of a component decided in one task
+SEEDS = 256  # the first piece's kept pages a later piece is decided after (a flood kept apart keeps them all)
 NARROW = ("seq", "url", "words", "time", "score", "canonical", "file_no", "part", "place", "group", "seed")
 Paired = namedtuple("Paired", ["seq", "url", "words", "time", "score", "canonical", "file_no", "part", "place", "group",
                                "seed", "body", "result"])  # NARROW and the results file's columns
@@ -216,7 +217,9 @@ def decisions(spark, work: str, config: DedupConfig, keys: tuple[str, ...], json
         kept = (spark.read.parquet(path).where((F.col("dropped") == 0) & (F.col("flagged") == 0)
                                                & F.col("reason").isNull()).select("seq"))
         wanted = rest.select("unit", "piece").distinct()
-        seeds = (g.where(F.col("piece") == 0).join(kept, "seq").drop("group", "piece", "seed")
+        first_kept = Window.partitionBy("unit").orderBy("place")
+        seeds = (g.where(F.col("piece") == 0).join(kept, "seq").withColumn("rn", F.row_number().over(first_kept))
+                 .where(F.col("rn") <= SEEDS).drop("group", "piece", "seed", "rn")
                  .join(wanted, "unit").withColumn("seed", F.lit(True))
                  .withColumn("group", F.struct("unit", "piece")))
         more = fetch(rest.unionByName(seeds.select(*rest.columns)), results, n)

@@ -33,10 +33,11 @@ class SparkScan:
     def __init__(self, opts: Options, master: str | None = "local[*]", say: Callable[[str], None] = _say,
                  partitions: int | None = None, split_bytes: int | None = None, metrics: bool = False,
                  work: str | None = None, spark_conf: list[tuple[str, str]] | None = None,
-                 join_outputs: bool = False):
+                 join_outputs: bool = False, piece: int | None = None):
         self.opts, self.master, self.say, self.partitions = opts, master, say, partitions
         self.spark_conf = list(spark_conf or [])
         self.join_outputs = join_outputs  # the drop log and the groups as one file each (when small)
+        self.piece = piece  # pages of a component decided in one task (None: decide.PIECE)
         self.split_bytes = split_bytes  # None: SPLIT_BYTES, less when that leaves cores idle
         self.counts: dict[str, int] = {}
         self.metrics: dict[str, dict] | None = {} if metrics else None  # per stage, from Spark's REST API
@@ -313,7 +314,8 @@ class SparkScan:
         from .decide import decisions
 
         jsonl = frozenset(no for no, fmt in enumerate(job["formats"]) if fmt == "jsonl")
-        got = decisions(spark, self.work, self.config, self.keys, jsonl, path)
+        got = decisions(spark, self.work, self.config, self.keys, jsonl, path, **(
+            {"piece": self.piece} if self.piece else {}))
         job["stats"] = {**job.get("stats", {}), **got}
         self.say(f"decisions: the largest component {got['largest_component']} pages, "
                  f"{got['components_in_pieces']} decided in pieces")
