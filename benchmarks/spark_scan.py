@@ -104,7 +104,7 @@ def run_format(pages, ignore, fmt: str, master: str, jobs: int, tmp: str, local_
     return {"format": fmt, "pages": b["pages"], "local_s": t1 - t0, "spark_s": t2 - t1, "stages": b["seconds"],
             "agree": agree, "q_local": quality(local, pages, ignore) if a is not None else None,
             "q_spark": quality(spark, pages, ignore), "dropped": (a["dropped"] if a else None, b["dropped"]), "metrics": job.metrics, "pairs": job.counts.get("pairs", 0),
-            "bytes": {s: du(os.path.join(work, s)) for s in ("signatures", "pairs", "components", "decisions")}}
+            "bytes": {s: du(os.path.join(work, s)) for s in ("signatures", "results", "pairs", "components", "decisions")}}
 
 
 def report(r: dict, master: str, jobs: int) -> None:
@@ -128,7 +128,8 @@ def report(r: dict, master: str, jobs: int) -> None:
 def sizing(r: dict) -> None:
     n, m, b, pairs = r["pages"], r["metrics"] or {}, r["bytes"], r["pairs"]
     shuffle = sum(v["shuffle_write"] for v in m.values())
-    rows = [("signatures on disk (Parquet, with each page's extraction)", b["signatures"] / n),
+    rows = [("signatures on disk (Parquet, narrow: no text)", b["signatures"] / n),
+            ("extractions on disk (results/, a file a read task)", b["results"] / n),
             ("candidate pairs", pairs / n),
             ("pairs on disk (Parquet)", b["pairs"] / n),
             ("shuffle written, all stages", shuffle / n)]

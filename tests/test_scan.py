@@ -310,6 +310,30 @@ def test_bad_usage_is_a_message(tmp_path, pages):
     assert proc.returncode == 2 and "other files" in proc.stderr
 
 
+def test_inputs_as_globs_and_list_files(tmp_path, pages):
+    """A quoted glob is one listing (`**/` any folders), @FILE a list of paths and globs; a glob
+    that matches nothing, or a list naming a missing file, is a message before any work."""
+    from crawler_dedup.tools import files
+
+    (tmp_path / "crawl" / "day2").mkdir(parents=True)
+    a = write_jsonl(tmp_path / "crawl" / "a.jsonl", pages[:10])
+    b = write_jsonl(tmp_path / "crawl" / "day2" / "b.jsonl", pages[10:20])
+    (tmp_path / "crawl" / "notes.txt").write_text("x")
+    assert files.expand([str(tmp_path / "crawl" / "*.jsonl")]) == [a]
+    assert files.expand([str(tmp_path / "crawl" / "**" / "*.jsonl")]) == [a, b]
+    listed = tmp_path / "inputs.txt"
+    listed.write_text(f"# day one\n{a}\n\n{tmp_path / 'crawl' / 'day2' / '*.json[l]'}\n")
+    assert files.expand([f"@{listed}"]) == [a, b]
+    proc = cli("scan", str(tmp_path / "crawl" / "**" / "*.jsonl"), "--out", tmp_path / "o", "--jobs", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [f["input"] for f in json.loads(proc.stdout)["inputs"]] == [a, b]
+    proc = cli("scan", str(tmp_path / "crawl" / "*.warc.gz"), "--out", tmp_path / "o2")
+    assert proc.returncode == 2 and "no file matches" in proc.stderr
+    listed.write_text(f"{tmp_path / 'gone.jsonl'}\n")
+    proc = cli("scan", f"@{listed}", "--out", tmp_path / "o3")
+    assert proc.returncode == 2 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # -- interrupted --------------------------------------------------------------------------------
 
 def outputs(out):

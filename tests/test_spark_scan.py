@@ -46,8 +46,9 @@ def both(inputs, tmp_path, policy="longest", **kw):
     said = []
     local, spark = tmp_path / "local", tmp_path / "spark"
     a = Scan(Options(inputs=[str(p) for p in inputs], out=str(local), policy=policy)).run()
+    kw.setdefault("partitions", None if "spark_conf" in kw else 3)
     b = SparkScan(Options(inputs=[str(p) for p in inputs], out=str(spark), policy=policy), master=MASTER,
-                  say=said.append, partitions=3, **kw).run()
+                  say=said.append, **kw).run()
     return a, b, (str(local), str(spark)), said
 
 
@@ -223,19 +224,21 @@ def test_a_huge_bucket_pairs_neighbours_only_and_a_keys_limit_none():
     from crawler_dedup.tools.spark_scan.signatures import HEAD, KIND_SHIFT, PROBE, SITE_HEAD, TABLE, URL
 
     members = [(i, i * 3, i) for i in range(1000)]  # one URL's 1,000 captures
-    pairs = list(bucket_pairs((URL << KIND_SHIFT) | 7, members, 3))
-    assert len(pairs) == 999 * 8 - sum(range(8))  # each page with its next 8, not 499,500 pairs
+    pairs = set(bucket_pairs((URL << KIND_SHIFT) | 7, members, 3))
+    # each page with its next 8 and with the first, not 499,500 pairs
+    assert len(pairs) == 999 * 8 - sum(range(8)) + 999 - 8
     # what the one-machine index stops filing past its limit pairs nothing: a site's name in 9
     # titles, a site's headline on 3 pages, a shingle among the smallest of 201 pages
     head, site, probe = HEAD << KIND_SHIFT, SITE_HEAD << KIND_SHIFT, PROBE << KIND_SHIFT
     assert list(bucket_pairs(head, members[:9], 3)) == [] and len(list(bucket_pairs(head, members[:8], 3))) == 28
     assert list(bucket_pairs(site, members[:3], 3)) == [] and list(bucket_pairs(site, members[:2], 3)) == [(0, 1, True)]
-    assert list(bucket_pairs(probe, members[:201], 3)) == [] and list(bucket_pairs(probe, members[:200], 3))
+    over = set(bucket_pairs(probe, members[:201], 3))  # past the limit: each page with the first only
+    assert over == {(0, i, False) for i in range(1, 201)} and len(set(bucket_pairs(probe, members[:200], 3))) > 200
     assert all(not ok for _, _, ok in bucket_pairs(probe, members[:20], 3))  # a shingle's pairs: verified later
     small = list(bucket_pairs(TABLE << KIND_SHIFT, [(1, 0b0, 1), (2, 0b111, 2), (3, 0b1111, 3)], 3))
     assert small == [(1, 2, True), (2, 3, True)]  # the table's Hamming test: 1 and 3 are 4 bits apart
     # 5,000 pages of one fingerprint: a star on the first in the policy's order, 4,999 pairs
-    flood = list(bucket_pairs(TABLE << KIND_SHIFT, [(i, 42, 5000 - i) for i in range(5000)], 3))
+    flood = set(bucket_pairs(TABLE << KIND_SHIFT, [(i, 42, 5000 - i) for i in range(5000)], 3))
     assert len(flood) == 4999 and all(b == 4999 for _, b, _ in flood)
 
 
@@ -396,7 +399,8 @@ def test_a_component_past_the_limit_is_decided_in_pieces_as_on_one_machine(tmp_p
     mixed = pages + flood + parked + notice
     random.Random(7).shuffle(mixed)
     path = write_jsonl(tmp_path / "crawl.jsonl", mixed)
-    a, b, (local, spark), _ = both([path], tmp_path, piece=16)
+    a, b, (local, spark), _ = both([path], tmp_path, piece=16, spark_conf=[("spark.sql.shuffle.partitions", "5")])
+    assert b["shuffle_partitions"] == 5  # the user's setting over the job's own (and --partitions unset here)
     agree = agreement(local, spark)
     assert a["dropped"] > 100 and agree["differ"] == 0, agree
     assert b["largest_component"] >= 70 and b["components_in_pieces"] >= 2 and b["largest_decided_in_one_task"] == 16
@@ -450,6 +454,7 @@ def test_inputs_and_outputs_on_an_object_store(tmp_path, pages, s3, monkeypatch)
     summary = SparkScan(Options(inputs=inputs, out="s3://crawl/out"), master=MASTER, say=lambda line: None,
                         join_outputs=True).run()
     assert (summary["pages"], summary["kept"], summary["dropped"]) == (local["pages"], local["kept"], local["dropped"])
+    assert summary["shuffle_partitions"] == 4  # nothing set: from the input's size, at least twice local[2]'s cores
     got = {o["Key"] for o in s3.list_objects_v2(Bucket="crawl", Prefix="out/")["Contents"]}
     assert {"out/kept/crawl.jsonl", "out/dropped/a.warc.gz", "out/droplog.jsonl", "out/clusters.jsonl",
             "out/summary.json"} <= got and not any(k.startswith(("out/droplog/", "out/clusters/")) for k in got)

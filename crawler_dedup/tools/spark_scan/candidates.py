@@ -41,11 +41,19 @@ SIGN = -(1 << 63)  # a long XOR this orders as its unsigned value
 def bucket_pairs(key: int, members: Iterable[tuple[int, int | None, int]], k: int) -> Iterator[tuple[int, int, bool]]:
     """(smaller seq, larger seq, checked) of the pages a bucket holds, `members` (seq, signed fp
     or None, place): what `pairs` does in Spark, one bucket in Python (its reference in the
-    tests); `checked` False: a shingle's pair, still to be verified."""
+    tests); `checked` False: a shingle's pair, still to be verified. A pair may come twice."""
     kind = key >> KIND_SHIFT
     pages = sorted(set(members), key=lambda m: (m[2], m[0]))
     limit = LIMITS.get(kind)
-    if len(pages) < 2 or (limit is not None and len(pages) > limit):
+    if len(pages) < 2:
+        return
+    over = limit is not None and len(pages) > limit
+    if kind in (TABLE, PROBE, URL) and (over or len(pages) > CAP):  # each page and the bucket's first
+        s0, f0, _ = pages[0]
+        for seq, fp, _ in pages[1:]:
+            if kind != TABLE or (fp is not None and f0 is not None and ((fp ^ f0) & MASK).bit_count() <= k):
+                yield min(seq, s0), max(seq, s0), kind != PROBE
+    if over:
         return
     heads: dict[int, tuple[int, int | None]] = {}
     for seq, fp, _ in pages:  # the same fingerprint: a star on the first in the policy's order
@@ -112,6 +120,9 @@ def pairs(signatures, places, k: int):
     - the distinct fingerprints of a bucket are ranked and each linked to the next ones by an
       equi-join on (key, rank + d): all of them in a bucket of up to CAP, the next NEIGHBOURS
       in a larger one (a simhash table's pairs within k bits), the limits above;
+    - in a bucket past its kind's limit or past CAP, each page also links to the bucket's first
+      page in the policy's order (the one-machine index answers a key with the kept pages filed
+      under it first: a flood of one page or template drops against its first);
     - a pair found only through a shingle hash (PROBE) is verified on the two sketches with the
       floors the decision weighs candidates over (FLOOR_RESEMBLANCE, FLOOR_CONTAINMENT): one
       shared shingle joins no two articles.
@@ -134,7 +145,19 @@ def pairs(signatures, places, k: int):
     over = F.lit(False)
     for code, limit in LIMITS.items():
         over = over | ((F.col("kind") == code) & (F.col("n") > limit))
-    ex = ex.join(sizes, "key").where(~over & (F.col("n") > 1))
+    ex = ex.join(sizes, "key").where(F.col("n") > 1)
+    # a bucket past its limit (a shingle's: the index stops answering it once more kept pages hold
+    # it; a bucket of one page and its copies holds one kept page), or past CAP: each page also
+    # linked to its first page in the policy's order, the one filed first (shingle pairs verified)
+    first = ex.groupBy("key").agg(F.min_by(F.struct("seq", "fp"), F.struct("place", "seq")).alias("first"))
+    starred = F.col("kind").isin(TABLE, PROBE, URL) & (over | (F.col("n") > CAP))  # (a title part past its limit is a site's name)
+    crowd = ex.where(starred).join(first, "key").where(F.col("first.seq") != F.col("seq"))
+    near_first = F.bit_count(F.col("fp").bitwiseXOR(F.col("first.fp"))) <= k
+    firsts_ = crowd.where((F.col("kind") != TABLE) | (F.col("fp").isNotNull() & F.col("first.fp").isNotNull()
+                                                       & near_first)).select(
+        F.least("seq", "first.seq").alias("a"), F.greatest("seq", "first.seq").alias("b"),
+        (F.col("kind") != PROBE).alias("checked"))
+    ex = ex.where(~over)
     # the same fingerprint in a bucket: a star on its first page (an aggregate, then an equi-join)
     ex = ex.withColumn("fpk", F.coalesce("fp", F.lit(0)))
     head = ex.groupBy("key", "fpk").agg(F.min_by("seq", F.struct("place", "seq")).alias("head"))
@@ -155,7 +178,7 @@ def pairs(signatures, places, k: int):
     tested = (F.col("kind") != TABLE) | (F.col("a_fp").isNotNull() & F.col("b_fp").isNotNull() & near)
     linked = joined.where(tested).select(F.least("a_seq", "b_seq").alias("a"), F.greatest("a_seq", "b_seq").alias("b"),
                                          (F.col("kind") != PROBE).alias("checked"))
-    edges = (copies.unionByName(stars).unionByName(linked).groupBy("a", "b")
+    edges = (copies.unionByName(firsts_).unionByName(stars).unionByName(linked).groupBy("a", "b")
              .agg(F.max(F.col("checked").cast("int")).alias("checked")))
     return edges.where(F.col("checked") == 1).select("a", "b").unionByName(
         verified(edges.where(F.col("checked") == 0).select("a", "b"), signatures))

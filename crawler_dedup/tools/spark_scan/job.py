@@ -195,6 +195,7 @@ class SparkScan:
             summary["already_done"] = True
             return summary
         spark = self._session()
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         seconds: dict[str, float] = {}
         try:
             for stage in STAGES:
@@ -229,6 +230,7 @@ class SparkScan:
                 pass
         summary["seconds"] = seconds
         summary["engine"] = "spark"
+        summary["shuffle_partitions"] = partitions
         save_summary(self.out, summary)
         job["done"] = [*job["done"], "written"]
         self._save(job)
