@@ -77,6 +77,8 @@ def test_jsonl_read_in_parts_decides_as_the_one_machine_scan(tmp_path, pages):
     assert b["clusters"] == os.path.join(spark, "clusters") and os.path.isfile(os.path.join(spark, "clusters", "_manifest.json"))
     assert sorted(groups_of(os.path.join(local, "clusters.jsonl")), key=json.dumps) == sorted(
         groups_of(b["clusters"]), key=json.dumps)
+    shown = cli("inspect", "--log", b["droplog"], "--json")  # a drop log in parts reads as one
+    assert shown.returncode == 0 and json.loads(shown.stdout)["records"] == b["dropped"], shown.stderr
     # the decisions stage: one join over every page, of narrow rows (no extraction in any
     # exchange); each paired page's extraction read back from its part's file, the others' never
     from pyspark.sql import SparkSession

@@ -166,44 +166,57 @@ def stream(path: str, malformed: Malformed, progress: Progress | None = None,
     JSON objects with the required keys and sane values (`problem`) are counted in `malformed`,
     never raised; `rejected(line number, parsed JSON, why)` sees each JSON one of them;
     `progress(bytes read, file size)` is called now and then (the CLI's progress bar)."""
+    from ..droplog import MANIFEST, parts_of
+
     if not os.path.exists(path):
         raise LogError(f"no drop log at {path}")
-    if os.path.isdir(path):
-        raise LogError(f"{path} is a folder, not a drop log (give the .jsonl file)")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, MANIFEST)):
+        raise LogError(f"{path} is a folder, not a drop log (give the .jsonl file, or a Spark scan's "
+                       f"droplog/ folder with its {MANIFEST})")
     try:
-        fh = open(path, "rb")
+        parts = parts_of(path)
+        size = sum(os.path.getsize(p) for p in parts)
     except OSError as exc:
         raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    size = os.fstat(fh.fileno()).st_size
-    done = 0
+    done = number = 0
     loads = json.loads
-    with fh:
-        for number, line in enumerate(fh, 1):
-            done += len(line)
-            if progress is not None and not number % 4096:
-                progress(done, size, final=False)
-            if not line.strip():
-                continue
-            try:
-                rec = loads(line)
-            except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
-                body = line.strip()
-                if body.startswith(b"{\"") and not body.endswith(b"}"):
-                    malformed.add(number, "torn: the line stops mid-record (a crash or power cut while it was "
-                                          "written; the next crawl started a line of its own)")
-                    malformed.torn += 1
-                else:
-                    malformed.add(number, f"not JSON ({str(exc)[:60]})")
-                continue
-            why = problem(rec)
-            if why is not None:
-                malformed.add(number, why)
-                if rejected is not None:
-                    rejected(number, rec, why)
-                continue
-            yield rec
+    for line in _lines(parts):
+        number += 1
+        done += len(line)
+        if progress is not None and not number % 4096:
+            progress(done, size, final=False)
+        if not line.strip():
+            continue
+        try:
+            rec = loads(line)
+        except (ValueError, RecursionError) as exc:  # bad JSON or bad UTF-8
+            body = line.strip()
+            if body.startswith(b"{\"") and not body.endswith(b"}"):
+                malformed.add(number, "torn: the line stops mid-record (a crash or power cut while it was "
+                                      "written; the next crawl started a line of its own)")
+                malformed.torn += 1
+            else:
+                malformed.add(number, f"not JSON ({str(exc)[:60]})")
+            continue
+        why = problem(rec)
+        if why is not None:
+            malformed.add(number, why)
+            if rejected is not None:
+                rejected(number, rec, why)
+            continue
+        yield rec
     if progress is not None:
         progress(done, size, final=True)
+
+
+def _lines(paths: list[str]) -> Iterator[bytes]:
+    for path in paths:
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            raise LogError(f"cannot read {path}: {exc.strerror or exc}") from None
+        with fh:
+            yield from fh
 
 
 MAX_PAIRS = 2_000_000  # (kept, dropped URL) pairs remembered to count each copy once: about 150 MB

@@ -108,19 +108,20 @@ class Scan:
         """The outputs copied to --out on its store (the state and the index stay in the cache)."""
         from .. import files
 
+        remote = str(self.remote)
         for root, _, names in os.walk(self.out):
             rel = os.path.relpath(root, self.out)
             if rel.split(os.sep)[0] in (".scan", "index"):
                 continue
-            target = self.remote if rel == "." else files.join(self.remote, *rel.split(os.sep))
+            target = remote if rel == "." else files.join(remote, *rel.split(os.sep))
             files.makedirs(target)
             for name in names:
                 with open(os.path.join(root, name), "rb") as src, files.open_write(files.join(target, name)) as dst:
                     while chunk := src.read(1 << 20):
                         dst.write(chunk)
-        summary = {**summary, "out": self.remote, "droplog": files.join(self.remote, "droplog.jsonl"),
-                   "clusters": files.join(self.remote, "clusters.jsonl"), "staged": self.out}
-        with files.open_write(files.join(self.remote, "summary.json")) as fh:
+        summary = {**summary, "out": remote, "droplog": files.join(remote, "droplog.jsonl"),
+                   "clusters": files.join(remote, "clusters.jsonl"), "staged": self.out}
+        with files.open_write(files.join(remote, "summary.json")) as fh:
             fh.write(json.dumps(summary, indent=1, default=str).encode("utf-8"))
         return summary
 
