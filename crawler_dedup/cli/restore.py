@@ -48,7 +48,10 @@ def run(args) -> int:
         raise CliError("--all restores every drop: give it without filters")
     if args.allow_file and not args.allow:
         args.allow = True
-    if not os.path.isfile(args.log):  # before -o is created: no empty output for a wrong path
+    from ..droplog import MANIFEST
+
+    parts = os.path.isfile(os.path.join(args.log, MANIFEST))  # (a Spark scan's drop log, in parts)
+    if not os.path.isfile(args.log) and not parts:  # before -o is created: no empty output for a wrong path
         raise CliError(f"no drop log at {args.log}" if not os.path.exists(args.log) else
                        f"{args.log} is not a drop log file")
     # before anything is opened for writing: `-o LOG` would empty the log, `--allow-file LOG` append to it

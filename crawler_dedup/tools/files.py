@@ -1,7 +1,7 @@
 """Where scans read and write: a local path, or a URL of a filesystem pyarrow reaches (`s3://`
 and `s3a://`, `gs://`, `hdfs://`, `file://`). Object stores take their credentials and endpoint
 from the standard chain of each machine (environment, ~/.aws, an instance or pod role: refreshed
-by the SDK, never copied from the driver), the endpoint from AWS_ENDPOINT_URL; the region from
+by the SDK; a cluster's executors are never handed the driver's), the endpoint from AWS_ENDPOINT_URL; the region from
 AWS_REGION/AWS_DEFAULT_REGION, else the bucket's own (asked once a bucket). The scans' readers and
 writers go through these few calls, in the driver and in Spark's executors alike; `expand`
 turns a glob or a list file into the inputs, from the store's listing.
@@ -229,6 +229,14 @@ def writable(path: str) -> str | None:
     return None
 
 
+def remember(path: str) -> None:
+    """Ask the store about `path` now and keep its answer for this run (the stages ask again)."""
+    _LISTED.pop(path, None)
+    got = info(path)
+    if got[0] == "file":
+        _LISTED[path] = got
+
+
 WILD = frozenset("*?[")
 
 
@@ -244,7 +252,10 @@ def expand(inputs: list[str], nested: bool = False) -> list[str]:
         if arg.startswith("@"):
             with open_read(arg[1:]) as fh:
                 listed = [ln.strip() for ln in fh.read().decode("utf-8").splitlines()]
-            out += expand([ln for ln in listed if ln and not ln.startswith("#")], nested=True)
+            named = [ln for ln in listed if ln and not ln.startswith("#")]
+            if not named:
+                raise SourceError(f"{arg[1:]}: the list names no input")
+            out += expand(named, nested=True)
         elif WILD & set(arg) and info(arg)[0] == "none":
             got = _glob(arg)
             if not got:
@@ -261,11 +272,15 @@ def _glob(pattern: str) -> list[str]:
     rest = pattern[len(base) + 1:] if base else pattern
     deep = "**" in rest or "/" in rest
     found: list[tuple[str, tuple[str, int, float]]] = []
+    rels: dict[str, str] = {}  # path -> its part under `base`, matched against the pattern's rest
     if not is_url(base or "."):
         top = local(base) or "."
         for root, _, names in os.walk(top):
-            found += [(os.path.normpath(os.path.join(root, name)) if base else
-                       os.path.relpath(os.path.join(root, name), top), ("file", 0, 0.0)) for name in names]
+            for name in names:
+                full = os.path.join(root, name)
+                path = os.path.relpath(full, top) if not base else full
+                rels[path] = os.path.relpath(full, top).replace(os.sep, "/")
+                found.append((path, ("file", 0, 0.0)))
             if not deep:
                 break
     else:
@@ -281,7 +296,7 @@ def _glob(pattern: str) -> list[str]:
                                      item.mtime.timestamp() if item.mtime is not None else 0.0)))
     match = re.compile(_regex(rest) + r"\Z").match
     start = len(base.rstrip("/")) + 1 if base else 0
-    got = sorted(p for p, _ in found if match(p[start:]))
+    got = sorted(p for p, _ in found if match(rels.get(p, p[start:])))
     if not is_url(base or "."):
         _LISTED.update((p, _stat(p)) for p in got)
     else:

@@ -16,7 +16,7 @@ from typing import Any
 from ..config import DedupConfig
 from ..deduplicator import Deduplicator
 from ..core.verdict import Action, Revisit, Step, Verdict
-from . import sources
+from . import files, sources
 from .scan import BATCH, Extractor, Progress, _quiet, decide
 from .sources import DAMAGED, PAGE, Fields
 
@@ -33,7 +33,7 @@ def add(inputs: list[str], config: DedupConfig, fields: Fields | None = None, jo
     location = dedup.index.store.location if dedup.index is not None else config.dir  # (close() forgets it)
     extractor = Extractor(config, jobs)
     started = time.monotonic()
-    total = sum(os.path.getsize(p) for p in inputs)
+    total = sum(files.size(p) for p in inputs)
     done = 0
 
     def known(digest: bytes):
@@ -45,7 +45,7 @@ def add(inputs: list[str], config: DedupConfig, fields: Fields | None = None, jo
 
     try:
         for path, fmt in zip(inputs, formats):
-            size = os.path.getsize(path)
+            size = files.size(path)
             batch: list = []
             items = ((e.offset, e) for e in sources.entries(path, fmt, 0, fields or Fields(), config.max_bytes))
             for _, entry, digest, result, _same in extractor.run(items, None, known):

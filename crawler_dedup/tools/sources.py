@@ -230,17 +230,18 @@ def _warc(path: str, start: int, max_bytes: int) -> Iterator[Entry]:
             yield Entry(end, DAMAGED, why=rest)
 
 
-def next_member(path: str, start: int) -> int | None:
-    """The byte offset of the first gzip member at or after `start` that holds a WARC record's
-    start (a .warc.gz is one member a record: a task may begin reading there), None past the last."""
+def next_member(path: str, start: int, end: int = -1) -> int | None:
+    """The byte offset of the first gzip member in [start, end) (end -1: to the file's end) that
+    holds a WARC record's start (a .warc.gz is one member a record: a task may begin reading
+    there), None when there is none."""
     magic = b"\x1f\x8b\x08"
     with files.open_read(path) as fh, files.open_read(path) as probe:
         fh.seek(start)
         base, carry = start, b""
-        while chunk := fh.read(1 << 20):
+        while (end < 0 or base < end) and (chunk := fh.read(1 << 20)):
             data = carry + chunk
             i = data.find(magic)
-            while i != -1:
+            while i != -1 and (end < 0 or base + i < end):
                 probe.seek(base + i)
                 try:
                     head = zlib.decompressobj(wbits=31).decompress(probe.read(1 << 14), 64)

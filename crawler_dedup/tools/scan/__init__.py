@@ -50,8 +50,8 @@ class Scan:
 
         # an --out on a store: the scan's state and index live in this machine's cache, the
         # outputs are copied there when written (a scan is continued from the cache)
-        self.remote = opts.out if files.is_url(opts.out) else None
-        self.out = staging(opts.out) if self.remote else os.path.abspath(opts.out)
+        self.remote = opts.out.rstrip("/") if files.is_url(opts.out) else None
+        self.out = staging(self.remote) if self.remote else os.path.abspath(opts.out)
         settings = dict(opts.settings)
         if str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
             settings["DEDUP_DIR"] = os.path.join(self.out, "index")
@@ -62,13 +62,20 @@ class Scan:
     def open(self) -> State:
         from .. import files
 
+        state_file = os.path.join(self.out, ".scan", "state.sqlite")
         if self.remote:
             why = files.writable(self.remote)
             if why is not None:  # (before any work)
                 raise ScanError(f"--out {self.remote} cannot be written: {why}")
+            there = files.listdir(self.remote) if files.info(self.remote)[0] == "dir" else []
+            if self.opts.restart:
+                for name in ("kept", "dropped", "droplog.jsonl", "clusters.jsonl", "summary.json"):
+                    files.remove(files.join(self.remote, name))
+            elif there and not os.path.exists(state_file):
+                raise ScanError(f"--out {self.remote} holds other files: give an empty or new folder (scan writes "
+                                "kept/, dropped/ and the logs there)")
             os.makedirs(self.out, exist_ok=True)
         formats = checked_inputs(self.opts)
-        state_file = os.path.join(self.out, ".scan", "state.sqlite")
         if self.opts.restart:
             self._clear()
         elif not os.path.exists(state_file) and os.path.isdir(self.out) and os.listdir(self.out):
@@ -119,6 +126,8 @@ class Scan:
                 with open(os.path.join(root, name), "rb") as src, files.open_write(files.join(target, name)) as dst:
                     while chunk := src.read(1 << 20):
                         dst.write(chunk)
+                if rel != ".":  # (kept/ and dropped/ are the archive's size: not kept twice here)
+                    os.remove(os.path.join(root, name))
         summary = {**summary, "out": remote, "droplog": files.join(remote, "droplog.jsonl"),
                    "clusters": files.join(remote, "clusters.jsonl"), "staged": self.out}
         with files.open_write(files.join(remote, "summary.json")) as fh:

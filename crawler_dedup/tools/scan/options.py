@@ -33,10 +33,15 @@ def checked_inputs(opts: Options) -> list[str]:
 
     from .. import files, sources
 
+    def check(path: str) -> str:
+        if files.is_url(path):  # what a store said is kept for the run (files.info): no second call a file
+            files.remember(path)
+        return sources.input_format(path)
+
     # many inputs on a store: their first bytes asked 32 at a time (one by one, 10^5 objects take hours)
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(opts.inputs)))) as pool:
         try:
-            formats = list(pool.map(sources.input_format, opts.inputs))
+            formats = list(pool.map(check, opts.inputs))
         except sources.SourceError as exc:
             raise ScanError(str(exc)) from None
     if files.info(opts.out)[0] == "file":

@@ -140,19 +140,24 @@ def fetch(rows, results: str, partitions: int):
             .groupByKey(numPartitions=partitions).flatMap(read))
 
 
-def decide_groups(paired, events, config: DedupConfig, keys: tuple[str, ...], jsonl: frozenset, partitions: int):
+def decide_groups(paired, events, config: DedupConfig, keys: tuple[str, ...], jsonl: frozenset, partitions: int,
+                  apart: bool = False):
     """Decision rows of the pages `paired` (an RDD of Paired), each group in one task with the
-    events (sites.py) keyed by its group."""
+    events (sites.py) keyed by its group; `apart`: each group over an index of its own (pieces of
+    one component decide the same whichever task they share)."""
     rows = paired.map(lambda r: (r.group, (0, r)))
     due = events.rdd.map(lambda e: (e.group, (1, e)))
 
-    def task(it):
-        pages: list = []
-        events_: list = []
-        for _, (tag, r) in it:
-            (events_ if tag else pages).append(r)
+    def decide(pages: list, events_: list):
         units = {r.group[0] for r in pages}  # (a page of a component in this task is filed when decided)
         return decide_partition(pages, config, keys, jsonl, [e for e in events_ if e.from_unit not in units])
+
+    def task(it):
+        by_group: dict = {}
+        for group, (tag, r) in it:
+            by_group.setdefault(group if apart else None, ([], []))[tag].append(r)
+        for pages, events_ in by_group.values():
+            yield from decide(pages, events_)
 
     return rows.union(due).partitionBy(partitions).mapPartitions(task)
 
@@ -218,13 +223,21 @@ def decisions(spark, work: str, config: DedupConfig, keys: tuple[str, ...], json
                                                & F.col("reason").isNull()).select("seq"))
         wanted = rest.select("unit", "piece").distinct()
         first_kept = Window.partitionBy("unit").orderBy("place")
-        seeds = (g.where(F.col("piece") == 0).join(kept, "seq").withColumn("rn", F.row_number().over(first_kept))
-                 .where(F.col("rn") <= SEEDS).drop("group", "piece", "seed", "rn")
-                 .join(wanted, "unit").withColumn("seed", F.lit(True))
-                 .withColumn("group", F.struct("unit", "piece")))
+        kept0 = g.where(F.col("piece") == 0).join(kept, "seq").drop("group", "piece", "seed")
+        # a piece's seeds: the first SEEDS kept pages of its component's first piece, and every one
+        # of them a page of the piece was paired with (its candidates there)
+        firsts = (kept0.withColumn("rn", F.row_number().over(first_kept)).where(F.col("rn") <= SEEDS)
+                  .drop("rn").join(wanted, "unit"))
+        edges = spark.read.parquet(os.path.join(work, "pairs"))
+        both = edges.unionByName(edges.select(F.col("b").alias("a"), F.col("a").alias("b")))
+        paired_to = (both.join(rest.select(F.col("seq").alias("b"), "piece"), "b")
+                     .select(F.col("a").alias("seq"), "piece").distinct())
+        linked = kept0.join(paired_to, "seq")
+        seeds = (firsts.unionByName(linked.select(*firsts.columns)).dropDuplicates(["seq", "piece"])
+                 .withColumn("seed", F.lit(True)).withColumn("group", F.struct("unit", "piece")))
         more = fetch(rest.unionByName(seeds.select(*rest.columns)), results, n)
         ev = events.join(wanted, "unit").withColumn("group", F.struct("unit", "piece"))
-        spark.createDataFrame(decide_groups(more, ev, config, keys, jsonl, n), schema()).write.mode(
+        spark.createDataFrame(decide_groups(more, ev, config, keys, jsonl, n, apart=True), schema()).write.mode(
             "append").parquet(path)
     g.unpersist()
     return {"largest_component": stats.largest or 0, "largest_decided_in_one_task": stats.one_task or 0,

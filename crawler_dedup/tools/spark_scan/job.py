@@ -84,8 +84,9 @@ class SparkScan:
     def _open(self) -> dict:
         formats = checked_inputs(self.opts)
         job_file = files.join(self.work, "job.json")
-        if self.opts.restart:
-            for name in ("kept", "dropped", "droplog", "clusters", "droplog.jsonl", "clusters.jsonl", "summary.json"):
+        if self.opts.restart or self._older(job_file):
+            for name in ("kept", "dropped", "droplog", "clusters", "droplog.jsonl", "clusters.jsonl", "summary.json",
+                         ".droplog-parts"):
                 files.remove(files.join(self.out, name))
             files.remove(self.work)
         elif files.info(job_file)[0] != "file" and files.info(self.out)[0] == "dir" and [
@@ -113,6 +114,18 @@ class SparkScan:
         self._save(described)
         return described
 
+    def _older(self, job_file: str) -> bool:
+        """A stopped job of an earlier release (its stages' data differ): run again from its start."""
+        if files.info(job_file)[0] != "file":
+            return False
+        with files.open_read(job_file) as fh:
+            version = json.loads(fh.read().decode("utf-8")).get("version")
+        if version != JOB_VERSION:
+            self.say(f"{self.opts.out} holds a Spark scan of an earlier release (job version {version}): "
+                     "scanning again from the start")
+            return True
+        return False
+
     def _save(self, job: dict) -> None:
         files.write_bytes(files.join(self.work, "job.json"), json.dumps(job, indent=1).encode("utf-8"))
 
@@ -131,8 +144,11 @@ class SparkScan:
             # executors run this package's Python (spark-submit: its own --conf spark.pyspark.python)
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        for name, value in os.environ.items():  # where the object store is; never its credentials: an executor
-            if name in ENDPOINT_ENV:             # takes them from its own chain (a role), refreshed by the SDK
+        # where the object store is; its credentials only to executors on this machine (a cluster's take
+        # them from their own chain, a role, refreshed by the SDK: a copied session token expires)
+        here = (self.master or SparkConf().get("spark.master", "local")).startswith("local")
+        for name, value in os.environ.items():
+            if name in ENDPOINT_ENV or (here and name.startswith(("AWS_", "GOOGLE_APPLICATION_CREDENTIALS"))):
                 builder = builder.config(f"spark.executorEnv.{name}", value)
         # on a terminal Spark's stage bar; in a log, the stage lines this job prints only. Spark's
         # web UI only when asked (--spark-conf spark.ui.enabled=true): a port opened by a batch
@@ -272,8 +288,9 @@ class SparkScan:
             (F.col("offset") == F.col("cut_at")) & (F.col("kind") == DAMAGED))
         sig.join(damage, "file_no", "left").where(keep).dropDuplicates(["seq"]).select(*sig.columns).write.mode(
             "overwrite").parquet(clean)
-        files.remove(path)
-        files.replace(clean, path)
+        # written back, not renamed: an object store moves no folder (signatures are narrow)
+        spark.read.parquet(clean).write.mode("overwrite").parquet(path)
+        files.remove(clean)
 
     def _pairs(self, spark, path: str, job: dict) -> None:
         from .candidates import pairs
@@ -292,6 +309,7 @@ class SparkScan:
         edges = spark.read.parquet(os.path.join(self.work, "pairs"))
         n = edges.count()
         components_in_spark(edges, os.path.join(self.work, "checkpoints")).write.mode("overwrite").parquet(path)
+        files.remove(files.join(self.work, "checkpoints"))  # (each round's edges: not needed once written)
         sizes = spark.read.parquet(path).groupBy("unit").count().agg(F.max("count").alias("largest"),
                                                                       F.count("*").alias("groups")).first()
         job["stats"] = {**job.get("stats", {}), "candidate_pairs": n, "components": sizes.groups or 0,
@@ -332,6 +350,8 @@ class SparkScan:
         from .write import (CLUSTERS, DROPLOG, add_counts, clusters, empty_counts, join, routes, write_inputs,
                             write_manifest)
 
+        for sub in ("droplog", "clusters"):  # (a rerun's parts replace every earlier one)
+            files.remove(files.join(self.out, sub))
         for sub in ("kept", "dropped"):
             files.makedirs(files.join(self.out, sub))
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in job["inputs"]]

@@ -135,9 +135,11 @@ def splits(file_no: int, path: str, fmt: str, split_bytes: int = SPLIT_BYTES) ->
     that starts in it; an ARC, a plain WARC or a gzip JSON-lines file one task (its records cannot
     be found from the middle)."""
     size = files.size(path)
+    if size <= split_bytes:  # (one task: no need to ask the file what it is)
+        return [(file_no, path, fmt, 0, -1)]
     cut = (fmt == "jsonl" and not sources.is_gzip(path)) or (
         fmt == "warc" and path.lower().endswith(".warc.gz") and sources.is_gzip(path))
-    if not cut or size <= split_bytes:
+    if not cut:
         return [(file_no, path, fmt, 0, -1)]
     return [(file_no, path, fmt, at, min(at + split_bytes, size)) for at in range(0, size, split_bytes)]
 
@@ -146,8 +148,8 @@ def _entries(path: str, fmt: str, start: int, end: int, fields: Fields, max_byte
     """The records that start in [start, end) (end -1: to the file's end): a part of a JSON-lines
     file begins at the first line that starts in it, of a .warc.gz at its first member."""
     if start > 0 and fmt == "warc":
-        member = sources.next_member(path, start)
-        if member is None or (0 <= end <= member):
+        member = sources.next_member(path, start, end)
+        if member is None:
             return
         start = member
     elif start > 0:
@@ -156,6 +158,8 @@ def _entries(path: str, fmt: str, start: int, end: int, fields: Fields, max_byte
             start += len(fh.readline()) - 1  # (0 when `start` is a line's first byte)
     for entry in sources.entries(path, fmt, start, fields, max_bytes):
         if 0 <= end <= entry.offset:
+            if entry.kind == sources.DAMAGED:  # (met reading on to the next record: cut there, job.py)
+                yield entry
             return
         yield entry
 
