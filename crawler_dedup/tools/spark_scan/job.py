@@ -170,8 +170,12 @@ class SparkScan:
         except Exception as exc:  # no Java, a master that does not answer
             raise ScanError(self._not_started(exc)) from None
         spark.sparkContext.setLogLevel("WARN")
-        if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-            spark.conf.set("spark.sql.shuffle.partitions", str(self._partitions(spark)))
+        # the user's (--partitions, --spark-conf, or spark-submit's spark-defaults), else from the input's
+        # size; set every run (a session built earlier in this process must not leave its own)
+        given = self.partitions or dict(self.spark_conf).get("spark.sql.shuffle.partitions")
+        submitted = self.master is None and spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions")
+        if not submitted:
+            spark.conf.set("spark.sql.shuffle.partitions", str(given or self._partitions(spark)))
         # Ctrl-C stops the job as any command stops (pyspark's own handler cancels the jobs through
         # the gateway while a call is in flight and prints its tracebacks); py4j's logs go quiet
         import logging
