@@ -23,7 +23,7 @@ from ..core.page.extract import canonical_link
 from ..core.page.fingerprint import Fingerprinted, body_digest
 from ..core.verdict import Action, Failure, Skip, Stage, Step
 from ..deduplicator import Deduplicator
-from ..exceptions import ConfigError, DedupError, StoreDamaged, StoreError
+from ..exceptions import ConfigError, DedupError, StoreError
 from ..workers import WorkerPool
 from . import conditional, opening
 from .batching import GroupCommit, in_worker
@@ -100,21 +100,14 @@ class DedupExtension:
                                    self.config.commit_delay, self._downloads)
         self._recent: OrderedDict[str, str] = OrderedDict()
         self._logstats = None
-        self._damaged: str | None = None  # why the index cannot be read: the crawl stops at start
-        self._stop = "dedup_index_damaged"  # its finish reason
         # why this crawl sends no conditional request (Scrapy's HTTP cache would keep 304s)
         self.conditional_blocked = conditional.blocked_by(crawler.settings) if self.config.conditional else None
         if self.config.enabled:
             if not opening.in_use(self.config):
                 # open once now, so an unusable index (other format, other k) stops the crawl here
-                try:
-                    Deduplicator(self.config).open(new_run=False).close()
-                except StoreError as exc:
-                    # one line and a clean stop, not Scrapy's traceback: crawling on unchecked
-                    # would store every duplicate until someone reads the log
-                    self._stop = "dedup_index_damaged" if isinstance(exc, StoreDamaged) else "dedup_index_unavailable"
-                    logger.error("crawler-dedup cannot start: %s; the crawl stops (finish reason %s)", exc, self._stop)
-                    self._damaged = str(exc)
+                # (a StoreError: of() logs one line, no traceback, and the start fails, so `scrapy
+                # crawl` exits 1 for a scheduled job; crawling on unchecked would store every duplicate)
+                Deduplicator(self.config).open(new_run=False).close()
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
             crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -159,12 +152,6 @@ class DedupExtension:
 
     # -- lifecycle ------------------------------------------------------------------------
     def spider_opened(self, spider):
-        if self._damaged is not None:
-            self.recorder.failure(Failure.OPEN)
-            from scrapy.utils.defer import deferred_from_coro
-
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason=self._stop))
-            return
         try:
             self.dedup = opening.acquire(self.config)
             self.recorder.open()
