@@ -5,7 +5,7 @@
     ├── ModelError              a score model file (DEDUP_MODEL) that cannot be read or used
     ├── StoreError              the index store cannot be opened, read or written
     │   ├── StoreDamaged        its file is damaged or not an index (index verify / rebuild)
-    │   ├── StoreFull           it cannot grow any more
+    │   ├── StoreFull           it cannot grow any more (LMDB: its map at 1 TiB, or the disk is full)
     │   └── StoreFormat         another format version, plan or fingerprint settings
     ├── InputError              an input that cannot be read at all, named in the message
     │   ├── LogError            a drop log (missing, a folder, unreadable)
@@ -48,7 +48,8 @@ class StoreDamaged(StoreError):
 
 
 class StoreFull(StoreError):
-    """The store cannot grow any more."""
+    """The store cannot grow any more: LMDB's map reached its limit, or the disk holding
+    DEDUP_DIR is full (the message says which, and what is free)."""
 
 
 class StoreFormat(StoreError):

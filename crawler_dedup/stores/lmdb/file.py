@@ -5,13 +5,15 @@ file, who else has it open, copying its tables, and reading its leaf pages witho
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import struct
 from typing import Iterator
 
 import lmdb
 
-from ...exceptions import StoreDamaged, StoreError
+from ...exceptions import StoreDamaged, StoreError, StoreFull
 
 # what LMDB says of a file it cannot read as an index: damaged, truncated, or something else
 _DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.VersionMismatchError,
@@ -25,6 +27,50 @@ def damaged(location: str, exc: BaseException) -> StoreDamaged:
     return StoreDamaged(f"the index file {where} is damaged or not an LMDB index ({str(exc).split(': ', 1)[-1]}); "
                         f"`crawler-dedup index verify --dir {location}` checks it, `crawler-dedup index rebuild "
                         f"--dir {location}` files its readable pages into a new one (or use a new DEDUP_DIR)")
+
+_LOW_SPACE = 1 << 20  # an EIO with less than this free on the disk: it is full (16 of the largest LMDB pages)
+
+
+def full_disk(location: str, exc: BaseException | None) -> StoreFull | None:
+    """The one message for a write that failed on a full disk, or None when `exc` is something
+    else. LMDB says ENOSPC ("No space left on device"), but a write of data.mdb that came out
+    short it reports as EIO ("Input/output error", mdb_page_flush): an EIO with under 1 MiB free
+    (16 pages of LMDB's largest size) on the disk holding the index at that moment is a full disk.
+    `exc` None: before opening to write (LMDB's new lock file on a full disk is a SIGBUS), the
+    disk is full when that little is free."""
+    code = getattr(exc, "code" if isinstance(exc, lmdb.Error) else "errno", None)
+    said = "" if exc is None else str(exc)
+    free = free_bytes(location)
+    if exc is None or (code != errno.ENOSPC and "No space left" not in said):
+        if exc is not None and code != errno.EIO and "Input/output error" not in said:
+            return None
+        if free is None or free >= _LOW_SPACE:
+            return None  # room enough: an EIO of the disk itself, said as LMDB said it
+    shown = "unknown" if free is None else size_text(free)
+    return StoreFull(f"the disk holding DEDUP_DIR ({location}) is full ({shown} free): free space or move "
+                     f"DEDUP_DIR" + (f" (LMDB said: {said})" if said else ""))
+
+
+def free_bytes(location: str) -> int | None:
+    """Bytes free to this user on the disk holding `location` (its nearest existing folder)."""
+    where = os.path.abspath(location)
+    while not os.path.exists(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    try:
+        return shutil.disk_usage(where).free
+    except OSError:
+        return None
+
+
+def size_text(n: int) -> str:
+    """1536 -> '1.5 KiB'."""
+    size, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+
 
 WRITERS = "writers.lock"  # beside data.mdb: each process writing the index holds it shared; compact,
 # rebuild and DEDUP_RESET hold it exclusive from their check to their swap, so no crawl opens between

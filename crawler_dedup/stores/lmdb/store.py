@@ -18,8 +18,8 @@ import numpy as np
 
 from ...exceptions import StoreDamaged, StoreError, StoreFull
 from ..base import MULTI, SINGLE, T, TxnBase
-from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, held_exclusive, leaf_rows,
-                   refuse_if_used, share, writers_lock)
+from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, full_disk, held_exclusive,
+                   leaf_rows, refuse_if_used, share, writers_lock)
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -139,6 +139,9 @@ class LmdbStore:
             self._writers, alone = writers_lock(self.location)  # (file.py: compact, rebuild and reset refuse it)
             if alone:
                 check_not_lost(self.location)  # (no other process is making the file)
+            full = full_disk(self.location, None)
+            if full is not None:
+                raise full
             self.env = lmdb.open(
                 self.location, map_size=self.map_size, max_dbs=_MAX_TABLES + 16, sync=self.sync,
                 # one fsync a commit, not two: the meta page follows with the next commit; a power
@@ -157,7 +160,8 @@ class LmdbStore:
             raise damaged(self.location, exc) from None
         except (lmdb.Error, OSError) as exc:
             self.close()
-            raise StoreError(f"cannot open the LMDB index at {self.location}: {exc}") from exc
+            raise full_disk(self.location, exc) or StoreError(
+                f"cannot open the LMDB index at {self.location}: {exc}") from exc
 
     def refuse_foreign(self) -> None:
         """An LMDB file of something else (its tables, and no `meta`) is never written into
@@ -188,7 +192,8 @@ class LmdbStore:
             except _DAMAGED as exc:
                 raise damaged(self.location, exc) from None
             except lmdb.Error as exc:
-                raise StoreError(f"cannot open table {name} of the LMDB index at {self.location}: {exc}") from exc
+                raise full_disk(self.location, exc) or StoreError(
+                    f"cannot open table {name} of the LMDB index at {self.location}: {exc}") from exc
 
     def close(self) -> None:
         if self.env is not None:
@@ -218,8 +223,8 @@ class LmdbStore:
                 self.env.set_mapsize(0)  # another process grew the map: adopt its size
             except _DAMAGED as exc:
                 raise damaged(self.location, exc) from None
-            except lmdb.Error as exc:
-                raise StoreError(f"LMDB index at {self.location}: {exc}") from exc
+            except lmdb.Error as exc:  # (a full disk: ENOSPC, or EIO from a short write of data.mdb)
+                raise full_disk(self.location, exc) or StoreError(f"LMDB index at {self.location}: {exc}") from exc
 
     def read(self, fn: Callable[..., T]) -> T:
         return self._run(fn, write=False)
@@ -274,6 +279,11 @@ class LmdbStore:
             os.replace(os.path.join(tmp, "data.mdb"), data)
         except _DAMAGED as exc:
             raise damaged(self.location, exc) from None
+        except (lmdb.Error, OSError) as exc:  # (the copy needs room for a second file)
+            full = full_disk(self.location, exc)
+            if full is None:
+                raise
+            raise full from exc
         finally:
             src.close()
             shutil.rmtree(tmp, ignore_errors=True)
