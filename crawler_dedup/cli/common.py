@@ -90,7 +90,9 @@ def index_location(args, settings: dict | None = None) -> str:
     settings = backend_settings(args) if settings is None else settings
     if not is_lmdb(settings):
         return args.dir or os.curdir
-    return args.dir or str(settings.get("DEDUP_DIR") or "") or default_dir()
+    if args.dir:
+        return given_dir(args.dir)
+    return in_data_dir(str(settings["DEDUP_DIR"])) if settings.get("DEDUP_DIR") else default_dir()
 
 
 def backend_settings(args) -> dict:
@@ -245,18 +247,36 @@ def term(text) -> str:
 
 # -- where a crawl put the index and the drop log ------------------------------------------
 
-def default_dir() -> str:
-    """Where a crawl puts its index by default (Scrapy's data_path("dedup")), found without making
-    the project's .scrapy folder as Scrapy's helper does: a command that reads creates nothing."""
+def in_data_dir(path: str = "dedup") -> str:
+    """Where a crawl resolves DEDUP_DIR / DEDUP_DROPLOG `path` (Scrapy's data_path: a relative
+    one inside the project's data folder), found without making the project's .scrapy folder as
+    Scrapy's helper does: a command that reads creates nothing."""
     from scrapy.utils.conf import closest_scrapy_cfg, get_config
 
+    path = os.path.expanduser(path)
+    if os.path.isabs(path):
+        return path
     cfg_path = closest_scrapy_cfg()
     if not cfg_path:
-        return os.path.join(".scrapy", "dedup")
+        return os.path.join(".scrapy", path)
     cfg = get_config()
     if cfg.has_option("datadir", "default"):  # scrapy.cfg's [datadir] default = ...
-        return os.path.join(cfg.get("datadir", "default"), "dedup")
-    return os.path.join(os.path.dirname(os.path.abspath(cfg_path)), ".scrapy", "dedup")
+        return os.path.join(cfg.get("datadir", "default"), path)
+    return os.path.join(os.path.dirname(os.path.abspath(cfg_path)), ".scrapy", path)
+
+
+def default_dir() -> str:
+    """Where a crawl puts its index by default (Scrapy's data_path("dedup"))."""
+    return in_data_dir("dedup")
+
+
+def given_dir(path: str) -> str:
+    """A --dir as given; a relative one that is not there but is in the project's data folder
+    (where a crawl's `-s DEDUP_DIR=NAME` put it) is that one."""
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    inside = in_data_dir(path)
+    return inside if os.path.exists(inside) else path
 
 
 def resolve_log_dir(log: str | None, dir_: str | None, settings: dict | None = None) -> tuple[str, str]:
@@ -274,12 +294,14 @@ def resolve_log_dir(log: str | None, dir_: str | None, settings: dict | None = N
                 dir_ = guess
                 break
     project = project_settings() if dir_ is None or log is None else {}
+    if dir_ is not None:
+        dir_ = given_dir(dir_)
     if dir_ is None and project.get("DEDUP_DIR"):
-        dir_ = str(project["DEDUP_DIR"])
+        dir_ = in_data_dir(str(project["DEDUP_DIR"]))
     if dir_ is None:
         dir_ = default_dir()
     if log is None and project.get("DEDUP_DROPLOG"):
-        log = str(project["DEDUP_DROPLOG"])
+        log = in_data_dir(str(project["DEDUP_DROPLOG"]))
     named = {**project, **(settings or {})}
     backend = str(named.get("DEDUP_BACKEND") or "lmdb").strip()
     if log is None and backend == "redis":

@@ -148,11 +148,15 @@ def _overridden_addons(source: str | None) -> str:
 def _config(report: Report, settings, overrides: dict):
     from ..config import DedupConfig, default_droplog
     from ..exceptions import ConfigError
-    from .common import default_dir
+    from .common import default_dir, in_data_dir
 
     dedup = {name: settings[name] for name in settings if str(name).startswith("DEDUP_")}
     dedup.update(overrides)
     try:
+        if dedup.get("DEDUP_ALLOW_FILE"):  # (found as a crawl finds it)
+            from ..scrapy.opening import project_file
+
+            dedup["DEDUP_ALLOW_FILE"] = project_file(str(dedup["DEDUP_ALLOW_FILE"]))
         config = DedupConfig.from_settings(dedup)
     except ConfigError as exc:
         report.add("fail", "DEDUP_ settings", str(exc), "a crawl would stop at its start with this message")
@@ -169,9 +173,11 @@ def _config(report: Report, settings, overrides: dict):
                    "DEDUP_DRY_RUN = False once the drop log looks right")
     _conditional(report, settings, config)
     updates: dict = {}
-    if config.backend == "lmdb" and not config.dir:
-        updates["dir"] = default_dir()
-    if config.droplog is None:  # where the crawl will write it (a Redis index's is named after its prefix)
+    if config.backend == "lmdb":
+        updates["dir"] = in_data_dir(str(config.dir)) if config.dir else default_dir()
+    if config.droplog is not None:
+        updates["droplog"] = in_data_dir(str(config.droplog))
+    else:  # where the crawl will write it (a Redis index's is named after its prefix)
         base = updates.get("dir") or config.dir or default_dir()
         updates["droplog"] = default_droplog(str(base), config.backend, config.redis_prefix)
     if updates:

@@ -41,6 +41,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_ALLOW", REGEXES, [], doc=(
         "URL regexes that are never checked nor dropped: a list, or on the command line `^a,^b` or a JSON "
         "list (`'[\"x{1,3}\"]'` for patterns with commas)")),
+    Setting("DEDUP_ALLOW_FILE", PATH, None, doc=(
+        "a file of more `DEDUP_ALLOW` regexes, one a line (`#` starts a comment; `crawler-dedup restore "
+        "--allow-file` appends to it); a relative path is looked for in the project's data folder (`.scrapy/`), "
+        "then beside `scrapy.cfg`, then in the current folder; a file not found stops the crawl at start")),
     Setting("DEDUP_BACKEND", BACKEND, "lmdb", choices=BACKENDS, doc=(
         "`lmdb` (on disk, shared by processes on one machine), `memory` (lost at exit), `redis` (shared "
         "by processes on many machines: `DEDUP_REDIS_URL`; `pip install \"crawler-dedup[redis]\"`), or a dotted path "
@@ -111,10 +115,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DEBUG", BOOL, False, doc=(
         "log every verdict (and let trafilatura's DEBUG lines through)")),
     Setting("DEDUP_DIR", PATH, None, shown=".scrapy/dedup", doc=(
-        "the LMDB index directory (Scrapy's data dir when in a project)")),
+        "the LMDB index directory; a relative path is inside Scrapy's data folder (`.scrapy/`), as "
+        "`HTTPCACHE_DIR` is, wherever the crawl is started from")),
     Setting("DEDUP_DROPLOG", PATH, None, shown="<DEDUP_DIR>/droplog.jsonl", doc=(
         "the JSONL drop log; a Redis index's default is `<DEDUP_DIR>/droplog-redis-<DEDUP_REDIS_PREFIX>.jsonl`, "
-        "so two indexes never share one")),
+        "so two indexes never share one; a relative path is inside Scrapy's data folder, as `DEDUP_DIR`")),
     Setting("DEDUP_DROPLOG_ITEMS", BOOL, True, doc=(
         "at the item stage, write the whole dropped item into its drop-log line")),
     Setting("DEDUP_DRY_RUN", BOOL, False, doc=(
@@ -271,6 +276,22 @@ def _lsi_train_covers_dims(raw: Mapping[str, Any], out: Mapping[str, Any]) -> No
         raise ConfigError("DEDUP_LSI_TRAIN", raw["lsi_train"], f"at least DEDUP_LSI_DIMS ({out['lsi_dims']}) pages")
 
 
+def _allow_file_read(raw: Mapping[str, Any], out: Mapping[str, Any]) -> None:
+    """DEDUP_ALLOW_FILE's regexes added to DEDUP_ALLOW (once each: a config checked again keeps one copy)."""
+    path = out["allow_file"]
+    if not path:
+        return
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = [line.strip() for line in fh]
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise ConfigError("DEDUP_ALLOW_FILE", raw["allow_file"], f"a readable file of URL regexes ({why})") from None
+    more = _BY_NAME["DEDUP_ALLOW"].check([line for line in lines if line and not line.startswith("#")])
+    have = {p.pattern for p in out["allow"]}
+    out["allow"] = tuple(out["allow"]) + tuple(p for p in more if p.pattern not in have)  # type: ignore[index]
+
+
 # settings a release took out, and what replaced them (named at crawl start, not a typo's "did you mean")
 REMOVED: dict[str, str] = {
     "DEDUP_STRICT_TEXT": "it was removed when one fitted score replaced the rules it switched on (a page quoting "
@@ -280,7 +301,15 @@ REMOVED: dict[str, str] = {
 
 
 # rules between settings, checked after each setting's own
-CROSS_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] = (_lsi_train_covers_dims,)
+CROSS_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] = (_lsi_train_covers_dims, _allow_file_read)
+
+
+def _misprefixed(name) -> str | None:
+    """The DEDUP_ name a setting's name was likely meant to be (DEDUPE_X, dedup_x, DEDUPX), or None."""
+    if not isinstance(name, str) or name.startswith("DEDUP_"):
+        return None
+    m = re.match(r"(?i)de-?dupe?[_-]?(?=[A-Za-z])", name)
+    return None if m is None else "DEDUP_" + name[m.end():].upper().replace("-", "_")
 
 
 def _did_you_mean(name: str, known: set[str], lower: bool = False) -> str:
@@ -298,6 +327,7 @@ class DedupConfig:
     # explicit annotations for type checkers; the defaults are the registry's (a test keeps both lists equal)
     enabled: bool = _DEFAULTS["enabled"]
     allow: tuple = _DEFAULTS["allow"]
+    allow_file: str | None = _DEFAULTS["allow_file"]
     backend: str = _DEFAULTS["backend"]
     boilerplate: bool = _DEFAULTS["boilerplate"]
     canonical: bool = _DEFAULTS["canonical"]
@@ -365,6 +395,10 @@ class DedupConfig:
                 raise ConfigError(name, settings.get(name), REMOVED[name], unknown=True)
             if isinstance(name, str) and name.startswith("DEDUP_") and name not in known:
                 raise ConfigError(name, settings.get(name), _did_you_mean(name, known), unknown=True)
+            near = _misprefixed(name)
+            hint = _did_you_mean(near, known) if near is not None else ""
+            if hint.startswith("did you mean"):  # DEDUPE_DIR, dedup_dir: meant as ours, never silently ignored
+                raise ConfigError(name, settings.get(name), hint, unknown=True)
         for name, value in overrides.items():
             if "DEDUP_" + name.upper() not in known:
                 raise ConfigError(name, value, _did_you_mean("DEDUP_" + name.upper(), known, lower=True), unknown=True)

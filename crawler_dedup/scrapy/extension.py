@@ -14,7 +14,6 @@ from collections import OrderedDict
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.project import data_path
 
 from ..config import DedupConfig, default_droplog
 from ..core.dedup import Verdict, extract_and_fingerprint
@@ -85,7 +84,9 @@ class DedupExtension:
 
     def __init__(self, crawler):
         self.crawler, self.stats = crawler, crawler.stats
-        self.config = self._configure(DedupConfig.from_settings(crawler.settings))
+        allow_file = crawler.settings.get("DEDUP_ALLOW_FILE")  # (found before it is read)
+        self.config = self._configure(DedupConfig.from_settings(
+            crawler.settings, **({"allow_file": opening.project_file(str(allow_file))} if allow_file else {})))
         if self.config.enabled and (self.config.reset or opening.spider_reset(crawler.spider)):
             self._reset()
         for name in self.config.idle_settings() if self.config.enabled else ():
@@ -116,16 +117,18 @@ class DedupExtension:
     def _configure(config: DedupConfig) -> DedupConfig:
         """Default paths under Scrapy's data dir, each checked usable before the crawl starts."""
         overrides: dict[str, str] = {}
-        if config.dir is None:
-            overrides["dir"] = data_path("dedup", createdir=False)
-        dir_ = overrides.get("dir") or str(config.dir)
+        dir_ = overrides["dir"] = opening.in_data_dir(str(config.dir or "dedup"))
+        if config.droplog is not None:
+            overrides["droplog"] = opening.in_data_dir(str(config.droplog))
         if config.enabled:
+            if config.backend == "lmdb":
+                opening.not_a_scan_out(config.dir, dir_)
             if config.backend == "lmdb" or config.droplog is None:
                 opening.writable_dir("DEDUP_DIR", config.dir, dir_)
             if config.droplog is None:
                 overrides["droplog"] = default_droplog(dir_, config.backend, config.redis_prefix)
-            opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides.get("droplog") or str(config.droplog))
-        return DedupConfig._checked({**config.__dict__, **overrides}) if overrides else config
+            opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides["droplog"])
+        return DedupConfig._checked({**config.__dict__, **overrides})
 
     def _reset(self) -> None:
         """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""

@@ -29,6 +29,14 @@ def writable_dir(setting: str, value, path: str) -> None:
         raise ConfigError(setting, value, f"a writable directory ({exc.strerror or exc})") from None
 
 
+def not_a_scan_out(value, path: str) -> None:
+    """A scan's --out holds its index in index/: a crawl there would start a new empty one beside it."""
+    if (os.path.isfile(os.path.join(path, "summary.json")) and os.path.isdir(os.path.join(path, "index"))
+            and not os.path.exists(os.path.join(path, "data.mdb"))):
+        raise ConfigError("DEDUP_DIR", value, f"an index folder; {path} is a scan's --out, its index is "
+                                              f"{os.path.join(path, 'index')}")
+
+
 def appendable_file(setting: str, value, path: str) -> None:
     writable_dir(setting, value, os.path.dirname(os.path.abspath(path)))
     try:
@@ -36,6 +44,30 @@ def appendable_file(setting: str, value, path: str) -> None:
             pass
     except OSError as exc:
         raise ConfigError(setting, value, f"a file that can be appended to ({exc.strerror or exc})") from None
+
+
+def in_data_dir(path: str) -> str:
+    """A relative DEDUP_DIR / DEDUP_DROPLOG inside Scrapy's data folder, as HTTPCACHE_DIR is: a
+    crawl started from a subfolder finds the same index."""
+    from scrapy.utils.project import data_path
+
+    return data_path(os.path.expanduser(path), createdir=False)
+
+
+def project_file(value: str) -> str:
+    """DEDUP_ALLOW_FILE found: as given when absolute; else in the data folder, beside
+    scrapy.cfg, then in the current folder (the first that exists)."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    path = os.path.expanduser(value)
+    if os.path.isabs(path):
+        return path
+    cfg = closest_scrapy_cfg()
+    tried = [in_data_dir(path)] + ([os.path.join(os.path.dirname(cfg), path)] if cfg else []) + [os.path.abspath(path)]
+    for candidate in tried:
+        if os.path.isfile(candidate):
+            return candidate
+    raise ConfigError("DEDUP_ALLOW_FILE", value, "a file of URL regexes; none at " + ", ".join(dict.fromkeys(tried)))
 
 
 def spider_reset(spider) -> bool:

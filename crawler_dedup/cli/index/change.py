@@ -16,7 +16,7 @@ def add(args) -> int:
 
     from ...tools import seed
     from ...tools.sources import SourceError
-    from ..common import default_dir, make_config
+    from ..common import make_config
     from ..scan import fields_of, jobs_of, run_with_progress
 
     from ...tools import files
@@ -27,7 +27,7 @@ def add(args) -> int:
         raise CliError(str(exc)) from None
     settings = backend_settings(args)
     if not getattr(args, "redis", None) and str(settings.get("DEDUP_BACKEND", "lmdb")) == "lmdb":
-        settings["DEDUP_DIR"] = args.dir or settings.get("DEDUP_DIR") or default_dir()
+        settings["DEDUP_DIR"] = index_location(args, settings)
     config = make_config(settings)
     if config.backend == "lmdb" and os.path.isfile(os.path.join(str(config.dir), "data.mdb")):
         index = _open(args, readonly=True)
