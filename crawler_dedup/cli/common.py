@@ -207,6 +207,8 @@ def add_filters(p, url_help: str = "the dropped page's URL, or a glob when it ho
     g.add_argument("--domain", action="append", metavar="HOST", help="the dropped URL's host or a subdomain of it (repeatable)")
     g.add_argument("--reason", action="append", choices=("exact", "near", "conceptual", "unchanged", "superseded"),
                    help="repeatable")
+    g.add_argument("--action", action="append", choices=("dropped", "flagged"),
+                   help="`dropped` (a real crawl's drops) or `flagged` (a dry run's: DEDUP_DRY_RUN); repeatable")
     g.add_argument("--since", metavar="ISO_TIME", help="drops at or after this time, e.g. 2026-11-22T04:00Z or 2026-11-22")
     g.add_argument("--url", action="append", metavar="PATTERN", help=url_help)
     g.add_argument("--min-similarity", type=float, metavar="S", help="similarity at least S (0..1)")
@@ -227,7 +229,7 @@ def filters(args):
         raise CliError(f"--min-similarity takes a number from 0 to 1, not {args.min_similarity}")
     return Filters(domains=tuple(d.lower().strip(".") for d in args.domain or ()), reasons=tuple(args.reason or ()),
                    since=since, urls=tuple(args.url or ()), min_similarity=args.min_similarity,
-                   kept=bool(getattr(args, "kept", False)))
+                   kept=bool(getattr(args, "kept", False)), actions=tuple(getattr(args, "action", None) or ()))
 
 
 def same_file(a: str, b: str) -> bool:

@@ -123,7 +123,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DROPLOG_ITEMS", BOOL, True, doc=(
         "at the item stage, write the whole dropped item into its drop-log line")),
     Setting("DEDUP_DRY_RUN", BOOL, False, doc=(
-        "never drop: write `flagged` lines and count `dedup/flagged`")),
+        "never drop and change nothing: decide on a scratch copy of the LMDB index (removed at the end), write "
+        "`flagged` lines (`inspect --action flagged`) and count `dedup/flagged`; refused on Redis")),
     Setting("DEDUP_EXPECTED_PAGES", INT, 1_000_000, lo=1, doc=(
         "sizes the permuted tables when a new index is created (an existing index keeps its plan)")),
     Setting("DEDUP_EXTRACT_MODE", CHOICE, "thorough", choices=("thorough", "fast"), doc=(

@@ -87,7 +87,11 @@ class DedupExtension:
         allow_file = crawler.settings.get("DEDUP_ALLOW_FILE")  # (found before it is read)
         self.config = self._configure(DedupConfig.from_settings(
             crawler.settings, **({"allow_file": opening.project_file(str(allow_file))} if allow_file else {})))
-        if self.config.enabled and (self.config.reset or opening.spider_reset(crawler.spider)):
+        reset = self.config.enabled and (self.config.reset or opening.spider_reset(crawler.spider))
+        self.scratch: str | None = None  # a dry run's copy of the index, removed at the end
+        if self.config.enabled and self.config.dry_run:
+            self.config = self._on_a_copy(self.config, empty=reset)
+        elif reset:
             self._reset()
         for name in self.config.idle_settings() if self.config.enabled else ():
             logger.warning("crawler-dedup: %s is set but has no effect with DEDUP_BACKEND=%s%s", name,
@@ -108,7 +112,11 @@ class DedupExtension:
                 # open once now, so an unusable index (other format, other k) stops the crawl here
                 # (a StoreError: of() logs one line, no traceback, and the start fails, so `scrapy
                 # crawl` exits 1 for a scheduled job; crawling on unchecked would store every duplicate)
-                Deduplicator(self.config).open(new_run=False).close()
+                try:
+                    Deduplicator(self.config).open(new_run=False).close()
+                except BaseException:
+                    self.engine_stopped()  # (a dry run's scratch copy goes)
+                    raise
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
             crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
             crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
@@ -129,6 +137,26 @@ class DedupExtension:
                 overrides["droplog"] = default_droplog(dir_, config.backend, config.redis_prefix)
             opening.appendable_file("DEDUP_DROPLOG", config.droplog, overrides["droplog"])
         return DedupConfig._checked({**config.__dict__, **overrides})
+
+    def _on_a_copy(self, cfg: DedupConfig, empty: bool) -> DedupConfig:
+        """DEDUP_DRY_RUN: the crawl decides on a scratch copy of the index (its pages, runs and
+        validators filed there), so the index and the next real crawl's drops are as they were; the
+        drop log is the index's own (`flagged` lines: `inspect --action flagged`)."""
+        if cfg.backend == "redis":
+            raise ConfigError("DEDUP_DRY_RUN", True, "an LMDB or memory index: a dry run decides on a scratch copy "
+                              "of the index, which a shared Redis index cannot be given; try settings on an LMDB "
+                              "index built the same way (crawler-dedup index add) or run with DEDUP_BACKEND=memory")
+        if cfg.backend != "lmdb":
+            return cfg  # (memory: gone at exit anyway)
+        from ..stores.lmdb.scratch import scratch_copy
+
+        try:
+            self.scratch = scratch_copy(str(cfg.dir), empty=empty)
+        except OSError as exc:
+            raise ConfigError("DEDUP_DRY_RUN", True, f"room beside {cfg.dir} for a scratch copy ({exc})") from None
+        logger.info("crawler-dedup: DEDUP_DRY_RUN: deciding on a scratch copy of %s (%s), removed at the end; "
+                    "the index stays as it was", cfg.dir, self.scratch)
+        return DedupConfig._checked({**cfg.__dict__, "dir": self.scratch})
 
     def _reset(self) -> None:
         """DEDUP_RESET / -a dedup_reset=1: start from an empty index, the old one moved aside."""
@@ -212,6 +240,11 @@ class DedupExtension:
         if self.dedup is not None:
             opening.release(self.dedup)
             self.dedup = None
+        if self.scratch is not None:
+            from ..stores.lmdb.scratch import remove_scratch
+
+            remove_scratch(self.scratch)
+            self.scratch = None
 
     # -- pages ------------------------------------------------------------------------------
     def decided_as_response(self, url: str) -> str | None:

@@ -61,14 +61,16 @@ class Filters:
     urls: tuple[str, ...] = ()  # substrings, or globs when they hold *
     min_similarity: float | None = None
     kept: bool = False  # the `kept` lines (pages the score kept apart from a candidate) instead of the drops
+    actions: tuple[str, ...] = ()  # dropped, flagged (a dry run's)
 
     @property
     def active(self) -> bool:
         return bool(self.domains or self.reasons or self.since or self.urls or self.min_similarity is not None
-                    or self.kept)
+                    or self.kept or self.actions)
 
     def describe(self) -> str:
         parts = ["kept apart by the score"] if self.kept else []
+        parts += [f"action {a}" for a in self.actions]
         parts += [f"domain {d}" for d in self.domains] + [f"reason {r}" for r in self.reasons]
         parts += [f"url {u}" for u in self.urls]
         if self.since:
@@ -81,6 +83,8 @@ class Filters:
         if (rec.get("action") == KEPT) != self.kept:  # a kept line drops nothing: only asked for
             return False
         if self.reasons and rec.get("reason") not in self.reasons:
+            return False
+        if self.actions and rec.get("action") not in self.actions:
             return False
         url = rec["url"]
         if self.domains:
@@ -157,7 +161,7 @@ class Malformed:
     def __str__(self) -> str:
         """'N malformed lines skipped (M torn: cut short by a crash)'."""
         torn = f" ({self.torn} torn: cut short by a crash while written)" if self.torn else ""
-        return f"{self.count} malformed lines skipped{torn}"
+        return f"{self.count} malformed line{'' if self.count == 1 else 's'} skipped{torn}"
 
 
 def stream(path: str, malformed: Malformed, progress: Progress | None = None,
