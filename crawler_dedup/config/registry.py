@@ -134,6 +134,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_FEATURES", CHOICE, "shingles", choices=("shingles", "docimage"), doc=(
         "`docimage`: seed 001's document image (top-30 TF-IDF words of each 100-word part) instead of "
         "word shingles")),
+    Setting("DEDUP_FEED_FILTER", BOOL, True, doc=(
+        "the add-on writes the crawl's feeds (`-o`, `FEEDS`: JSON lines, JSON, CSV) without the pages superseded "
+        "later in the same crawl (a `superseded` drop-log line each: replaced by their `rel=canonical` or a cleaner "
+        "URL), through a post-processing plugin first in each feed's chain (`dedup/feed/superseded_removed`); "
+        "`False`: feeds hold every item as the pipelines passed it ([Recrawls](#recrawls))")),
     Setting("DEDUP_ITEM_HTML_FIELD", FIELD, "html", doc=(
         "item field with a page's HTML")),
     Setting("DEDUP_ITEM_TEXT_FIELD", FIELD, "text", doc=(
@@ -351,6 +356,7 @@ class DedupConfig:
     expected_pages: int = _DEFAULTS["expected_pages"]
     extract_mode: str = _DEFAULTS["extract_mode"]
     features: str = _DEFAULTS["features"]
+    feed_filter: bool = _DEFAULTS["feed_filter"]
     item_html_field: str = _DEFAULTS["item_html_field"]
     item_text_field: str = _DEFAULTS["item_text_field"]
     item_title_field: str = _DEFAULTS["item_title_field"]

@@ -142,6 +142,9 @@ class Recorder:
                     record["url"], why)
         if self.config.dry_run:  # a dry run changes nothing: storage is not told to remove anything
             return
+        from .feeds import mark  # (the crawl's feeds leave it out when they close: feeds.py)
+
+        mark(self.crawler, record["url"], verdict.url)
         args = {"url": record["url"], "canonical_url": verdict.url, "record": record}
         assert verdict.superseded is not None
         if run and verdict.superseded.get("run") == run:

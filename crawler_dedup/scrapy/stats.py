@@ -33,6 +33,7 @@ REVISITS_COPY = "dedup/revisits/copy"
 REVISITS_RESENT = "dedup/revisits/resent"
 DROPPED_ITEMS_UNCHANGED = "dedup/dropped_items/unchanged"
 SUPERSEDED = "dedup/superseded"
+FEED_SUPERSEDED_REMOVED = "dedup/feed/superseded_removed"
 CONDITIONAL = "dedup/conditional"
 NOT_MODIFIED = "dedup/not_modified"
 NOT_MODIFIED_BYTES = "dedup/not_modified/bytes"
@@ -85,6 +86,9 @@ STATS: tuple[Stat, ...] = (
                               "them, and its URL keeps no validators, so the next crawl asks plainly"),
     Stat(SUPERSEDED, "kept pages replaced by the URL their `rel=canonical` names, or by a cleaner URL of the same page "
                      "(`DEDUP_PREFER_CLEAN_URL`; a `superseded` drop-log line each)"),
+    Stat(FEED_SUPERSEDED_REMOVED, "records the add-on took out of the crawl's feeds (`-o`, `FEEDS`) because their page was "
+                                  "superseded later in the same crawl (`DEDUP_FEED_FILTER`; a `Dedup: removed N "
+                                  "superseded pages from feed URI` log line each feed)"),
     Stat(SKIPPED, "kept without a check: `not_html`, `status` (non-2xx), `empty`, `too_large`, `undecodable`, "
                   "`no_text` (no main text), `too_short`, `notice` (the text is a consent, paywall or login notice), "
                   "`bad_input` (an item field that is not text), `allowed`, `dont_dedup`, `never_drop` (a "
