@@ -93,6 +93,7 @@ class Deduplicator:
         self.commits = 0  # write transactions that decided pages and committed
         self.index: NearDupIndex | None = None
         self.run = 0
+        self.settings_since = 0  # the first run of the deciding settings in force (revalidation.settings_since)
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
         self._kept_texts = KeptTexts()  # kept pages' texts, recently measured (measures.py)
@@ -117,7 +118,12 @@ class Deduplicator:
                       "weighting": self.config.weighting}
             index = self.index = NearDupIndex.open(store, self.config.k, plan, params)
             if new_run:
-                self.run = index.write(index.new_run)
+                digest = revalidation.settings_digest(self.config)
+
+                def begin(txn) -> tuple[int, int]:
+                    run = index.new_run(txn)
+                    return run, revalidation.settings_since(txn, digest, run)
+                self.run, self.settings_since = index.write(begin)
             for plugin in self.plugins:
                 index.read(plugin.load)
         return self

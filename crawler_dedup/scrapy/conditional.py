@@ -69,8 +69,8 @@ def ask(rt, request: Request) -> None:
         return
     never_drop = bool(request.meta.get("dedup_never_drop"))
     if entry.copy_of:  # a dropped copy: a 304 drops it again, as its first crawl did (nothing to parse)
-        if cfg.dry_run or never_drop:
-            return
+        if cfg.dry_run or never_drop or entry.run < dedup.settings_since:
+            return  # (dropped under other deciding settings: decided again from its text)
     elif entry.copy is None and (not leaf or killed or cfg.unchanged == "keep" or cfg.dry_run or never_drop):
         return  # its 304 would leave the spider nothing to parse
     headers = entry.headers()

@@ -6,6 +6,7 @@ Deduplicator calls these; the Scrapy side is crawler_dedup/scrapy/conditional.py
 
 from __future__ import annotations
 
+import json
 import time
 
 from ...config import DedupConfig
@@ -17,6 +18,45 @@ from .txn import IndexTxn
 from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
 from ..page.site import canonical_url
 from ..verdict import Action, Reason, Revisit, Verdict
+
+
+# the settings a copy's drop depends on: a known copy dropped under others is asked again in full
+DECIDING = ("allow", "boilerplate", "canonical", "conceptual", "conceptual_threshold", "containment", "extract_mode",
+            "min_resemblance", "min_tokens", "model", "prefer_clean_url", "score_threshold", "site_boilerplate",
+            "sketch_probes", "threshold", "tracking_params", "verifier", "visible_containment")
+
+
+def settings_digest(cfg: DedupConfig) -> str:
+    """A digest of the settings that decide whether a page is a copy (a model file by its bytes' size and time)."""
+    import hashlib
+    import os
+
+    named = {}
+    for name in DECIDING:
+        value = getattr(cfg, name)
+        if name == "allow":
+            value = sorted(p.pattern for p in value)
+        elif name == "model" and value:
+            try:
+                stat = os.stat(str(value))
+                value = [str(value), stat.st_size, int(stat.st_mtime)]
+            except OSError:
+                value = str(value)
+        named[name] = value if isinstance(value, (int, float, str, bool, type(None), list)) else repr(value)
+    return hashlib.sha1(json.dumps(named, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+def settings_since(txn: IndexTxn, digest: str, run: int) -> int:
+    """The first run of the settings `digest` now in force (this `run` when they changed): a known
+    copy whose entry an earlier run wrote was dropped under other settings. An index that never
+    recorded settings keeps its entries (0)."""
+    raw = txn.meta_get("deciding")
+    before = json.loads(raw) if raw else None
+    if before is not None and before.get("digest") == digest:
+        return int(before.get("since", 0))
+    since = run if before is not None else 0
+    txn.meta_put("deciding", json.dumps({"digest": digest, "since": since}).encode())
+    return since
 
 
 def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
