@@ -74,7 +74,7 @@ def test_doctor_finds_the_startproject_trap_then_a_crawls_index_and_drop_log(pro
     got, checks = doctor(project)
     assert got["ok"], got
     assert "2 pages kept" in checks["index"]["detail"]
-    assert "1 drops" in checks["drop log"]["detail"]
+    assert "1 drop," in checks["drop log"]["detail"]
     assert got["where"]["droplog"] == str(project / ".scrapy" / "dedup" / "droplog.jsonl")
 
     # every command finds the crawl's index and drop log from the project's settings, with no options

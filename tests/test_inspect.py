@@ -177,7 +177,7 @@ def test_out_of_range_numbers_are_malformed_lines_not_a_crash(demo_out, tmp_path
         assert got["records"] == 3 and got["malformed"]["lines"] == 1, change
         assert got["malformed"]["examples"][0]["line"] == 4
         proc = cli("inspect", log)
-        assert proc.returncode == 0 and "1 malformed lines skipped" in proc.stdout, change
+        assert proc.returncode == 0 and "1 malformed line skipped" in proc.stdout, change
     # NaN and Infinity are what Python's json writes for float('nan'), float('inf')
     log = tmp_path / "nan.jsonl"
     good = (demo_out / "droplog.jsonl").read_text(encoding="utf-8").splitlines()[0]

@@ -4,7 +4,7 @@ import re
 
 from .conftest import dedup_stats, make_site, scrapy_crawl, write_urls
 
-LINE = re.compile(r"Dedup: checked (\d+) pages \((\d+)/min\), dropped (\d+) \(([\d.]+)%\), flagged (\d+), "
+LINE = re.compile(r"Dedup: checked (\d+) pages? \((\d+)/min\), dropped (\d+) \(([\d.]+)%\), flagged (\d+), "
                   r"skipped (\d+), errors (\d+)")
 
 

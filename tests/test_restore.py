@@ -32,7 +32,7 @@ def test_restore_items_from_a_real_item_crawl_and_reingest_with_allow(tmp_path, 
     proc = cli("restore", drops, "--url", "https://b/1", "-o", out, "--allow-file", allow)
     assert proc.returncode == 0, proc.stderr
     assert _lines(out) == [records[1]]  # the whole item, as the spider made it
-    assert "restored 1 of 1 selected drops (1 items" in proc.stdout
+    assert "restored 1 of 1 selected drop (1 item," in proc.stdout
     patterns = allow.read_text().split()
     assert patterns == ["^" + re.escape("https://b/1") + "$"]
 
@@ -72,8 +72,8 @@ def test_restore_counts_lines_with_nothing_to_restore(tmp_path, demo_out):
     proc = cli("restore", log, "--all", "-o", tmp_path / "out.jsonl")
     assert proc.returncode == 0
     assert "restored 2 of 3 selected drops" in proc.stdout
-    assert "1 selected drops had nothing to restore" in proc.stdout and recs[1]["url"] in proc.stdout
-    assert "1 malformed lines skipped" in proc.stdout
+    assert "1 selected drop had nothing to restore" in proc.stdout and recs[1]["url"] in proc.stdout
+    assert "1 malformed line skipped" in proc.stdout
 
 
 def test_restore_refuses_without_a_selector(demo_out, tmp_path):
@@ -181,7 +181,7 @@ def test_a_url_dropped_by_two_crawls_is_restored_once_from_its_latest_drop(tmp_p
     items = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [i["url"] for i in items] == [other["url"], rec["url"]]  # once each, in the order of the lines written
     assert items[1]["text"].endswith("(as the second crawl saw it)")
-    assert "restored 2 of 3 selected drops" in proc.stdout and "1 selected drops were of a URL dropped again later" in proc.stdout
+    assert "restored 2 of 3 selected drops" in proc.stdout and "1 selected drop was of a URL dropped again later" in proc.stdout
 
 
 def test_c1_controls_and_bidi_characters_are_escaped_in_every_json_printed(tmp_path, demo_out):

@@ -200,18 +200,20 @@ def test_show_escapes_control_characters(demo_out, tmp_path):
 
 def test_show_and_report_read_the_projects_settings(tmp_path, articles):
     """Run in a Scrapy project, `show URL` and `report -o F` need no --dir nor --log: the project's
-    settings.py says where its crawls keep the index and the drop log."""
+    settings.py says where its crawls keep the index and the drop log (relative paths: in the
+    project's data folder, .scrapy/, as a crawl puts them)."""
     project = tmp_path / "proj"
     project.mkdir()
     (project / "scrapy.cfg").write_text("[settings]\ndefault = projsettings\n")
     (project / "projsettings.py").write_text('DEDUP_DIR = "crawl-index"\nDEDUP_DROPLOG = "logs/drops.jsonl"\n')
+    data = project / ".scrapy"
     gold = articles[0][1]
-    with Deduplicator(dir=str(project / "crawl-index")) as d:
+    with Deduplicator(dir=str(data / "crawl-index")) as d:
         d.check("https://a.test/story", text=gold)
         dropped = d.check("https://b.test/copy", text=gold.replace(" the ", " a ", 2))
     assert dropped.action == "drop"
-    (project / "logs").mkdir()
-    with DropLog(str(project / "logs" / "drops.jsonl")) as log:
+    (data / "logs").mkdir()
+    with DropLog(str(data / "logs" / "drops.jsonl")) as log:
         log.write(make_record(dropped, "response", "s"))
     got = subprocess.run([sys.executable, "-m", "crawler_dedup", "show", "https://b.test/copy"], cwd=project,
                          capture_output=True, text=True, timeout=60)
@@ -220,7 +222,7 @@ def test_show_and_report_read_the_projects_settings(tmp_path, articles):
     got = subprocess.run([sys.executable, "-m", "crawler_dedup", "report", "-o", "r.html"], cwd=project,
                          capture_output=True, text=True, timeout=60)
     assert got.returncode == 0, got.stderr
-    assert "1 of 1 drops" in got.stdout and (project / "r.html").exists()
+    assert "1 of 1 drop in the table" in got.stdout and (project / "r.html").exists()
 
 
 def test_compare_scores_a_pair_kept_under_the_lookup_thresholds(tmp_path, articles):

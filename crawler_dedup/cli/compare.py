@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..droplog import dumps
 from .common import CliError, add_json, add_settings, make_config, parse_settings
+from .out import plural
 
 
 def add_parser(sub):
@@ -56,7 +57,7 @@ def run(args) -> int:
         words = len(tokenize(src.text))
         lines = [line.strip() for line in src.text.splitlines() if line.strip()]
         side.update({"characters": len(src.text), "words": words, "lines": len(lines)})
-        print(f"   text: {len(src.text)} characters, {words} words, {len(lines)} lines")
+        print(f"   text: {plural(len(src.text), 'character')}, {plural(words, 'word')}, {plural(len(lines), 'line')}")
         for line in lines[: args.lines]:
             print(f"   | {line[:110]}{'…' if len(line) > 110 else ''}")
         fp = dedup.fingerprint(src.text)

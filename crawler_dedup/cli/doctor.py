@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from .common import add_json, add_settings, parse_set
+from .out import plural
 
 ADDON = "crawler_dedup.addon.DedupAddon"
 
@@ -262,7 +263,7 @@ def _index(report: Report, config) -> None:
     if config.backend == "lmdb":
         size = f", {os.path.getsize(os.path.join(path, 'data.mdb')) / 2**20:.1f} MiB"
     busy = f"; open in process {', '.join(map(str, users))} (a crawl running now)" if users else ""
-    report.add("ok", "index", f"{where}: {pages} pages kept, plan k={index.plan.k}, format {index.version}{size}{busy}")
+    report.add("ok", "index", f"{where}: {plural(pages, 'page')} kept, plan k={index.plan.k}, format {index.version}{size}{busy}")
     if index.version != FORMAT_VERSION:  # (read-only here: a migratable one is read as it is)
         report.add("warn", "index format", f"{where}: format {index.version}, this crawler-dedup writes "
                    f"{FORMAT_VERSION}; the next crawl migrates it in place, once",
@@ -312,7 +313,7 @@ def _droplog(report: Report, config) -> None:
         return
     count, last, torn = _lines_and_last(path)  # not parsed whole: a drop log of 10^6 lines takes 8 s
     size = os.path.getsize(path) / 2**20
-    detail = f"{path}: {count} drops, {size:.1f} MiB" + (f", the latest at {last}" if last else "")
+    detail = f"{path}: {plural(count, 'drop')}, {size:.1f} MiB" + (f", the latest at {last}" if last else "")
     if torn:
         report.add("warn", "drop log", f"{detail}; its last line is cut short (a crash while it was written)",
                    "the next crawl starts its first line on a line of its own; `crawler-dedup inspect` counts it")

@@ -14,6 +14,12 @@ from typing import Any
 from .common import term
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """A count and its noun: '1 page', '0 pages', '2 pages'; `many` where the plural is not word + s
+    (plural(n, "copy", "copies"))."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def is_terminal(file=None) -> bool:
     file = file or sys.stdout
     try:
@@ -139,16 +145,17 @@ class PagesProgress:
             from rich.progress import Progress as Bar
 
             self._bar = Bar(TextColumn("{task.description:<22}"), BarColumn(), TaskProgressColumn(),
-                                 TextColumn("{task.fields[pages]:>8} pages  {task.fields[rate]:>7} pages/s  ETA"),
+                                 TextColumn("{task.fields[pages]:>14}  {task.fields[rate]:>7} pages/s  ETA"),
                                  TimeRemainingColumn(), console=Console(file=self.stream), transient=False)
             self._bar.start()
         if phase not in self._tasks:
-            task = self._bar.add_task(self.LABELS.get(phase, phase), total=max(total, 1), pages=0, rate="")
+            task = self._bar.add_task(self.LABELS.get(phase, phase), total=max(total, 1), pages=plural(0, "page"),
+                                      rate="")
             self._tasks[phase] = (task, time.monotonic(), pages)
         task, started, first = self._tasks[phase]
         elapsed = time.monotonic() - started
         rate = f"{(pages - first) / elapsed:.1f}" if elapsed > 0.5 else ""
-        self._bar.update(task, completed=min(done, total), total=max(total, 1), pages=pages, rate=rate)
+        self._bar.update(task, completed=min(done, total), total=max(total, 1), pages=plural(pages, "page"), rate=rate)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -19,7 +19,7 @@ from .common import (
     same_file,
     term,
 )
-from .out import Progress
+from .out import Progress, plural
 
 
 def add_parser(sub):
@@ -62,9 +62,9 @@ def run(args) -> int:
         raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", 1) from None
-    print(f"{args.output}: {info['rows']} of {info['matched']} drops in the table"
+    print(f"{args.output}: {info['rows']} of {plural(info['matched'], 'drop')} in the table"
           f"{' (the latest; plots use all)' if info['rows'] < info['matched'] else ''}, "
-          f"{info['texts']} with texts for the diff view; {info['malformed']} malformed lines skipped"
+          f"{info['texts']} with texts for the diff view; {plural(info['malformed'], 'malformed line')} skipped"
           + (f" ({info['torn']} torn: cut short by a crash while written)" if info.get("torn") else ""))
     if info.get("index_unread"):
         print(f"crawler-dedup report: warning: the kept pages' texts are not in the diff view: "

@@ -7,7 +7,7 @@ import sys
 
 from .common import (CliError, add_filters, add_legacy, add_log, add_settings, backend_settings, filters, resolve_log_dir,
                      same_file, term)
-from .out import Progress
+from .out import Progress, plural
 
 
 def add_parser(sub):
@@ -69,19 +69,21 @@ def run(args) -> int:
     except OSError as exc:
         raise CliError(f"cannot write {args.output or 'stdout'}: {exc.strerror or exc}", 1) from None
     report = sys.stderr if args.output in (None, "-") else sys.stdout
-    print(f"restored {result.written} of {result.selected} selected drops ({result.from_items} items, "
+    print(f"restored {result.written} of {plural(result.selected, 'selected drop')} ({plural(result.from_items, 'item')}, "
           f"{result.from_text} from the extracted text) to {args.output or 'stdout'}", file=report)
     for url in selected.urls:
         if "*" not in url and url not in result.found:
             print(f"crawler-dedup restore: warning: no drop-log line for {term(url)}", file=sys.stderr)
     if result.earlier:
-        print(f"{result.earlier} selected drops were of a URL dropped again later: each URL is restored once, "
-              "from its latest drop", file=report)
+        was = "was" if result.earlier == 1 else "were"
+        print(f"{plural(result.earlier, 'selected drop')} {was} of a URL dropped again later: each URL is restored "
+              "once, from its latest drop", file=report)
     if result.unchanged:
-        print(f"{result.unchanged} selected drops are unchanged revisits with the very words of the page kept "
-              "before (storage holds it): nothing to restore", file=report)
+        what = "is an unchanged revisit" if result.unchanged == 1 else "are unchanged revisits"
+        print(f"{plural(result.unchanged, 'selected drop')} {what} with the very words of the page kept before "
+              "(storage holds it): nothing to restore", file=report)
     if result.nothing:
-        print(term(f"{result.nothing} selected drops had nothing to restore (no `item` nor `text` in the line; "
+        print(term(f"{plural(result.nothing, 'selected drop')} had nothing to restore (no `item` nor `text` in the line; "
                    f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),
               file=report)
     if result.malformed.count:

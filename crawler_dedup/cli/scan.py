@@ -155,11 +155,12 @@ def run(args) -> int:
 
 def print_summary(s: dict) -> None:
     from .common import term
+    from .out import plural
 
     if s.get("already_done"):
         print(f"{term(s['out'])}: this scan was finished before (--restart scans again); its summary:")
     pages, dropped = s["pages"], s["dropped"]
-    print(f"{s['records']} records, {pages} pages: {s['kept']} kept, {dropped} dropped "
+    print(f"{plural(s['records'], 'record')}, {plural(pages, 'page')}: {s['kept']} kept, {dropped} dropped "
           f"({100.0 * dropped / pages if pages else 0:.1f}%), policy {','.join(s['policy'])}")
     if s["by_reason"]:
         print("  dropped by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(s["by_reason"].items())))
@@ -175,13 +176,13 @@ def print_summary(s: dict) -> None:
               f"{r['no_original']} without their original in the inputs (kept)")
     shown = s["inputs"] if len(s["inputs"]) <= 20 else [f for f in s["inputs"] if f.get("damaged")][:20]
     for f in shown:
-        print(f"  {term(f['input'])}: {f['pages']} pages, {f['kept']} kept -> {f['kept_output']}, "
+        print(f"  {term(f['input'])}: {plural(f['pages'], 'page')}, {f['kept']} kept -> {f['kept_output']}, "
               f"{f['dropped']} dropped -> {f['dropped_output']}")
         if f.get("damaged"):
             print(f"    damaged, the rest of the file was skipped: {term(f['damaged'])}")
     if len(shown) < len(s["inputs"]):
         damaged = sum(1 for f in s["inputs"] if f.get("damaged"))
-        print(f"  {len(s['inputs'])} inputs ({damaged} damaged); each one's counts: summary.json")
+        print(f"  {plural(len(s['inputs']), 'input')} ({damaged} damaged); each one's counts: summary.json")
     secs = s.get("seconds") or {}
     if secs and s.get("engine") == "spark":
         print("  time (spark): " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))

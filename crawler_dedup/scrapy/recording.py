@@ -8,6 +8,7 @@ import logging
 import time
 
 from . import stats as keys
+from ..cli.out import plural
 from ..core.verdict import Action, Failure, Reason, Revisit, Skip, Stage, Verdict
 from ..droplog import DropLog, make_record, superseded_record
 from ..signals import page_superseded
@@ -164,8 +165,8 @@ class Recorder:
         errors = sum(v for k, v in all_stats.items() if k.startswith(keys.prefix(keys.ERRORS)))
         rate = (checked - before) * 60.0 / interval
         logger.info(
-            "Dedup: checked %d pages (%d/min), dropped %d (%.1f%%), flagged %d, skipped %d, errors %d",
-            checked, rate, dropped, 100.0 * dropped / checked if checked else 0.0, get(keys.FLAGGED, 0),
+            "Dedup: checked %s (%d/min), dropped %d (%.1f%%), flagged %d, skipped %d, errors %d",
+            plural(checked, "page"), rate, dropped, 100.0 * dropped / checked if checked else 0.0, get(keys.FLAGGED, 0),
             skipped, errors,
         )
         return checked
@@ -180,14 +181,15 @@ class Recorder:
         errors = ", ".join(f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(self.stats.get_stats().items())
                            if k.startswith(keys.prefix(keys.ERRORS)) and v)
         logger.info(
-            "Dedup: %d pages checked, %d kept, %d %s (%.1f%%)%s%s%s%s; drop log: %s",
-            checked, get(keys.KEPT, 0), dropped, "flagged" if self.config.dry_run else "dropped",
+            "Dedup: %s checked, %d kept, %d %s (%.1f%%)%s%s%s%s; drop log: %s",
+            plural(checked, "page"), get(keys.KEPT, 0), dropped, "flagged" if self.config.dry_run else "dropped",
             100.0 * dropped / checked if checked else 0.0,
             f"; {get(keys.SUPERSEDED, 0)} kept earlier replaced by a canonical or cleaner URL (a drop-log line each)"
             if get(keys.SUPERSEDED, 0) else "",
-            f"; {revisits} revisits: {get(keys.REVISITS_UNCHANGED, 0)} unchanged, {get(keys.REVISITS_UPDATED, 0)} "
-            f"updated, {get(keys.REVISITS_COPY, 0)} now copies of another URL's page" if revisits else "",
-            f"; {asked} conditional requests, {not_modified} answered 304 ({_size(get(keys.NOT_MODIFIED_BYTES, 0))} "
+            f"; {plural(revisits, 'revisit')}: {get(keys.REVISITS_UNCHANGED, 0)} unchanged, {get(keys.REVISITS_UPDATED, 0)} "
+            f"updated, {get(keys.REVISITS_COPY, 0)} now {'a copy' if get(keys.REVISITS_COPY, 0) == 1 else 'copies'} of "
+            "another URL's page" if revisits else "",
+            f"; {plural(asked, 'conditional request')}, {not_modified} answered 304 ({_size(get(keys.NOT_MODIFIED_BYTES, 0))} "
             "not downloaded)" if asked else "",
             f"; {unchecked} kept unchecked (errors: {errors}; each named above)" if unchecked else "",
             self.config.droplog,

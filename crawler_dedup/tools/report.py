@@ -219,7 +219,7 @@ def render(log: str, s: Summary, filters: Filters, data: dict, dir_: str | None)
     if data["truncated"]:
         notes.append(f"The table holds the latest {len(data['rows'])} of {s.matched} matching drops; the plots use all of them.")
     if s.malformed.count:
-        notes.append(f"{s.malformed.count} malformed lines were skipped.")
+        notes.append(f"{s.malformed.count} malformed line{' was' if s.malformed.count == 1 else 's were'} skipped.")
     if filters.active:
         notes.append(f"Filters: {filters.describe()}.")
     if not dir_:
@@ -234,7 +234,7 @@ def render(log: str, s: Summary, filters: Filters, data: dict, dir_: str | None)
 <style>{STYLE}</style></head>
 <body>
 <h1>What was dropped: {_esc(log)}</h1>
-<p class="meta" id="summary">{s.matched} drops{f' of {s.total} lines' if s.matched != s.total else ''}, from {_esc(s.first or '-')} to {_esc(s.last or '-')}. {_esc(counts)}</p>
+<p class="meta" id="summary">{s.matched} drop{'' if s.matched == 1 else 's'}{f' of {s.total} line' + ('' if s.total == 1 else 's') if s.matched != s.total else ''}, from {_esc(s.first or '-')} to {_esc(s.last or '-')}. {_esc(counts)}</p>
 {''.join(f'<p class="note">{_esc(n)}</p>' for n in notes)}
 <div class="plots">{''.join(plots)}</div>
 <div class="controls"><input id="filter" type="search" placeholder="filter by URL or title" aria-label="filter">
