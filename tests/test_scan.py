@@ -379,6 +379,42 @@ def test_a_killed_scan_goes_on_and_ends_as_an_uninterrupted_one(tmp_path, pages)
     assert outputs(out) == outputs(whole)
 
 
+def test_ctrl_c_says_the_same_command_continues_the_scan(tmp_path, pages):
+    """Ctrl-C (SIGINT) mid-read: one line on stderr saying how to go on, exit 130; the pages it
+    names are the ones the state file holds (that the same command goes on after them is the
+    killed scan's test, below)."""
+    many = [(f"{u}#{n}" if n else u, h + f"<!-- {n} -->".encode() if n else h, g) for n in range(3) for u, h, g in pages]
+    path = write_jsonl(tmp_path / "items.jsonl", many)
+    out = tmp_path / "stopped"
+    proc = subprocess.Popen([sys.executable, "-m", "crawler_dedup", "scan", path, "--out", str(out), "--jobs", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    state = out / ".scan" / "state.sqlite"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            with sqlite3.connect(state) as db:
+                if db.execute("SELECT count(*) FROM entries").fetchone()[0]:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    assert proc.poll() is None, "the scan ended before it could be stopped: make the input longer"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    with sqlite3.connect(state) as db:
+        read = db.execute("SELECT count(*) FROM entries WHERE kind='page'").fetchone()[0]
+    assert proc.returncode == 130, err
+    assert err == (f"scan stopped: run the same command again to continue from the {read} pages already read "
+                   "(or add --restart to start over)\n"), err
+    assert 0 < read < len(many)
+
+
+def test_a_scan_stopped_before_reading_says_so(tmp_path, pages):
+    path = write_jsonl(tmp_path / "items.jsonl", pages[:3])
+    stopped = Scan(Options(inputs=[path], out=str(tmp_path / "out"), policy="longest", jobs=1))
+    assert stopped.stopped() == "scan stopped before a page was read: run the same command again to start it"
+
+
 def test_a_decide_pass_stopped_mid_batch_goes_on_without_deciding_twice(tmp_path, pages, monkeypatch):
     from crawler_dedup import Deduplicator
 

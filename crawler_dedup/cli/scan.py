@@ -143,7 +143,19 @@ def run(args) -> int:
             summary = SparkScan(opts, master=args.master, partitions=args.partitions, work=args.work,
                                 spark_conf=spark_conf, join_outputs=args.join_outputs).run()
         else:
-            summary = run_with_progress(lambda progress: Scan(opts, progress).run())
+            scans: list = []  # (the scan being run, for the line a Ctrl-C gets)
+
+            def work(progress):
+                scans.append(Scan(opts, progress))
+                return scans[0].run()
+
+            try:
+                summary = run_with_progress(work)
+            except KeyboardInterrupt:
+                import sys
+
+                print(scans[0].stopped() if scans else "scan stopped before it began", file=sys.stderr)
+                return 130
     except ScanError as exc:
         raise CliError(str(exc)) from None
     if args.json:

@@ -197,6 +197,32 @@ class Scan:
     def write_pass(self, state: State) -> dict:
         return pass3_write.Writer(self.out, self.config, self.keys, self.shared, self.progress).run(state)
 
+    def stopped(self) -> str:
+        """The line for a scan stopped (Ctrl-C) mid-way, from what its state file holds: the pages
+        committed by the read pass and the decide pass stay there, and the same command goes on
+        after them (a read batch not yet committed, at most COMMIT_ROWS records or COMMIT_SECONDS,
+        is read again; the write pass is done again whole)."""
+        import contextlib
+        import sqlite3
+
+        from ..sources import PAGE
+
+        read = decided = 0
+        path = os.path.join(self.out, ".scan", "state.sqlite")
+        if os.path.exists(path):
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+                    read = db.execute("SELECT count(*) FROM entries WHERE kind=?", (PAGE,)).fetchone()[0]
+                    decided = db.execute("SELECT count(*) FROM decisions").fetchone()[0]
+            except sqlite3.Error:
+                pass
+        where = f" on this machine (its state is in {self.out})" if self.remote else ""
+        if not read:
+            return f"scan stopped before a page was read: run the same command again to start it{where}"
+        so_far = f"the {read} page{'' if read == 1 else 's'} already read" + (f" and {decided} decided" if decided else "")
+        return (f"scan stopped: run the same command again to continue from {so_far}{where} "
+                "(or add --restart to start over)")
+
 
 def absolute(path: str) -> str:
     from .. import files
