@@ -20,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawler_dedup.config import DedupConfig
 from crawler_dedup.tools import seed
-from crawler_dedup.core.decide.policy import parse_policy
+from crawler_dedup.core.decide.policy import length_class, parse_policy
 from crawler_dedup.tools.scan import Options, Scan, ScanError
 
 from .conftest import SHARED_DATA, cli, dedup_stats, scrapy_crawl, write_urls
@@ -259,9 +259,9 @@ def test_policy_picks_do_not_depend_on_input_order(tmp_path, pages, policy):
             == {(c["kept"]["url"], tuple(sorted(d["url"] for d in c["dropped"]))) for c in cb})
     assert sa["kept"] == sb["kept"] and sa["passed"] == {"bad_json": 1}
     keys = parse_policy(policy)
-    for c in ca:  # the kept page is the group's best by the policy's first key
+    for c in ca:  # the kept page is the group's best by the policy's first key (longest: its length class)
         members = [c["kept"]] + c["dropped"]
-        best = {"longest": lambda m: -m["scores"]["words"], "shortest-url": lambda m: m["scores"]["url_length"],
+        best = {"longest": lambda m: -length_class(m["scores"]["words"]), "shortest-url": lambda m: m["scores"]["url_length"],
                 "https-first": lambda m: not m["scores"]["https"],
                 "canonical": lambda m: 0}[keys[0]]
         assert best(c["kept"]) == min(best(m) for m in members)

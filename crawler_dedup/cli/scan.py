@@ -11,7 +11,7 @@ def add_parser(sub):
     from ..core.decide.policy import DEFAULT_POLICY, KEYS, POLICIES
 
     policies = "; ".join(f"{name} = {','.join(keys)}" for name, keys in POLICIES.items())
-    keys = "; ".join(f"{k}: {v}" for k, v in KEYS.items())
+    keys = "; ".join(f"{k}: {v}" for k, v in KEYS.items()).replace("%", "%%")  # (argparse formats help with %)
     p = sub.add_parser(
         "scan", help="deduplicate crawled data: JSON lines (feed exports) and WARC/ARC files",
         description="Deduplicate what was already crawled. Reads Scrapy feed exports (JSON lines) and WARC/ARC "

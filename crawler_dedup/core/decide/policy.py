@@ -5,14 +5,45 @@ longest page of each group, so the least text is lost; Nutch's dedup job orders 
 time, https and URL length. Pages are decided best first, in a policy's order: a group's best page
 is met before the others, kept, and the others are dropped against it, so the groups and the picks
 do not depend on the input's order. `crawler-dedup scan` and `crawler_dedup.dedupe_batch` both work this way.
+
+`longest` compares length classes, not word counts: a copy whose template adds a heading of a few
+words to the same text is not better for it, so two pages in one class tie on length and the
+policy's next key decides (https-first, then shortest-url, for the default policy; the URL when
+no key is left). A class is 20 words wide up to 400 words and 5% of its lower bound past that
+(LENGTH_BOUNDS: ... 909, 954, 1001, 1051, ...), so pages under 5% (or 20 words) apart tie unless
+a class bound falls between them (then the longer is first, however close). Ties of every pair
+under 5% apart cannot be had: they would chain (100 ~ 104 ~ 108 ~ ...), and a policy's order
+must be total and each page's own, the same in any input order and on both engines (the Spark
+scan computes the same classes in SQL, tools/spark_scan/sites.py), so the classes are fixed.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..page.site import canonical_url
+
+
+def _length_bounds(limit: int = 10**8) -> tuple[int, ...]:
+    """The lower bounds of the length classes: 0, 20, 40, ... 400, 420, 441, 463, ... (each class is
+    20 words wide, or 1/20 of its lower bound when that is more; integers, so every engine
+    computes the same classes)."""
+    bounds = [0]
+    while bounds[-1] < limit:
+        bounds.append(bounds[-1] + max(20, bounds[-1] // 20))
+    return tuple(bounds)
+
+
+LENGTH_BOUNDS = _length_bounds()
+
+
+def length_class(words: int) -> int:
+    """The class of a page of `words` words: how many class bounds are at or under it (two pages
+    of one class tie on `longest`)."""
+    return bisect_right(LENGTH_BOUNDS, words)
+
 
 # -- policies --------------------------------------------------------------------------------
 # each key maps a page to a sort value, best first; a policy is an order of keys (as Nutch's
@@ -20,7 +51,8 @@ from ..page.site import canonical_url
 # the input position so that equal pages are ordered the same in any input order
 KEYS: dict[str, str] = {
     "first": "the input order (what a crawl keeps; depends on the order by definition)",
-    "longest": "most words of main text (the least text is lost)",
+    "longest": "most words of main text (the least text is lost), in length classes 20 words wide, 5% past 400 "
+               "words: two pages of one class tie and the next key decides (docs/scan.md)",
     "shortest-url": "fewest characters of URL",
     "https-first": "https before http",
     "canonical": "a page whose rel=canonical is its own URL, then one without, then one naming another URL",
@@ -68,7 +100,7 @@ class Page:
         if key == "first":
             return self.seq
         if key == "longest":
-            return -self.words
+            return -length_class(self.words)
         if key == "shortest-url":
             return len(self.url)
         if key == "https-first":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from ...core.decide.policy import LENGTH_BOUNDS
 from ...core.index.neardup import HOLDERS, TITLED
 
 LINE, TITLE = "l", "t"
@@ -31,9 +32,11 @@ def order(spark, work: str, keys: tuple[str, ...]):
 
     sig = spark.read.parquet(os.path.join(work, "signatures")).where(F.col("kind") == "page")
     url, time, score = F.coalesce("url", F.lit("")), F.col("time"), F.col("score")
+    words = F.coalesce("words", F.lit(0))
+    bounds = F.array(*[F.lit(b).cast("long") for b in LENGTH_BOUNDS])
     values = {
         "first": [F.col("seq")],
-        "longest": [-F.coalesce("words", F.lit(0))],
+        "longest": [-F.size(F.filter(bounds, lambda b: b <= words))],  # policy.length_class
         "shortest-url": [F.length(url)],
         "https-first": [F.when(F.lower(url).startswith("https:"), 0).otherwise(1)],
         "canonical": [F.coalesce("canonical_rank", F.lit(1))],
