@@ -242,3 +242,60 @@ def test_compare_scores_a_pair_kept_under_the_lookup_thresholds(tmp_path, articl
     assert "under the lookup thresholds too" in proc.stdout and "= log-odds (score)" in proc.stdout, proc.stdout
     got = json.loads(cli("compare", str(a), str(b), "--json").stdout)["verdict"]
     assert got["b"] == "kept" and got["under_lookup_thresholds"] and got["score"] < got["score_threshold"]
+
+
+
+def test_show_lists_and_picks_each_decision_of_a_recrawled_url(tmp_path, articles, capsys):
+    """A URL decided on each crawl has a line a crawl: `show URL` shows the latest, `--all` lists
+    them oldest first (time, action, reason, the page matched, spider) and `--line N` shows one."""
+    import pytest
+
+    from crawler_dedup.cli import main
+
+    gold = articles[2][1]
+    idx = tmp_path / "idx"
+    with Deduplicator(dir=str(idx)) as d:  # the first crawl: b is a near copy of a
+        d.check("https://s/a", text=gold)
+        near = d.check("https://s/b", text=gold + "\nOne more line at the end of it all, said twice.")
+    with Deduplicator(dir=str(idx)) as d:  # the recrawl: b is now a's very words
+        exact = d.check("https://s/b", text=gold)
+    assert (near.action, near.reason, exact.action, exact.reason) == ("drop", "near", "drop", "exact")
+    with DropLog(str(idx / "droplog.jsonl")) as log:
+        log.write(make_record(near, "response", "first"))
+        log.write(make_record(exact, "response", "second"))
+    times = [r["time"] for r in _records(idx / "droplog.jsonl")]
+
+    def show(*args):  # (in this process: a dozen subprocesses would take as many seconds)
+        code = main(["show", "https://s/b", "--dir", str(idx), *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = show()
+    assert code == 0, err
+    assert "by spider second" in out and "why           exact:" in out
+    assert "line 2 of 2 about this URL in the drop log (the latest;" in out
+
+    code, out, err = show("--all")
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert rows == [["1", times[0], "dropped", "near", "https://s/a", "first"],
+                    ["2", times[1], "dropped", "exact", "https://s/a", "second"]], out
+    assert "2 lines in" in out and "oldest first" in out
+    assert [r["reason"] for r in json.loads(show("--all", "--json")[1])["lines"]] == ["near", "exact"]
+
+    for n in ("1", "-2"):
+        code, out, err = show("--line", n)
+        assert code == 0, err
+        assert "by spider first" in out and "why           near: the score of the pair" in out
+        assert "line 1 of 2 about this URL in the drop log (not the latest;" in out
+        assert "--- kept" in out  # the kept page is still a's: the diff against it
+    assert json.loads(show("--line", "1", "--json")[1])["drop"]["reason"] == "near"
+
+    for n in ("3", "0", "-3"):
+        code, _, err = show("--line", n)
+        assert code == 1 and "has 2 lines in the drop log" in err and "--line takes 1 to 2" in err
+    with pytest.raises(SystemExit):
+        show("--all", "--line", "1")
+    assert "not allowed with" in capsys.readouterr().err
+    assert main(["show", "https://s/a", "--dir", str(idx), "--all"]) == 1  # (a was never dropped)
+    assert "is not in the drop log" in capsys.readouterr().err

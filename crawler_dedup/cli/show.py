@@ -17,7 +17,7 @@ from .common import (
     resolve_log_dir,
     term,
 )
-from .out import Progress
+from .out import Progress, plural
 
 
 def add_parser(sub):
@@ -25,10 +25,18 @@ def add_parser(sub):
         "show", help="one drop explained: the page it matched, fingerprints, scores, why, a diff of the texts",
         description="Find URL's line in the drop log and the kept page it matched in the index, and print both "
         "URLs and titles, the fingerprints and their XOR, the similarity, the rule that decided and a diff of "
-        "the two extracted texts (kept with DEDUP_STORE_TEXT). Defaults: --log the project's DEDUP_DROPLOG, "
+        "the two extracted texts (kept with DEDUP_STORE_TEXT). A URL decided more than once (a recrawl) shows its latest "
+        "decision; --all lists them all, oldest first, and --line N shows the Nth. Defaults: --log the project's DEDUP_DROPLOG, "
         "else <DIR>/droplog.jsonl; --dir the index beside --log, else the project's DEDUP_DIR, else .scrapy/dedup.")
     p.add_argument("url", metavar="URL", help="the dropped page's URL, as in the drop log")
     add_log(p)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true",
+                       help="list every drop-log line about URL, oldest first: its number for --line, time, action, "
+                       "reason, the page it matched, spider")
+    which.add_argument("--line", type=int, metavar="N", default=-1,
+                       help="show URL's Nth line in the drop log, 1 the oldest (as --all numbers them); negative counts "
+                       "back from the latest (default: -1, the latest)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--unified", action="store_true", help="a unified diff (the default)")
     how.add_argument("--side-by-side", action="store_true", help="two columns: kept page left, dropped page right")
@@ -49,10 +57,14 @@ def run(args) -> int:
     width = args.width or shutil.get_terminal_size((120, 24)).columns
     if width < 40:
         raise CliError(f"--width takes 40 or more, not {width}")
-    rec, malformed, replaced = _find(args, log)
+    found, malformed, replaced = _find(args, log)
+    if args.all:
+        _list(args, log, [r for _, r in found], malformed)
+        return 0
+    at, rec = _pick(args, log, found)
     kept, note = _kept(rec, dir_, backend_settings(args))
-    later = replaced.get(rec.get("duplicate_of")) if kept is None else None
-    if later is not None and later is not rec:
+    at_later, later = replaced.get(rec.get("duplicate_of"), (-1, None)) if kept is None else (-1, None)
+    if later is not None and later is not rec and at_later > at:
         how = "a cleaner URL of the same page" if later.get("rule") == "clean_url" else "its rel=canonical URL"
         note = (f"the kept page {rec.get('duplicate_of')} was replaced later by {later.get('duplicate_of')} ({how}; "
                 f"a superseded line at {later.get('time')}): that page is the one kept now")
@@ -82,6 +94,10 @@ def run(args) -> int:
     sim = rec.get("similarity")
     p("similarity", f"{sim} ({rec.get('measure') or 'measure not logged'})")
     p("decision", f"{rec.get('action')} at the {rec.get('stage')} stage by spider {rec.get('spider')}, {rec.get('time')}")
+    if len(found) > 1:
+        number = next(i for i, (_, r) in enumerate(found, 1) if r is rec)
+        p("", f"line {number} of {len(found)} about this URL in the drop log ({'the latest' if number == len(found) else 'not the latest'}; "
+              "--all lists them, --line N shows one)")
     p("why", why(rec, config, len(tokenize(dropped_text)) if dropped_text else None))
     if rec.get("rule"):
         p("rule", f"{rec['rule']} (the rule of the decision chain that decided: docs/internals.md)")
@@ -125,31 +141,59 @@ def _json(args, rec, kept, note, config, dropped_text, kept_text, width) -> None
 
 
 def _find(args, log: str):
-    """(the latest drop-log line about args.url, the malformed-line count, {URL: the superseded
-    line that replaced that kept page})."""
+    """([(position among the log's records, line)] of every drop-log line about args.url, oldest
+    first; the malformed-line count; {URL: (position, the latest superseded line that replaced
+    that kept page)})."""
     from ..tools.inspect import LogError, Malformed, stream
 
-    rec, malformed, bad = None, Malformed(), []
-    replaced: dict[str, dict] = {}
+    found: list[tuple[int, dict]] = []
+    malformed, bad = Malformed(), []
+    replaced: dict[str, tuple[int, dict]] = {}
 
     def rejected(number, r, why):  # a line about this URL that cannot be shown
         if isinstance(r, dict) and r.get("url") == args.url:
             bad.append((number, why))
 
     try:
-        for r in stream(log, malformed, progress=Progress("searching", unit="MiB"), rejected=rejected):
+        for position, r in enumerate(stream(log, malformed, progress=Progress("searching", unit="MiB"),
+                                            rejected=rejected)):
             if r["url"] == args.url:
-                rec = r  # the latest decision about this URL
+                found.append((position, r))  # each decision about this URL, in the log's order
             if r.get("reason") == "superseded":
-                replaced[r["url"]] = r
+                replaced[r["url"]] = (position, r)
     except LogError as exc:
         raise CliError(f"{exc}{index_hint(args.dir)} (give --log, or --dir where the crawl kept its index)") from None
-    if rec is None and bad:
+    if not found and bad:
         number, why = bad[-1]
         raise CliError(f"the drop-log line for {term(args.url)} is malformed ({log} line {number}: {why})")
-    if rec is None:
+    if not found:
         raise CliError(f"{term(args.url)} is not in the drop log {log}", 1)
-    return rec, malformed, replaced
+    return found, malformed, replaced
+
+
+def _pick(args, log: str, found: list[tuple[int, dict]]) -> tuple[int, dict]:
+    """--line N of the URL's lines: 1 the oldest, -1 the latest."""
+    n = args.line
+    if n == 0 or not -len(found) <= n <= len(found):
+        raise CliError(f"{term(args.url)} has {plural(len(found), 'line')} in the drop log {log}: --line takes 1 to {len(found)} "
+                       f"(or -1 to -{len(found)} from the latest); --all lists them", 1)
+    return found[n - 1 if n > 0 else n]
+
+
+def _list(args, log: str, recs: list[dict], malformed) -> None:
+    """--all: every decision about the URL, oldest first, numbered as --line takes them."""
+    if args.json:
+        print(dumps({"url": args.url, "lines": recs}, indent=1))
+        return
+    from .out import lines, table
+
+    table(["line", "time", "action", "reason", "matched", "spider"],
+          [[str(i), r.get("time"), r.get("action"), r.get("reason"), r.get("duplicate_of"), r.get("spider")]
+           for i, r in enumerate(recs, 1)],
+          title=f"{term(args.url)}: {plural(len(recs), 'line')} in {log}, oldest first")
+    if malformed.count:
+        lines(f"drop log: {malformed}")
+    lines(f"`crawler-dedup show URL --line N` shows line N (the default: the latest, {len(recs)})")
 
 
 def _own_text(rec: dict, dir_: str, settings: dict | None = None) -> str | None:
