@@ -1,28 +1,27 @@
-"""Crawls of a small generated site through the code path a crawl takes, in process, against a
-model of what storage must hold (tests/test_crawl_model.py drives them; benchmarks/model_crawls.py
-runs them longer).
+"""Crawls of a small generated site through the code path a crawl takes, in process (tests/
+test_crawl_model.py drives them, tests/crawl_oracle.py says what storage must hold after each;
+benchmarks/model_crawls.py runs them longer, benchmarks/mutations.py proves them).
 
 A crawl here is what `scrapy crawl` does with one request at a time: each URL's request goes
-through the downloader middleware (validators put on a recrawl's request), a server that honours
-them or not answers (a 304, a 200, a 404 for a page removed), the response comes back through the
-middleware (decided: dropped, passed on, or asked again without validators), the spider yields an
-item, the spider middleware and the item pipeline see it, and storage keeps it. Storage is kept as
-a user keeps it: items appended under their URL, and each URL the `page_superseded` signal names
-removed. A new crawler is made for every crawl (settings may change between crawls) over one index.
+through the downloader middleware (validators put on a recrawl's request, a tracking URL cleaned),
+a server that honours them or not answers (a 304 to an ETag or a Last-Modified date, a 200, a 301
+from http to https, a 404 for a page removed), the response comes back through the middleware
+(decided: dropped, passed on, or asked again without validators), the spider yields an item, the
+spider middleware and the item pipeline see it, and storage keeps it: items appended under their
+URL, and each URL the `page_superseded` signal names removed. A new crawler is made for every
+crawl (settings may change between crawls) over one index. A dry run's items are a trial's and
+are not stored.
 
-What must hold after every crawl (`Model.check`):
-- every page (article) the crawls met still has a URL in storage;
-- every drop's `duplicate_of`, followed through the superseded lines, is a URL in storage;
-- storage loses a URL only by a superseded line, and every URL the index holds as kept is in
-  storage (the index never stands for a page storage does not have);
-- `index verify` finds nothing wrong.
+The site: articles at https://site.example/a<n>, the same page under tracking, session and http
+URLs, an exact copy on a mirror host, and a print version whose text differs in 5% of its words
+(a near copy: a resemblance near 0.75, a copy under a score threshold of 0.5, apart under 0.97).
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import hashlib
-import json
 import random
 import threading
 import time as _time
@@ -34,15 +33,15 @@ from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
-from crawler_dedup.core.index.integrity import verify
-from crawler_dedup.droplog import kept_now
 from crawler_dedup.scrapy.extension import DedupExtension
 from crawler_dedup.scrapy.middleware import DedupMiddleware, DedupSpiderMiddleware
 from crawler_dedup.scrapy.pipeline import DedupPipeline
 from crawler_dedup.signals import page_superseded
 
 HOST = "site.example"
+MIRROR = "mirror.example"
 DAY = 86_400.0
+PRINT_SHARE = 0.05  # of a print version's words differ from its article's
 _WORDS = ("river council budget school harbour bridge museum festival orchard market railway garden "
           "library tower canal theatre village forest mountain island valley meadow quarry castle "
           "station ferry clinic stadium factory bakery workshop gallery archive chapel lighthouse "
@@ -88,12 +87,27 @@ def edited(text: list[str], seed: int, share: float = 0.03) -> list[str]:
     return out
 
 
+def write_graded_model(folder) -> str:
+    """The model's DEDUP_MODEL: a weighed pair's score rises with its resemblance only (sigmoid of
+    10 x resemblance - 5), so DEDUP_SCORE_THRESHOLD sorts a print version from its article (0.97:
+    apart, resemblance below ~0.85; auto, 0.5: a copy) while exact copies stay copies (0.993)."""
+    import os
+
+    from crawler_dedup.core.decide.model import Model as Score, Term
+    from crawler_dedup.tools import fit
+
+    path = os.path.join(str(folder), "graded.json")
+    fit.write(Score(None, 0.0, 0.5, (Term("resemblance", "value", "resemblance"),), (10.0,), -5.0), path)
+    return path
+
+
 @dataclass
 class Article:
     number: int
     text: list[str]
-    version: int = 0
+    version: int = 0  # its text's edits
     canonical: str | None = None  # "clean", "tracking", "other:<n>", or None
+    modified: int = 0  # its pages' bodies changed this often (Last-Modified)
 
     @property
     def title(self) -> str:
@@ -114,7 +128,20 @@ def variant_url(n: int, kind: str) -> str:
         return f"https://{HOST}/a{n};jsessionid=S{n}X"
     if kind == "http":
         return f"http://{HOST}/a{n}"
+    if kind == "print":
+        return f"https://{HOST}/print/a{n}"
+    if kind == "mirror":
+        return f"https://{MIRROR}/a{n}"
     return clean_url(n)
+
+
+def article_of(url: str) -> int:
+    """The article a URL of the site serves (its number is in every URL's path)."""
+    return int(url.split("/a", 1)[1].split("?")[0].split(";")[0])
+
+
+def is_print(url: str) -> bool:
+    return "/print/" in url
 
 
 @dataclass
@@ -125,6 +152,8 @@ class Site:
     urls: dict[str, int] = field(default_factory=dict)  # URL -> article (live URLs)
     removed: set[str] = field(default_factory=set)
     honours: bool = True  # answers a request whose validators match with a 304
+    validators: str = "etag"  # what it sends: etag, last-modified, both
+    redirects: bool = False  # http URLs answer 301 to their https URL
     order: list[str] = field(default_factory=list)  # every URL ever served, in the order first added
 
     def add_url(self, url: str, article: int) -> None:
@@ -143,27 +172,49 @@ class Site:
             return clean_url(int(mode.split(":")[1]))
         return None
 
+    def words(self, url: str) -> list[str]:
+        art = self.articles[self.urls[url]]
+        return edited(art.text, art.number * 7919, PRINT_SHARE) if is_print(url) else art.text
+
     def body(self, url: str) -> bytes:
         art = self.articles[self.urls[url]]
-        words = art.text
+        words = self.words(url)
         paras = ["<p>" + " ".join(words[i:i + 40]).capitalize() + ".</p>" for i in range(0, len(words), 40)]
         canonical = self.canonical_of(art)
-        link = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+        link = f'<link rel="canonical" href="{canonical}">' if canonical and not is_print(url) else ""
         return (f"<html><head><title>{art.title}</title>{link}</head><body><nav><a href='/'>Home</a></nav>"
                 f"<article><h1>{art.title}</h1>{''.join(paras)}</article><footer>Site footer</footer></body></html>"
                 ).encode()
 
     def answer(self, request: Request) -> Response:
         url = request.url
+        if self.redirects and url.startswith("http://"):
+            return Response(url, status=301, headers={"Location": "https://" + url[len("http://"):]}, request=request)
         if url not in self.urls:
             return HtmlResponse(url, status=404, body=b"<html><body>gone</body></html>", request=request)
         body = self.body(url)
+        art = self.articles[self.urls[url]]
+        headers = {"Content-Type": "text/html; charset=utf-8"}
         etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+        modified = email.utils.formatdate(1_700_000_000 + art.modified * 3600, usegmt=True)
+        if self.validators in ("etag", "both"):
+            headers["ETag"] = etag
+        if self.validators in ("last-modified", "both"):
+            headers["Last-Modified"] = modified
+        if self.honours and self._not_modified(request, etag, modified):
+            return Response(url, status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"},
+                            request=request)
+        return HtmlResponse(url, status=200, body=body, request=request, encoding="utf-8", headers=headers)
+
+    def _not_modified(self, request: Request, etag: str, modified: str) -> bool:
         asked = request.headers.get("If-None-Match")
-        if self.honours and asked is not None and asked.decode("latin-1") == etag:
-            return Response(url, status=304, headers={"ETag": etag}, request=request)
-        return HtmlResponse(url, status=200, body=body, request=request, encoding="utf-8",
-                            headers={"ETag": etag, "Content-Type": "text/html; charset=utf-8"})
+        if asked is not None:  # (RFC 9110 13.1.3: If-None-Match wins over If-Modified-Since)
+            return self.validators in ("etag", "both") and asked.decode("latin-1") == etag
+        since = request.headers.get("If-Modified-Since")
+        if since is None or self.validators not in ("last-modified", "both"):
+            return False
+        asked_at = email.utils.parsedate_to_datetime(since.decode("latin-1"))
+        return email.utils.parsedate_to_datetime(modified) <= asked_at
 
 
 @dataclass
@@ -172,29 +223,32 @@ class Crawled:
 
     stored: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)  # by page_superseded
+    removed: list[tuple[str, str]] = field(default_factory=list)  # (URL, the URL replacing it) by page_superseded
     statuses: dict[str, int] = field(default_factory=dict)
+    served: dict[str, tuple[int, int]] = field(default_factory=dict)  # URL -> (article, version) of a 200 or 304
     errors: list[BaseException] = field(default_factory=list)
+    dry_run: bool = False
+    settings: dict = field(default_factory=dict)
+    full: bool = True  # every live URL was asked
+    changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
+    lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
 
 
 class Model:
-    """Crawls of `site` over one index (`settings` hold the store's; each crawl may change the
-    DEDUP_* ones), storage as a user keeps it, and the checks."""
+    """Crawls of `site` over one index (`store_settings` hold the store's; each crawl may change
+    the DEDUP_* ones) and storage as a user keeps it."""
 
     def __init__(self, folder: Path, site: Site, store_settings: dict | None = None):
         self.folder, self.site = folder, site
         self.store_settings = {"DEDUP_DIR": str(folder / "idx"), **(store_settings or {})}
         self.droplog = folder / "droplog.jsonl"
-        self.storage: dict[str, int] = {}  # URL -> the article its item carried
-        self.seen: set[int] = set()  # articles a crawl met (a page answered 200 or 304)
+        self.storage: dict[str, tuple[int, int]] = {}  # URL -> (article, version) its item carried
         self.clock = FakeClock()
         self.crawls: list[Crawled] = []
-        self.settings: dict = {}
         self.lock = threading.Lock()  # (crawlers at once share storage)
-        self.windowed = False  # a crawl ran with DEDUP_WINDOW
 
     def crawl(self, order: list[str] | None = None, settings: dict | None = None, leaf: bool = True,
-              item_html: bool = False, crawlers: int = 1) -> Crawled:
+              item_html: bool = False, crawlers: int = 1, dry_run: bool = False) -> Crawled:
         """One crawl of `order` (default: every live URL); `crawlers` > 1: that many crawler
         processes at once over the same index, the URLs dealt out in turn, storage shared."""
         import importlib
@@ -206,8 +260,8 @@ class Model:
             m.time = self.clock  # type: ignore[attr-defined]
         try:
             urls = order if order is not None else list(self.site.urls)
-            self.settings = settings or {}
-            done = Crawled()
+            settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
+            done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls))
             if crawlers == 1:
                 self._crawl(urls, leaf, item_html, done)
             else:
@@ -229,13 +283,11 @@ class Model:
         try:
             crawler = get_crawler(settings_dict={
                 "ADDONS": {"crawler_dedup.addon.DedupAddon": 0}, "DEDUP_DROPLOG": str(self.droplog),
-                "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_COMMIT_BATCH": 1, "DEDUP_WORKERS": 0,
-                # (the tracking variants reach the rules after download unless a step turns cleaning on)
-                "DEDUP_CLEAN_REQUESTS": False, **self.store_settings, **self.settings})
+                "DEDUP_LOGSTATS_INTERVAL": 0, "DEDUP_WORKERS": 0, **self.store_settings, **done.settings})
 
-            def superseded(url, **_):
+            def superseded(url, canonical_url=None, **_):
                 with self.lock:
-                    done.removed.append(url)
+                    done.removed.append((url, canonical_url))
                     self.storage.pop(url, None)
 
             crawler.signals.connect(superseded, signal=page_superseded)
@@ -246,8 +298,23 @@ class Model:
                 smw = DedupSpiderMiddleware.from_crawler(crawler)
                 pipe = DedupPipeline.from_crawler(crawler)
                 asked: set[str] = set()  # what Scrapy's duplicate filter has seen this crawl
-                for url in urls:
-                    self._fetch(url, mw, smw, pipe, leaf, item_html, done, asked)
+                inflight = [0]  # responses in the downloader: a group commit waits for all of them
+                ext.commits.busy = lambda: inflight[0]
+
+                async def one(url):
+                    try:
+                        await self._fetch(url, mw, smw, pipe, leaf, item_html, done, asked)
+                    finally:
+                        inflight[0] -= 1
+                        if ext.commits.pending and ext.commits.alone():
+                            ext.commits.flush()
+
+                async def all_of_them():
+                    width = random.Random(len(urls)).choice((1, 2, 3))  # downloads at once
+                    for i in range(0, len(urls), width):
+                        inflight[0] = len(urls[i:i + width])
+                        await asyncio.gather(*(one(u) for u in urls[i:i + width]))
+                asyncio.run(all_of_them())
             finally:
                 ext.spider_closed(None, "finished")
                 ext.engine_stopped()
@@ -256,10 +323,12 @@ class Model:
             if threading.current_thread() is threading.main_thread():
                 raise
 
-    def _fetch(self, url, mw, smw, pipe, leaf, item_html, done: Crawled, asked: set[str]) -> None:
+    async def _fetch(self, url, mw, smw, pipe, leaf, item_html, done: Crawled, asked: set[str]) -> None:
+        if url in asked:
+            return
         request = Request(url, meta={"dedup_leaf": True} if leaf else {})
         asked.add(url)
-        for _ in range(3):  # the request, and again without validators when the middleware asks
+        for _ in range(4):  # the request, a redirect, and again without validators when the middleware asks
             cleaned = mw.process_request(request)
             if isinstance(cleaned, Request):  # (DEDUP_CLEAN_REQUESTS: scheduled again under its clean URL)
                 if cleaned.url in asked:
@@ -269,11 +338,20 @@ class Model:
                 mw.process_request(request)
             response = self.site.answer(request)
             done.statuses[url] = response.status
+            if response.status == 301:  # RedirectMiddleware (600) answers it before ours (100) sees it
+                target = response.headers["Location"].decode()
+                if target in asked:
+                    return
+                asked.add(target)
+                request = request.replace(url=target, meta={**request.meta, "redirect_urls": [url]})
+                url = target
+                continue
             if url in self.site.urls and response.status in (200, 304):
+                art = self.site.articles[self.site.urls[url]]
                 with self.lock:
-                    self.seen.add(self.site.urls[url])
+                    done.served[url] = (art.number, art.version)
             try:
-                out = asyncio.run(mw.process_response(request, response))
+                out = await mw.process_response(request, response)
             except IgnoreRequest:
                 done.dropped.append(url)
                 return
@@ -282,7 +360,8 @@ class Model:
                 continue
             if out.status != 200:
                 return
-            item = {"url": url, "article": self.site.urls[url]}
+            number = self.site.urls[url]
+            item = {"url": url, "article": number, "version": self.site.articles[number].version}
             if item_html:
                 item["html"] = out.text
             if smw.get_processed_item(item, out) is None:
@@ -293,53 +372,8 @@ class Model:
                 done.dropped.append(url)
                 return
             with self.lock:
-                self.storage[url] = item["article"]
+                if not done.dry_run:  # (a dry run's items are a trial's: not stored)
+                    self.storage[url] = (item["article"], item["version"])
                 done.stored.append(url)
             return
         raise AssertionError(f"{url} asked again and again")
-
-    # -- what must hold -----------------------------------------------------------------------
-    def lines(self) -> list[dict]:
-        if not self.droplog.exists():
-            return []
-        return [json.loads(line) for line in self.droplog.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-    def kept_in_index(self) -> set[str]:
-        from crawler_dedup import Deduplicator
-
-        cfg = {k.removeprefix("DEDUP_").lower(): v for k, v in self.store_settings.items()}
-        with Deduplicator(**cfg) as d:
-            index = d.index
-            assert index is not None
-            report = verify(index)
-            assert report.ok, f"index verify: {report.problems}"
-            urls: set[str] = set()
-
-            def read(txn):
-                for doc in index.scan(txn):
-                    urls.add(doc.url)
-            index.read(read)
-        return urls
-
-    def check(self) -> None:
-        lines = self.lines()
-        now = kept_now(lines)
-        if self.settings.get("DEDUP_WINDOW"):
-            self.windowed = True  # (pages expired from the index stay in storage: it may forget them)
-        lost = sorted(a for a in self.seen if a not in set(self.storage.values()))
-        assert not lost, f"articles with no URL in storage: {lost}; storage {self.storage}; crawls {self.crawls[-1]}"
-        for r in lines:
-            if r["action"] != "dropped" or r["reason"] == "superseded":
-                continue
-            named = now(r["duplicate_of"])
-            assert named in self.storage, (f"{r['url']} dropped ({r['reason']}, rule {r.get('rule')}) against "
-                                           f"{r['duplicate_of']} -> {named}, not in storage {sorted(self.storage)}")
-        superseded = {r["url"] for r in lines if r.get("reason") == "superseded"}
-        signalled = {u for c in self.crawls for u in c.removed}
-        assert signalled <= superseded, f"left storage without a superseded line: {signalled - superseded}"
-        in_index = self.kept_in_index()
-        missing = sorted(in_index - set(self.storage))
-        assert not missing, f"the index holds pages storage does not: {missing}; storage {sorted(self.storage)}"
-        if not self.windowed:
-            forgotten = sorted(set(self.storage) - in_index)
-            assert not forgotten, f"storage holds pages the index forgot: {forgotten}"

@@ -1,11 +1,14 @@
-"""Sequences of crawls, model-checked (tests/crawl_model.py): hypothesis generates a small site and
-what happens to it between crawls (pages added with and without rel=canonical, to the clean URL, a
-tracking URL or another page; tracking, session and http variants; edits; pages removed; a server
-that honours validators or ignores them; DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT,
-DEDUP_UNCHANGED and DEDUP_WINDOW changed between crawls), crawls it through the middleware, the
-conditional requests, the extension and the pipeline in process, and checks after every crawl
-that no page is lost and no drop dangles. On LMDB and on a Redis Cluster's spread layout.
-benchmarks/model_crawls.py runs the same machine longer."""
+"""Sequences of crawls, model-checked: hypothesis generates a small site and what happens to it
+between crawls (pages added with and without rel=canonical, to the clean URL, a tracking URL or
+another page; tracking, session, http, print and mirror URLs of a page; edits; pages removed and
+back; a server that honours ETags, Last-Modified dates or neither, and redirects http to https;
+DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT, DEDUP_UNCHANGED,
+DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW and DEDUP_COMMIT_BATCH changed between crawls; partial
+recrawls, dry runs, index compact and rebuild between crawls), crawls it through the middleware,
+the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
+after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
+On LMDB and on a Redis Cluster's spread layout. benchmarks/model_crawls.py runs the same machine
+longer and not derandomized; benchmarks/mutations.py reverts fixes one at a time and runs it."""
 
 from __future__ import annotations
 
@@ -17,16 +20,27 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings, target
+from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import Article, Model, Site, article_text, clean_url, edited, variant_url
+from .crawl_model import Article, Model, Site, article_text, clean_url, edited, variant_url, write_graded_model
+from .crawl_oracle import Oracle
 
-VARIANTS = ("tracking", "tracking2", "session", "http")
-CANONICALS = (None, "clean", "tracking", "other")
+VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
+CANONICALS = (None, "clean", "tracking", "tracking", "other")
 _prefixes = itertools.count()
 _which = st.integers(0, 99)
+SETTINGS = (  # one setting changed at a time: (name, value); the threshold and the URL rules most often
+    ("DEDUP_SCORE_THRESHOLD", 0.97), ("DEDUP_SCORE_THRESHOLD", 0.97), ("DEDUP_SCORE_THRESHOLD", "auto"),
+    ("DEDUP_SCORE_THRESHOLD", "auto"), ("DEDUP_PREFER_CLEAN_URL", False), ("DEDUP_PREFER_CLEAN_URL", True),
+    ("DEDUP_CANONICAL", False), ("DEDUP_CANONICAL", True), ("DEDUP_CLEAN_REQUESTS", False),
+    ("DEDUP_CLEAN_REQUESTS", True), ("DEDUP_ALLOW", [r"/print/"]), ("DEDUP_ALLOW", []),
+    ("DEDUP_COMMIT_BATCH", 1), ("DEDUP_COMMIT_BATCH", 64), ("DEDUP_UNCHANGED", "keep"), ("DEDUP_UNCHANGED", "drop"),
+    ("DEDUP_REVISIT", "keep"), ("DEDUP_REVISIT", "drop"), ("DEDUP_REVISIT", "update"), ("DEDUP_REVISIT", "update"),
+    ("DEDUP_WINDOW", 1.5 * 86_400), ("DEDUP_WINDOW", 0), ("DEDUP_WINDOW", 0),
+)
 CHANGES = st.one_of(
     st.tuples(st.just("add_article"), st.sampled_from(CANONICALS), _which),
     st.tuples(st.just("add_variant"), _which, st.sampled_from(VARIANTS)),
@@ -34,9 +48,10 @@ CHANGES = st.one_of(
     st.tuples(st.just("edit"), _which),
     st.tuples(st.just("remove_url"), _which),
     st.tuples(st.just("restore_url"), _which),
-    st.tuples(st.just("server"), st.booleans()),
-    st.tuples(st.just("change_settings"), st.booleans(), st.booleans(), st.sampled_from(("update", "keep", "drop")),
-              st.sampled_from(("drop", "keep")), st.sampled_from((0, 0, 1.5 * 86_400)), st.booleans()),
+    st.tuples(st.just("server"), st.booleans(), st.sampled_from(("etag", "last-modified", "both"))),
+    st.tuples(st.just("redirects"), st.booleans()),
+    st.tuples(st.just("setting"), st.sampled_from(SETTINGS)),
+    st.tuples(st.just("setting"), st.sampled_from(SETTINGS)),
 )
 
 
@@ -48,15 +63,26 @@ class Crawls(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.folder = Path(tempfile.mkdtemp(prefix="crawl-model-"))
-        store = dict(type(self).store)
+        store = {"DEDUP_MODEL": write_graded_model(self.folder), **type(self).store}
         if store.get("DEDUP_BACKEND") == "redis":
             store["DEDUP_REDIS_PREFIX"] = f"model-{os.getpid()}-{next(_prefixes)}"
         self.site = Site()
         self.model = Model(self.folder, self.site, store)
+        self.oracle = Oracle(self.model)
         self.settings: dict = {}
         self.crawled = 0
 
+    @property
+    def lmdb(self) -> bool:
+        return self.model.store_settings.get("DEDUP_BACKEND", "lmdb") == "lmdb"
+
     def teardown(self):
+        lines = self.oracle.read
+        if self.crawled and currently_in_test_context():  # (steer the search where features meet)
+            crawls = self.model.crawls
+            target(float(sum(len(c.removed) for c in crawls)), label="superseded")
+            target(float(sum(1 for c in crawls for s in c.statuses.values() if s == 304)), label="304s")
+            target(float(lines), label="drop-log lines")
         shutil.rmtree(self.folder, ignore_errors=True)
         prefix = self.model.store_settings.get("DEDUP_REDIS_PREFIX")
         if prefix:  # (the cluster's scans stay short: each sequence's index goes with it)
@@ -79,13 +105,23 @@ class Crawls(RuleBasedStateMachine):
         self.site.add_url(clean_url(n), n)
         return n
 
-    @initialize(canonical=st.sampled_from(CANONICALS), other=st.integers(0, 9))
-    def start(self, canonical, other):
-        self._article(canonical, other)
+    @initialize(canonical=st.sampled_from(CANONICALS), other=st.integers(0, 9), kind=st.sampled_from(VARIANTS),
+                more=st.lists(st.tuples(st.sampled_from(CANONICALS), st.sampled_from(VARIANTS)), max_size=2),
+                requests=st.sampled_from((False, False, True)))
+    def start(self, canonical, other, kind, more=(), requests=True):
+        """Pages and other URLs of them from the first crawl on (where features meet): the first
+        page under every kind of URL but one; tracking URLs cleaned before download or not."""
+        self.settings = {} if requests else {"DEDUP_CLEAN_REQUESTS": False}
+        for i, (canonical, kind) in enumerate([(canonical, kind), *more]):
+            n = self._article(canonical, other)
+            for variant in ([v for v in VARIANTS if v != kind] if i == 0 else [kind]):
+                self.site.add_url(variant_url(n, variant), n)
+            if canonical == "tracking":  # (the URL its rel=canonical names is served)
+                self.site.add_url(variant_url(n, "tracking"), n)
 
     # -- what happens to the site and the settings between two crawls ------------------------------
     def add_article(self, canonical, other):
-        if len(self.site.articles) < 4:
+        if len(self.site.articles) < 6:
             self._article(canonical, other)
 
     def add_variant(self, which, kind):
@@ -97,11 +133,13 @@ class Crawls(RuleBasedStateMachine):
         if canonical == "other":
             others = [n for n in self.site.articles if n != art.number]
             canonical = f"other:{others[other % len(others)]}" if others else None
-        art.canonical = canonical
+        if canonical != art.canonical:
+            art.canonical, art.modified = canonical, art.modified + 1
 
     def edit(self, which):
         art = self.site.articles[1 + which % len(self.site.articles)]
         art.version += 1
+        art.modified += 1
         art.text = edited(art.text, art.number * 100 + art.version)
 
     def remove_url(self, which):
@@ -115,49 +153,83 @@ class Crawls(RuleBasedStateMachine):
             url = sorted(self.site.removed)[which % len(self.site.removed)]
             self.site.add_url(url, int(url.split("/a", 1)[1].split("?")[0].split(";")[0]))
 
-    def server(self, honours):
-        self.site.honours = honours
+    def server(self, honours, validators="etag"):
+        self.site.honours, self.site.validators = honours, validators
 
-    def change_settings(self, clean, canonical, revisit, unchanged, window, requests=False):
+    def redirects(self, on):
+        self.site.redirects = on
+
+    def setting(self, named):
+        name, value = named
+        self.settings = {**self.settings, name: value}
+
+    def change_settings(self, clean, canonical, revisit, unchanged, window):
         self.settings = {"DEDUP_PREFER_CLEAN_URL": clean, "DEDUP_CANONICAL": canonical, "DEDUP_REVISIT": revisit,
-                         "DEDUP_UNCHANGED": unchanged, "DEDUP_WINDOW": window, "DEDUP_CLEAN_REQUESTS": requests}
+                         "DEDUP_UNCHANGED": unchanged, "DEDUP_WINDOW": window}
 
-    # -- a step: a few changes, then a crawl, checked --------------------------------------------
-    @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), leaf=st.booleans(),
-          item_html=st.booleans(), racing=st.booleans())
-    def crawl(self, changes, seed, leaf, item_html, racing):
+    # -- steps: a few changes, then a crawl, checked ------------------------------------------------
+    def _crawl(self, order: list[str], leaf=True, item_html=False, crawlers=1, dry_run=False):
+        self.oracle.before_crawl(dry_run)
+        done = self.model.crawl(order, self.settings, leaf=leaf, item_html=item_html, crawlers=crawlers,
+                                dry_run=dry_run)
+        self.crawled += 1
+        self.oracle.after(done)
+        return done
+
+    @rule(changes=st.lists(CHANGES, max_size=4), seed=st.integers(0, 2**16), leaf=st.booleans(),
+          item_html=st.booleans(), racing=st.booleans(), part=st.sampled_from((1.0, 1.0, 0.5)),
+          dry=st.sampled_from((False, False, False, True)))
+    def crawl(self, changes, seed, leaf, item_html, racing, part, dry):
         for name, *args in changes:
             getattr(self, name)(*args)
+        rnd = random.Random(seed)
         order = sorted(self.site.urls) + sorted(self.site.removed)
-        random.Random(seed).shuffle(order)
+        rnd.shuffle(order)
+        order = order[:max(1, int(len(order) * part))]  # (a partial recrawl)
         # two crawler processes at once where a store without transactions keeps groups once by claims
-        crawlers = 2 if racing and self.model.store_settings.get("DEDUP_BACKEND") == "redis" else 1
-        self.model.crawl(order, self.settings, leaf=leaf, item_html=item_html, crawlers=crawlers)
-        self.crawled += 1
-        self.model.check()
+        crawlers = 2 if racing and not self.lmdb else 1
+        self._crawl(order, leaf, item_html, crawlers, dry_run=dry and self.lmdb)
+
+    @rule(seed=st.integers(0, 2**16))
+    def settle(self, seed):
+        """Two full crawls with nothing changed: the preferred URLs are stored by the second."""
+        order = sorted(self.site.urls)
+        random.Random(seed).shuffle(order)
+        first = self._crawl(order)
+        self.oracle.settled(self._crawl(list(reversed(order))), first)
+
+    @precondition(lambda self: self.lmdb and (Path(self.model.store_settings["DEDUP_DIR"]) / "data.mdb").exists())
+    @rule(how=st.sampled_from(("compact", "rebuild")))
+    def maintain(self, how):
+        """Index maintenance between crawls changes no decision."""
+        from crawler_dedup.cli import main
+
+        assert main(["index", how, "--dir", self.model.store_settings["DEDUP_DIR"], "--yes"]) == 0
 
     @invariant()
     def nothing_lost(self):
         if self.crawled:
-            assert set(self.model.storage.values()) >= self.model.seen
+            assert {a for a, _ in self.model.storage.values()} >= self.oracle.seen
 
 
 def run_machine(store: dict, examples: int, steps: int):
     Crawls.store = store
     test = Crawls.TestCase
+    shrink = () if os.environ.get("CRAWL_MODEL_NO_SHRINK") else (Phase.shrink, Phase.explain)
     test.settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                             suppress_health_check=list(HealthCheck), derandomize=True)
+                             suppress_health_check=list(HealthCheck), derandomize=True,
+                             phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, *shrink))
     test().runTest()
 
 
-def test_sequences_of_crawls_lose_nothing_on_lmdb():
-    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 12)), steps=10)
+def test_sequences_of_crawls_on_lmdb():
+    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)), steps=10)
 
 
-def test_sequences_of_crawls_lose_nothing_on_the_spread_layout(redis_cluster):
+def test_sequences_of_crawls_on_the_spread_layout(redis_cluster):
     pytest.importorskip("redis")
     run_machine({"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster},
-                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 6)), steps=8)
+                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)) // 4, steps=8)
 
 
 # -- the sequences the machine found or the issue named, kept as examples ---------------------------
@@ -171,19 +243,25 @@ def _site(canonical: str | None, *kinds: str) -> Site:
     return site
 
 
+def _checked(model: Model, oracle: Oracle, order: list[str], settings: dict):
+    """A crawl of `order`, the tracking URLs downloaded as they are (no DEDUP_CLEAN_REQUESTS), checked."""
+    oracle.before_crawl(False)
+    done = model.crawl(order, {"DEDUP_CLEAN_REQUESTS": False, **settings})
+    oracle.after(done)
+    return done
+
+
 @pytest.mark.parametrize("first", [{}, {"DEDUP_PREFER_CLEAN_URL": False}])
 def test_a_known_copys_304_keeps_the_page_its_canonical_names(tmp_path, first):
     """The site's rel=canonical names a tracking URL: crawl 1 keeps it and drops the clean URL as
     its copy. Crawl 2 (the clean-URL rule on, as it was or newly): the clean URL's 304 used to
     replace the tracking URL (storage removed it), then the clean URL came back as its own
     unchanged revisit: neither URL was stored."""
-    site = _site("tracking", "tracking")
-    model = Model(tmp_path, site)
-    model.crawl([variant_url(1, "tracking"), clean_url(1)], first)
-    model.check()
+    model = Model(tmp_path, _site("tracking", "tracking"))
+    oracle = Oracle(model)
+    _checked(model, oracle, [variant_url(1, "tracking"), clean_url(1)], first)
     assert set(model.storage) == {variant_url(1, "tracking")}
-    second = model.crawl([clean_url(1), variant_url(1, "tracking")], {})
-    model.check()
+    second = _checked(model, oracle, [clean_url(1), variant_url(1, "tracking")], {})
     # (dropped under other deciding settings, the copy is asked again in full and decided from its text)
     assert set(model.storage) == {variant_url(1, "tracking")} and second.statuses[clean_url(1)] == (200 if first else 304)
 
@@ -193,17 +271,30 @@ def test_a_known_copy_that_is_now_the_cleaner_url_replaces_the_kept_page_from_it
     On in crawl 2: its 304 cannot replace the kept page (nothing of it was downloaded, its own
     rel=canonical is not known): it is asked again in full, and its 200 replaces the kept page, as
     storage is told. Crawl 3: both answer 304, nothing changes."""
-    site = _site(None, "tracking")
-    model = Model(tmp_path, site)
-    model.crawl([variant_url(1, "tracking"), clean_url(1)], {"DEDUP_PREFER_CLEAN_URL": False})
-    model.check()
+    model = Model(tmp_path, _site(None, "tracking"))
+    oracle = Oracle(model)
+    _checked(model, oracle, [variant_url(1, "tracking"), clean_url(1)], {"DEDUP_PREFER_CLEAN_URL": False})
     assert set(model.storage) == {variant_url(1, "tracking")}
-    second = model.crawl([clean_url(1), variant_url(1, "tracking")], {})
-    model.check()
-    assert set(model.storage) == {clean_url(1)} and second.removed == [variant_url(1, "tracking")]
-    third = model.crawl([clean_url(1), variant_url(1, "tracking")], {})
-    model.check()
+    second = _checked(model, oracle, [clean_url(1), variant_url(1, "tracking")], {})
+    assert set(model.storage) == {clean_url(1)} and second.removed == [(variant_url(1, "tracking"), clean_url(1))]
+    third = _checked(model, oracle, [clean_url(1), variant_url(1, "tracking")], {})
     assert set(model.storage) == {clean_url(1)} and set(third.statuses.values()) == {304}
+
+
+def test_a_loosened_threshold_reaches_a_known_copy_whose_server_answers_304(tmp_path):
+    """A new user's walk: a print version dropped as a near copy under one threshold; the threshold
+    raised after reading the drop log, the server answered the copy's conditional request with 304
+    and the kept page's fingerprint stood in for it ("similarity 1.0, not-modified"). A copy
+    dropped under other deciding settings is asked again in full and kept, as a fresh index keeps it."""
+    model = Model(tmp_path, _site(None, "print"), {"DEDUP_MODEL": write_graded_model(tmp_path)})
+    oracle = Oracle(model)
+    _checked(model, oracle, [clean_url(1), variant_url(1, "print")], {})
+    assert set(model.storage) == {clean_url(1)}
+    loose = {"DEDUP_SCORE_THRESHOLD": 0.97}
+    second = _checked(model, oracle, [clean_url(1), variant_url(1, "print")], loose)
+    assert second.statuses[variant_url(1, "print")] == 200 and set(model.storage) == {clean_url(1), variant_url(1, "print")}
+    third = _checked(model, oracle, [clean_url(1), variant_url(1, "print")], loose)
+    assert set(third.statuses.values()) == {304}
 
 
 def test_a_window_turned_on_then_off_on_the_spread_layout_leaves_one_value_a_key(redis_cluster):
@@ -212,16 +303,23 @@ def test_a_window_turned_on_then_off_on_the_spread_layout_leaves_one_value_a_key
     read without the window: its URL's entry in the plain shards still named the record that
     left (a put wrote the newest place only), and `index verify` found the index broken. Entries
     are read in every generation an index was ever written in, and a put clears the others."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.core.index.integrity import verify
+
     Crawls.store = {"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster}
     machine = Crawls()
     try:
-        machine.start(canonical=None, other=0)
-        machine.crawl(changes=[("edit", 0)], seed=21, leaf=True, item_html=False, racing=True)
-        machine.crawl(changes=[("add_article", None, 0), ("change_settings", True, True, "update", "drop", 129600.0)],
-                      seed=0, leaf=False, item_html=False, racing=False)
-        machine.crawl(changes=[], seed=0, leaf=False, item_html=False, racing=False)
-        machine.crawl(changes=[("change_settings", True, True, "update", "drop", 0)], seed=0, leaf=False,
-                      item_html=False, racing=False)
+        machine.start(canonical=None, other=0, kind="tracking")  # (the page and a tracking URL)
+        steps = [[("edit", 0)], [("add_article", None, 0), ("change_settings", True, True, "update", "drop", 129600.0)],
+                 [], [("change_settings", True, True, "update", "drop", 0)]]
+        for i, changes in enumerate(steps):
+            machine.crawl(changes=changes, seed=21 if i == 0 else 0, leaf=i == 0, item_html=False, racing=i == 0,
+                          part=1.0, dry=False)
+        cfg = {k.removeprefix("DEDUP_").lower(): v for k, v in machine.model.store_settings.items()}
+        with Deduplicator(**cfg) as d:
+            assert d.index is not None
+            report = verify(d.index)
+            assert report.ok, report.problems
     finally:
         machine.teardown()
         Crawls.store = {}

@@ -1,0 +1,137 @@
+"""Does the crawl model catch what it guards? Reverts one fix at a time (a small edit of the
+package's source, restored afterwards) and runs the model test at the size CI runs it, then
+prints whether the model alone failed, how long it took to, and the oracle's first line.
+
+    python benchmarks/mutations.py [--only NAME] [--examples 12]
+
+Each mutation names the fix it reverts: those of the crawl features' meeting points (a known
+copy's 304, https over http, a withdrawn update's URL on the cluster, a replaced URL kept as a
+known copy, a URL replaced back) and of the new user's walk (a settings change reaching known
+copies, a dry run that changes nothing). Fixes outside a crawl's decisions (feeds, relative
+folders, exit codes) have tests of their own, named in the last column and run too. A cluster
+mutation runs the model on a Redis Cluster's spread layout (the test starts one: redis-server
+must be installed) with a quarter of the sequences, as CI does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "crawler_dedup"
+
+
+@dataclass
+class Mutation:
+    name: str
+    fix: str
+    path: str  # under crawler_dedup/
+    old: str
+    new: str
+    where: str = "lmdb"  # the model's store: lmdb, cluster
+    tests: str = ""  # tests of its own, run beside the model (outside a crawl's decisions)
+
+
+MUTATIONS = (
+    Mutation("known-copy-304", "a known copy's 304 never files or removes a page (issue 47: its 304 replaced the "
+             "page its canonical named)", "core/decide/rules.py",
+             "    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL or p.fp.not_modified:",
+             "    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL:"),
+    Mutation("known-copy-refetch", "a known copy whose match no longer stands is asked again in full (issue 47; "
+             "for a settings change now asked in full before any 304, see settings-reach-known-copies)",
+             "core/decide/rules.py", "    if not p.fp.not_modified or p.fp.copy_reason is None:\n        return None",
+             "    if True:\n        return None", tests="tests/test_rules.py"),
+    Mutation("https-cleaner", "https is the cleaner scheme (issue 47)",
+             "core/decide/cleaner.py", 'plain = 0 if url[:6].lower() == "https:" else 1', "plain = 0"),
+    Mutation("replaced-url-validators", "a URL replaced by its canonical or cleaner URL keeps its validators as a "
+             "known copy's (issue 47)", "core/index/revalidation.py",
+             "    txn.fetch_put(url_key(superseded[\"url\"]), entry.encode())", "    pass"),
+    Mutation("replaced-back", "a URL replaced and later replacing back is kept (issue 47's kept_now circle; in a "
+             "crawl now the feed filter's)", "scrapy/feeds.py", "        crawl.urls.discard(replaced_by)",
+             "        pass", where="none", tests="tests/test_feeds.py"),
+    Mutation("withdrawn-update-url", "a withdrawn update gives the URL back to its earlier record (issue 47)",
+             "core/decide/claims.py", "            txn.url_put(url_key(url), int(before.doc_id or 0))",
+             "            pass", where="cluster", tests="tests/test_cluster_races.py"),
+    Mutation("settings-reach-known-copies", "known copies asked again in full when the deciding settings change",
+             "scrapy/conditional.py", " or entry.run < dedup.settings_since:", ":"),
+    Mutation("dry-run-scratch", "a dry run decides on a scratch copy of the index",
+             "scrapy/extension.py", "        if cfg.backend != \"lmdb\":\n            return cfg  # (memory: gone at exit anyway)",
+             "        if True:\n            return cfg"),
+    Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
+             "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
+             tests="tests/test_feeds.py"),
+    Mutation("relative-dedup-dir", "a relative DEDUP_DIR inside the project's data folder", "scrapy/opening.py",
+             "    return data_path(os.path.expanduser(path), createdir=False)",
+             "    return os.path.expanduser(path)", where="none", tests="tests/test_project_paths.py"),
+    Mutation("exit-code", "an index that cannot be opened fails the start (exit 1)", "scrapy/extension.py",
+             "                try:\n                    Deduplicator(self.config).open(new_run=False).close()\n"
+             "                except BaseException:",
+             "                try:\n                    Deduplicator(self.config).open(new_run=False).close()\n"
+             "                except StoreError:\n                    pass\n                except BaseException:",
+             where="none", tests="tests/test_project_paths.py"),
+)
+
+
+def run_model(where: str, examples: int) -> tuple[bool, float, str]:
+    test = "test_sequences_of_crawls_on_lmdb" if where == "lmdb" else "test_sequences_of_crawls_on_the_spread_layout"
+    env = dict(os.environ, CRAWL_MODEL_EXAMPLES=str(examples), CRAWL_MODEL_NO_SHRINK="1")
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           f"tests/test_crawl_model.py::{test}"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=3600)
+    took = time.monotonic() - began
+    first = next((line.strip()[2:].strip() for line in proc.stdout.splitlines() if line.strip().startswith("E ")), "")
+    return proc.returncode != 0, took, first[:150]
+
+
+def run_tests(tests: str) -> bool:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests.split()],
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    return proc.returncode != 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="a mutation's name (repeatable)")
+    parser.add_argument("--examples", type=int, default=40, help="the model's sequences (CI runs 40 on LMDB, 10 on the cluster)")
+    args = parser.parse_args()
+    rows = []
+    base = run_model("lmdb", args.examples)
+    print(f"unmutated model: {'FAILS' if base[0] else 'passes'} in {base[1]:.0f} s {base[2]}", flush=True)
+    for m in MUTATIONS:
+        if args.only and m.name not in args.only:
+            continue
+        if m.where == "none" and not m.tests:
+            rows.append((m, None, 0.0, "not a crawl's decision now: nothing to revert here", None))
+            continue
+        path = PKG / m.path
+        source = path.read_text(encoding="utf-8")
+        assert source.count(m.old) == 1, f"{m.name}: the fix's text is not found once in {m.path}"
+        path.write_text(source.replace(m.old, m.new), encoding="utf-8")
+        try:
+            found, took, first = (None, 0.0, "") if m.where == "none" else run_model(
+                m.where, args.examples)
+            own = run_tests(m.tests) if m.tests else None
+        finally:
+            path.write_text(source, encoding="utf-8")
+        rows.append((m, found, took, first, own))
+        print(f"{m.name}: model {'found' if found else 'MISSED' if found is False else '-'} ({took:.0f} s)"
+              + (f", own tests {'found' if own else 'MISSED'}" if own is not None else ""), flush=True)
+    print(f"\n| fix reverted | model at CI size ({args.examples} sequences) | seconds | the model's first line | own tests |")
+    print("|---|---|---|---|---|")
+    for m, found, took, first, own in rows:
+        verdict = "found" if found else "MISSED" if found is False else "-"
+        print(f"| {m.fix} (`{m.name}`) | {verdict} | {took:.0f} | {first.replace('|', '/')} | "
+              f"{'' if own is None else ('found: ' + m.tests) if own else 'MISSED: ' + m.tests} |")
+    missed = [m.name for m, found, *_ in rows if found is False]
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""What storage must hold after each model crawl (tests/crawl_model.py), known from the site the
+model generated and the settings each crawl ran with: never from the code under test. It reads
+only what a user gets: the items stored, the page_superseded signals, the drop-log lines, and the
+index's file bytes (a dry run must leave them as they were).
+
+After every crawl (`Oracle.after`):
+- nothing lost: every article a crawl was served has a URL in storage;
+- each drop names the same page (the article in the dropped URL is the one in `duplicate_of`),
+  and `duplicate_of`, followed through the replacements storage was told of, is in storage;
+  an unchanged revisit's URL too; each URL storage was told to remove has its superseded line;
+- one URL a page: two URLs of one article carrying the same version are in storage only for a
+  reason the oracle names (a print version stored while the threshold kept it apart, a URL stored
+  while allow-listed, a DEDUP_WINDOW that let pages expire);
+- the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
+  update or keep);
+- a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
+- a dry run leaves storage, signals and the index's file as they were, and flags (never drops).
+After two full crawls with the same settings and no change (`Oracle.settled`):
+- the second downloads nothing again where the server answers validators (LMDB keeps copies);
+- the preferred URL is stored: the one the article's rel=canonical names (DEDUP_CANONICAL), else
+  the cleanest of its URLs (DEDUP_PREFER_CLEAN_URL: no session parameter, https, fewer tracking
+  parameters, a shorter query, a shorter URL), unless a mirror or print copy of it stands for it;
+- under a score threshold of 0.97 every print version is stored, as a fresh index would keep it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+from .crawl_model import HOST, MIRROR, Crawled, Model, article_of, clean_url, is_print, variant_url
+
+APART = 0.97  # a DEDUP_SCORE_THRESHOLD under which a print version (resemblance ~0.75) is no copy
+DROPS = ("exact", "near", "conceptual")
+
+
+def _score_threshold(cfg: dict) -> float:
+    value = cfg.get("DEDUP_SCORE_THRESHOLD", "auto")
+    return 0.5 if value == "auto" else float(value)  # (auto: the graded model's own, 0.5)
+
+
+def rank(url: str) -> tuple:
+    """The oracle's own order of one page's URLs, cleanest first."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    session = sum(1 for k, _ in query if "session" in k.lower()) + (";jsessionid=" in parts.path)
+    tracking = sum(1 for k, _ in query if k.startswith("utm_"))
+    return session, parts.scheme != "https", tracking, len(parts.query), len(url), url
+
+
+def index_bytes(model: Model) -> str | None:
+    data = Path(model.store_settings["DEDUP_DIR"]) / "data.mdb"
+    if model.store_settings.get("DEDUP_BACKEND", "lmdb") != "lmdb" or not data.exists():
+        return None
+    return hashlib.sha256(data.read_bytes()).hexdigest()
+
+
+class Oracle:
+    def __init__(self, model: Model):
+        self.model = model
+        self.seen: set[int] = set()  # articles a crawl was served (200 or 304)
+        self.replaced: dict[str, str] = {}  # URL -> the URL storage was told replaced it
+        self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
+        self.windowed = False
+        self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
+        self.read = 0  # drop-log lines read so far
+        self.before: tuple | None = None  # (storage, index bytes) before a dry run
+
+    # -- helpers ---------------------------------------------------------------------------
+    def follow(self, url: str) -> str:
+        seen = set()
+        while url in self.replaced and url not in seen:
+            seen.add(url)
+            url = self.replaced[url]
+        return url
+
+    def new_lines(self) -> list[dict]:
+        path = self.model.droplog
+        if not path.exists():
+            return []
+        lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        new, self.read = lines[self.read:], len(lines)
+        return new
+
+    def before_crawl(self, dry_run: bool) -> None:
+        self.before = (dict(self.model.storage), index_bytes(self.model)) if dry_run else None
+
+    # -- after every crawl -------------------------------------------------------------------
+    def after(self, done: Crawled) -> None:
+        lines = done.lines = self.new_lines()
+        if done.dry_run:
+            return self._dry(done, lines)
+        cfg = done.settings
+        self.windowed |= bool(cfg.get("DEDUP_WINDOW"))
+        threshold = _score_threshold(cfg)
+        allowed = bool(cfg.get("DEDUP_ALLOW"))
+        for old, new in done.removed:  # (in order: a URL that replaces another is kept from then on)
+            self.replaced[old] = new
+            self.replaced.pop(new, None)
+            self.tags.pop(old, None)
+        for url in done.stored:
+            if is_print(url) and allowed:
+                self.tags[url] = "stored while allow-listed"
+            elif is_print(url) and threshold >= APART:
+                self.tags[url] = "a print version stored while the threshold kept it apart"
+        for article, version in done.served.values():
+            if self.versions.get(article, version) != version:
+                done.changed.add(article)
+            self.versions[article] = version
+        self.seen |= {a for a, _ in done.served.values()}
+        storage = self.model.storage
+        have = {a for a, _ in storage.values()}
+        lost = sorted(self.seen - have)
+        assert not lost, f"articles with no URL in storage: {lost}; storage {sorted(storage)}"
+        self._lines(done, lines, threshold)
+        self._one_url_a_page()
+        if cfg.get("DEDUP_REVISIT", "update") != "drop" and not self.windowed:
+            for url, status in done.statuses.items():
+                if status == 200 and url in storage and url in done.served and url not in self.tags:
+                    assert storage[url] == done.served[url], (
+                        f"{url} served version {done.served[url][1]} this crawl, storage holds {storage[url][1]}")
+
+    def _lines(self, done: Crawled, lines: list[dict], threshold: float) -> None:
+        storage = self.model.storage
+        signalled = {old for old, _ in done.removed}
+        told = {r["url"] for r in lines if r.get("reason") == "superseded"}
+        assert signalled <= told, f"left storage without a superseded line: {signalled - told}"
+        for r in lines:
+            if r["action"] == "kept":
+                continue
+            assert r["action"] == "dropped", f"a {r['action']} line outside a dry run: {r}"
+            url, dup, reason = r["url"], r["duplicate_of"], r["reason"]
+            assert article_of(url) == article_of(dup), f"{url} dropped ({reason}) against another page: {dup}"
+            if reason in DROPS or reason == "unchanged":
+                assert self.follow(dup) in storage, (
+                    f"{url} dropped ({reason}, rule {r.get('rule')}) against {dup} -> {self.follow(dup)}, "
+                    f"not in storage {sorted(storage)}")
+            if reason in DROPS and is_print(url) != is_print(dup) and threshold >= APART:
+                assert False, f"{url} dropped ({reason}, {r.get('measure')}) as a copy of {dup} under threshold {threshold}"
+            if reason == "superseded":
+                assert url in signalled, f"a superseded line for {url} but storage was not told"
+
+    def _one_url_a_page(self) -> None:
+        if self.windowed:
+            return  # (a page that left the index's window is kept again under another URL)
+        by_page: dict[tuple[int, int], list[str]] = defaultdict(list)
+        for url, (article, version) in self.model.storage.items():
+            if url not in self.tags:
+                by_page[(article, version)].append(url)
+        twice = {k: sorted(v) for k, v in by_page.items() if len(v) > 1}
+        assert not twice, f"one page stored under two URLs, for no reason the model knows: {twice}"
+
+    def _dry(self, done: Crawled, lines: list[dict]) -> None:
+        assert self.before is not None
+        storage, data = self.before
+        assert not done.removed, f"a dry run told storage to remove {done.removed}"
+        assert self.model.storage == storage, "a dry run changed storage"
+        assert all(r["action"] in ("flagged", "kept") for r in lines), [r for r in lines if r["action"] == "dropped"]
+        assert index_bytes(self.model) == data, "a dry run changed the index's file"
+
+    # -- after two full crawls with the same settings ------------------------------------------
+    def settled(self, done: Crawled, before: Crawled) -> None:
+        cfg = done.settings
+        if done.dry_run or self.windowed or cfg.get("DEDUP_REVISIT", "update") != "update":
+            return
+        storage, site = self.model.storage, self.model.site
+        if (site.honours and self.model.store_settings.get("DEDUP_BACKEND", "lmdb") == "lmdb"
+                and cfg.get("DEDUP_UNCHANGED", "drop") == "drop"):  # (`keep` passes a leaf's body on again)
+            # nothing changed since `before`: every page it downloaded (kept, a copy, a replaced
+            # URL) is asked with its validators and answered 304, none downloaded again
+            allowed = cfg.get("DEDUP_ALLOW")
+            # (a copy dropped against a page that its crawl then updated or replaced names a record
+            # that left: it is asked in full once more, a download, not a wrong decision)
+            replaced = {old for old, _ in before.removed}
+            stale = {r["url"] for r in before.lines if r["duplicate_of"] in replaced}
+            again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
+                           and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
+                           and u not in stale)
+            assert not again, f"downloaded again with nothing changed (the server answers 304): {again}"
+        threshold = _score_threshold(cfg)
+        fetched = {u for u, s in done.statuses.items() if s in (200, 304) and u in site.urls}
+        for n, art in site.articles.items():
+            mine = [u for u in fetched if site.urls[u] == n]
+            copies = [u for u in mine if is_print(u) or urlsplit(u).hostname == MIRROR]
+            same = [u for u in mine if u not in copies and urlsplit(u).hostname == HOST]
+            if threshold >= APART and not cfg.get("DEDUP_ALLOW"):
+                for url in (u for u in copies if is_print(u)):
+                    assert url in storage, f"{url} is no copy under threshold {threshold} (a fresh index keeps it)"
+            if not same:
+                continue
+            named = {"clean": clean_url(n), "tracking": variant_url(n, "tracking")}.get(art.canonical or "")
+            # (a URL gone from the site stays kept, in the index and in storage: it is still a candidate)
+            kept = [u for u in storage if article_of(u) == n and urlsplit(u).hostname == HOST and not is_print(u)]
+            if cfg.get("DEDUP_CANONICAL", True) and named in same:
+                want = named
+            elif cfg.get("DEDUP_PREFER_CLEAN_URL", True):
+                want = min(same + kept, key=rank)
+            else:
+                continue
+            stands = [u for u in copies if u in storage and u not in self.tags]
+            assert want in storage or stands, (f"article {n}: {want} is its preferred URL (canonical {art.canonical}, "
+                                               f"settings {cfg}); storage holds {sorted(u for u in storage if article_of(u) == n)}")
