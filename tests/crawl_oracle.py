@@ -9,8 +9,9 @@ After every crawl (`Oracle.after`):
   and `duplicate_of`, followed through the replacements storage was told of, is in storage;
   an unchanged revisit's URL too; each URL storage was told to remove has its superseded line;
 - one URL a page: two URLs of one article carrying the same version are in storage only for a
-  reason the oracle names (a print version stored while the threshold kept it apart, a URL stored
-  while allow-listed, a DEDUP_WINDOW that let pages expire);
+  reason the oracle names (a print version and its page when either was stored while the
+  threshold kept them apart, a print URL stored while allow-listed, a DEDUP_WINDOW that let pages
+  expire);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
@@ -66,6 +67,7 @@ class Oracle:
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
+        self.apart: set[str] = set()  # URLs stored while the score threshold kept print versions apart
         self.read = 0  # drop-log lines read so far
         self.before: tuple | None = None  # (storage, index bytes) before a dry run
 
@@ -101,11 +103,12 @@ class Oracle:
             self.replaced[old] = new
             self.replaced.pop(new, None)
             self.tags.pop(old, None)
+            self.apart.discard(old)
         for url in done.stored:
             if is_print(url) and allowed:
                 self.tags[url] = "stored while allow-listed"
-            elif is_print(url) and threshold >= APART:
-                self.tags[url] = "a print version stored while the threshold kept it apart"
+            elif threshold >= APART:
+                self.apart.add(url)  # (stored while print versions and their pages were two pages)
         for article, version in done.served.values():
             if self.versions.get(article, version) != version:
                 done.changed.add(article)
@@ -119,7 +122,8 @@ class Oracle:
         self._one_url_a_page()
         if cfg.get("DEDUP_REVISIT", "update") != "drop" and not self.windowed:
             for url, status in done.statuses.items():
-                if status == 200 and url in storage and url in done.served and url not in self.tags:
+                if (status == 200 and url in storage and url in done.served and url not in self.tags
+                        and url not in self.apart):  # (a page kept apart, now a copy: dropped, its old item stays)
                     assert storage[url] == done.served[url], (
                         f"{url} served version {done.served[url][1]} this crawl, storage holds {storage[url][1]}")
 
@@ -150,7 +154,10 @@ class Oracle:
         for url, (article, version) in self.model.storage.items():
             if url not in self.tags:
                 by_page[(article, version)].append(url)
-        twice = {k: sorted(v) for k, v in by_page.items() if len(v) > 1}
+        # a print version and its page are two pages when either was stored while the threshold said so
+        twice = {k: sorted(v) for k, v in by_page.items()
+                 if max(sum(1 for u in v if is_print(u) == p) for p in (True, False)) > 1
+                 or (len(v) > 1 and not self.apart & set(v))}
         assert not twice, f"one page stored under two URLs, for no reason the model knows: {twice}"
 
     def _dry(self, done: Crawled, lines: list[dict]) -> None:
@@ -200,6 +207,7 @@ class Oracle:
                 want = min(same + kept, key=rank)
             else:
                 continue
-            stands = [u for u in copies if u in storage and u not in self.tags]
+            stands = [u for u in storage if article_of(u) == n and u not in self.tags
+                      and (is_print(u) or urlsplit(u).hostname == MIRROR)]  # (a copy kept first stands for it)
             assert want in storage or stands, (f"article {n}: {want} is its preferred URL (canonical {art.canonical}, "
                                                f"settings {cfg}); storage holds {sorted(u for u in storage if article_of(u) == n)}")

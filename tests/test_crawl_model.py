@@ -190,9 +190,12 @@ class Crawls(RuleBasedStateMachine):
         crawlers = 2 if racing and not self.lmdb else 1
         self._crawl(order, leaf, item_html, crawlers, dry_run=dry and self.lmdb)
 
-    @rule(seed=st.integers(0, 2**16))
-    def settle(self, seed):
-        """Two full crawls with nothing changed: the preferred URLs are stored by the second."""
+    @rule(seed=st.integers(0, 2**16), named=st.one_of(st.none(), st.sampled_from(SETTINGS)))
+    def settle(self, seed, named=None):
+        """One setting changed (or none), then two full crawls with nothing else changed: the second
+        decides as a fresh index would under the settings in force, and stores the preferred URLs."""
+        if named is not None:
+            self.setting(named)
         order = sorted(self.site.urls)
         random.Random(seed).shuffle(order)
         first = self._crawl(order)
