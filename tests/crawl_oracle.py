@@ -67,6 +67,7 @@ class Oracle:
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
+        self.filed: set[str] = set()  # stored URLs that were kept as pages (not passed unchecked)
         self.apart: set[str] = set()  # URLs stored while the score threshold kept print versions apart
         self.read = 0  # drop-log lines read so far
         self.before: tuple | None = None  # (storage, index bytes) before a dry run
@@ -96,7 +97,7 @@ class Oracle:
         if done.dry_run:
             return self._dry(done, lines)
         cfg = done.settings
-        self.windowed |= bool(cfg.get("DEDUP_WINDOW"))
+        self.windowed = bool(cfg.get("DEDUP_WINDOW"))  # (this crawl's; what it stored stays tagged)
         threshold = _score_threshold(cfg)
         allowed = bool(cfg.get("DEDUP_ALLOW"))
         for old, new in done.removed:  # (in order: a URL that replaces another is kept from then on)
@@ -104,7 +105,11 @@ class Oracle:
             self.replaced.pop(new, None)
             self.tags.pop(old, None)
             self.apart.discard(old)
+        if self.windowed:  # (each page stored so far may have left the index: a copy of it may be kept again)
+            self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage})
         for url in done.stored:
+            if not (is_print(url) and allowed):
+                self.filed.add(url)  # (checked and kept: a page of the index that later copies match)
             if is_print(url) and allowed:
                 self.tags[url] = "stored while allow-listed"
             elif threshold >= APART:
@@ -123,7 +128,7 @@ class Oracle:
         if cfg.get("DEDUP_REVISIT", "update") != "drop" and not self.windowed:
             for url, status in done.statuses.items():
                 if (status == 200 and url in storage and url in done.served and url not in self.tags
-                        and url not in self.apart):  # (a page kept apart, now a copy: dropped, its old item stays)
+                        and url not in done.dropped):  # (a revisit now a copy of another URL: dropped, its old item stays)
                     assert storage[url] == done.served[url], (
                         f"{url} served version {done.served[url][1]} this crawl, storage holds {storage[url][1]}")
 
@@ -132,13 +137,15 @@ class Oracle:
         signalled = {old for old, _ in done.removed}
         told = {r["url"] for r in lines if r.get("reason") == "superseded"}
         assert signalled <= told, f"left storage without a superseded line: {signalled - told}"
+        named = {(r["url"], r["duplicate_of"]) for r in lines if r.get("reason") == "superseded"}
+        assert set(done.removed) <= named, f"a signal names another replacement than its line: {set(done.removed) - named}"
         for r in lines:
             if r["action"] == "kept":
                 continue
             assert r["action"] == "dropped", f"a {r['action']} line outside a dry run: {r}"
             url, dup, reason = r["url"], r["duplicate_of"], r["reason"]
             assert article_of(url) == article_of(dup), f"{url} dropped ({reason}) against another page: {dup}"
-            if reason in DROPS or reason == "unchanged":
+            if reason in DROPS or reason in ("unchanged", "superseded"):
                 assert self.follow(dup) in storage, (
                     f"{url} dropped ({reason}, rule {r.get('rule')}) against {dup} -> {self.follow(dup)}, "
                     f"not in storage {sorted(storage)}")
@@ -183,6 +190,8 @@ class Oracle:
             # that left: it is asked in full once more, a download, not a wrong decision)
             replaced = {old for old, _ in before.removed}
             stale = {r["url"] for r in before.lines if r["duplicate_of"] in replaced}
+            refiled = {article_of(u) for u in before.stored}  # (kept or updated then: a copy's entry may name the old record)
+            stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in refiled}
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
                            and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
                            and u not in stale)
@@ -201,13 +210,13 @@ class Oracle:
             named = {"clean": clean_url(n), "tracking": variant_url(n, "tracking")}.get(art.canonical or "")
             # (a URL gone from the site stays kept, in the index and in storage: it is still a candidate)
             kept = [u for u in storage if article_of(u) == n and urlsplit(u).hostname == HOST and not is_print(u)]
-            if cfg.get("DEDUP_CANONICAL", True) and named in same:
+            if cfg.get("DEDUP_CANONICAL", True) and (named in same or named in kept):
                 want = named
             elif cfg.get("DEDUP_PREFER_CLEAN_URL", True):
                 want = min(same + kept, key=rank)
             else:
                 continue
-            stands = [u for u in storage if article_of(u) == n and u not in self.tags
+            stands = [u for u in storage if article_of(u) == n and u in self.filed
                       and (is_print(u) or urlsplit(u).hostname == MIRROR)]  # (a copy kept first stands for it)
             assert want in storage or stands, (f"article {n}: {want} is its preferred URL (canonical {art.canonical}, "
                                                f"settings {cfg}); storage holds {sorted(u for u in storage if article_of(u) == n)}")
