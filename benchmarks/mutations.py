@@ -102,6 +102,9 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="a mutation's name (repeatable)")
     parser.add_argument("--examples", type=int, default=40, help="the model's sequences (CI runs 40 on LMDB, 10 on the cluster)")
     args = parser.parse_args()
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # (so a mutated file is restored on the way out)
     rows = []
     for where in ("lmdb", "cluster"):  # (a model failing unmutated would find every mutation)
         base = run_model(where, args.examples)

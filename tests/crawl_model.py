@@ -232,6 +232,7 @@ class Crawled:
     full: bool = True  # every live URL was asked
     changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
+    updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
 
 
 class Model:

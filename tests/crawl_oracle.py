@@ -67,6 +67,7 @@ class Oracle:
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
+        self.stored_before: dict[str, tuple[int, int]] = {}  # storage after the last crawl checked
         self.filed: set[str] = set()  # stored URLs that were kept as pages (not passed unchecked)
         self.apart: set[str] = set()  # URLs stored while the score threshold kept print versions apart
         self.read = 0  # drop-log lines read so far
@@ -120,6 +121,9 @@ class Oracle:
             self.versions[article] = version
         self.seen |= {a for a, _ in done.served.values()}
         storage = self.model.storage
+        done.updated = {storage[u][0] for u in done.stored if u in storage and u in self.stored_before
+                        and self.stored_before[u] != storage[u]}
+        self.stored_before = dict(storage)
         have = {a for a, _ in storage.values()}
         lost = sorted(self.seen - have)
         assert not lost, f"articles with no URL in storage: {lost}; storage {sorted(storage)}"
@@ -190,8 +194,8 @@ class Oracle:
             # that left: it is asked in full once more, a download, not a wrong decision)
             replaced = {old for old, _ in before.removed}
             stale = {r["url"] for r in before.lines if r["duplicate_of"] in replaced}
-            refiled = {article_of(u) for u in before.stored}  # (kept or updated then: a copy's entry may name the old record)
-            stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in refiled}
+            # (a page updated then: its copies' entries name the record the update replaced)
+            stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in before.updated}
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
                            and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
                            and u not in stale)
