@@ -26,7 +26,7 @@ DEDUP_BACKEND = "redis"
 DEDUP_REDIS_URL = os.environ.get("DEDUP_REDIS_URL", REDIS_URL)  # the index: this server, or a cluster's node
 DEDUP_REDIS_PREFIX = "site-crawl"
 # each process keeps its own drop log and state directory (on its own machine)
-DEDUP_DIR = os.environ.get("DEDUP_DIR", ".dedup")
+DEDUP_DIR = os.path.abspath(os.environ.get("DEDUP_DIR", ".dedup"))  # (a relative one would be inside .scrapy/)
 
 ROBOTSTXT_OBEY = True
 FEED_EXPORT_ENCODING = "utf-8"
