@@ -6,7 +6,9 @@ Deduplicator calls these; the Scrapy side is crawler_dedup/scrapy/conditional.py
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 
 from ...config import DedupConfig
@@ -28,9 +30,6 @@ DECIDING = ("allow", "boilerplate", "canonical", "conceptual", "conceptual_thres
 
 def settings_digest(cfg: DedupConfig) -> str:
     """A digest of the settings that decide whether a page is a copy (a model file by its bytes' size and time)."""
-    import hashlib
-    import os
-
     named = {}
     for name in DECIDING:
         value = getattr(cfg, name)
