@@ -21,7 +21,7 @@ from warcio.warcwriter import WARCWriter
 from crawler_dedup.config import DedupConfig
 from crawler_dedup.tools import seed
 from crawler_dedup.core.decide.policy import length_class, parse_policy
-from crawler_dedup.tools.scan import Options, Scan, ScanError
+from crawler_dedup.tools.scan import COMMIT_ROWS, Options, Scan, ScanError
 
 from .conftest import SHARED_DATA, cli, dedup_stats, scrapy_crawl, write_urls
 
@@ -382,8 +382,10 @@ def test_a_killed_scan_goes_on_and_ends_as_an_uninterrupted_one(tmp_path, pages)
 def test_ctrl_c_says_the_same_command_continues_the_scan(tmp_path, pages):
     """Ctrl-C (SIGINT) mid-read: one line on stderr saying how to go on, exit 130; the pages it
     names are the ones the state file holds (that the same command goes on after them is the
-    killed scan's test, below)."""
-    many = [(f"{u}#{n}" if n else u, h + f"<!-- {n} -->".encode() if n else h, g) for n in range(3) for u, h, g in pages]
+    killed scan's test, below). The input is past the read pass's first commit (COMMIT_ROWS), so the
+    signal lands mid-read however fast the machine reads."""
+    many = [(f"{u}#{n}" if n else u, h + f"<!-- {n} -->".encode() if n else h, g) for n in range(12) for u, h, g in pages]
+    assert len(many) > 3 * COMMIT_ROWS
     path = write_jsonl(tmp_path / "items.jsonl", many)
     out = tmp_path / "stopped"
     proc = subprocess.Popen([sys.executable, "-m", "crawler_dedup", "scan", path, "--out", str(out), "--jobs", "1"],
