@@ -6,8 +6,9 @@ prints whether the model alone failed, how long it took to, and the oracle's fir
 
 Each mutation names the fix it reverts: those of the crawl features' meeting points (a known
 copy's 304, https over http, a withdrawn update's URL on the cluster, a replaced URL kept as a
-known copy, a URL replaced back) and of the new user's walk (a settings change reaching known
-copies, a dry run that changes nothing). Fixes outside a crawl's decisions (feeds, relative
+known copy, a URL replaced back), of the new user's walk (a settings change reaching known
+copies, a dry run that changes nothing) and of killed crawls (a killed run's pages passed on again,
+with the replacements it made). Fixes outside a crawl's decisions (feeds, relative
 folders, exit codes) have tests of their own, named in the last column and run too. A cluster
 mutation runs the model on a Redis Cluster's spread layout (the test starts one: redis-server
 must be installed) with a quarter of the sequences, as CI does.
@@ -63,6 +64,25 @@ MUTATIONS = (
     Mutation("dry-run-scratch", "a dry run decides on a scratch copy of the index",
              "scrapy/extension.py", "        if cfg.backend != \"lmdb\":\n            return cfg  # (memory: gone at exit anyway)",
              "        if True:\n            return cfg"),
+    Mutation("killed-run-resend", "an unchanged page filed by a killed run is passed on again (its item may never "
+             "have reached storage)", "core/decide/rules.py",
+             "    if prior.run != p.judging.run and p.look.run_killed(prior.run):", "    if False:"),
+    Mutation("killed-run-304", "a 304 for a page a killed run filed passes it on from its copy",
+             "core/index/revalidation.py",
+             "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
+    Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "
+             "that run (its signal waited for the spider's close)", "core/dedup.py",
+             "            if gone and index.by_url(txn, gone[\"url\"]) is None:", "            if False:"),
+    Mutation("killed-drop-mode", "DEDUP_REVISIT=drop passes a killed run's unchanged page on again",
+             "core/decide/rules.py",
+             "        if prior.run == p.judging.run or not p.look.run_killed(prior.run):", "        if True:"),
+    Mutation("killed-entry-validators", "a URL whose last response a killed run wrote keeps its validators when "
+             "its kept page's run ended", "core/index/revalidation.py",
+             "        if killed and not found.copy_of:", "        if False:"),
+    Mutation("canonical-anew", "the same text naming another rel=canonical is filed again (an update)",
+             "core/decide/rules.py",
+             "    if same is None or (cfg.canonical and not p.fp.not_modified and _names_anew(p.verdict, prior)):",
+             "    if same is None:"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
              tests="tests/test_feeds.py"),

@@ -217,6 +217,38 @@ class Site:
         return email.utils.parsedate_to_datetime(modified) <= asked_at
 
 
+_dead: list[int] = []
+
+
+def killed(ext: DedupExtension) -> None:
+    """What a killed crawl leaves: its committed decisions and drop-log lines (written a line at a
+    time), no signal held for the spider's close, and its run open under a process that is gone."""
+    import json
+    import socket
+    import subprocess
+
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.core.index.neardup import _open_run
+
+    ext.recorder.superseded_later = []  # (lost with the process)
+    if ext.recorder.droplog is not None:
+        ext.recorder.droplog.close()
+        ext.recorder.droplog = None
+    dedup = ext.dedup
+    if dedup is None:
+        return
+    run, dedup.run = dedup.run, 0  # (closed without ending its run)
+    ext.engine_stopped()
+    if not _dead:
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        _dead.append(gone.pid)
+    marker = json.dumps({"host": socket.gethostname(), "pid": _dead[0]}).encode()
+    with Deduplicator(ext.config).open(new_run=False) as after:
+        assert after.index is not None
+        after.index.write(lambda txn: txn.meta_put(_open_run(run), marker))
+
+
 @dataclass
 class Crawled:
     """What one crawl did."""
@@ -230,6 +262,8 @@ class Crawled:
     dry_run: bool = False
     settings: dict = field(default_factory=dict)
     full: bool = True  # every live URL was asked
+    events: list[tuple[str, tuple[int, int] | None]] = field(default_factory=list)  # storage's writes, in order
+    killed: bool = False  # stopped after its first URLs without closing (a kill): its run never ended
     changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
@@ -249,9 +283,15 @@ class Model:
         self.lock = threading.Lock()  # (crawlers at once share storage)
 
     def crawl(self, order: list[str] | None = None, settings: dict | None = None, leaf: bool = True,
-              item_html: bool = False, crawlers: int = 1, dry_run: bool = False) -> Crawled:
+              item_html: bool = False, crawlers: int = 1, dry_run: bool = False,
+              kill: tuple[int, float] | None = None) -> Crawled:
         """One crawl of `order` (default: every live URL); `crawlers` > 1: that many crawler
-        processes at once over the same index, the URLs dealt out in turn, storage shared."""
+        processes at once over the same index, the URLs dealt out in turn, storage shared.
+        `kill` (asked, reached): the process killed after its first `asked` URLs (their decisions
+        committed, as a group commit holds each response until its commit), the spider never
+        closed, the run never ended, and only the first `reached` share of the items it passed on
+        written to storage (a feed's buffer, the pipelines' queue lost with the process). The
+        page_superseded signals it sent are applied (a deletion is done when it is told)."""
         import importlib
 
         modules = [importlib.import_module(m) for m in CLOCKED]
@@ -262,8 +302,21 @@ class Model:
         try:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
-            done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls))
-            if crawlers == 1:
+            done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls),
+                           killed=kill is not None)
+            if kill is not None:
+                assert crawlers == 1 and not dry_run
+                self.storage, before = {}, dict(self.storage)
+                self._crawl(urls[:kill[0]], leaf, item_html, done)
+                reach = int(len(done.stored) * kill[1])
+                self.storage, stored = before, 0
+                for url, value in done.events:  # (in order; a deletion is done when told, items may be lost)
+                    if value is None:
+                        self.storage.pop(url, None)
+                    elif stored < reach:
+                        self.storage[url], stored = value, stored + 1
+                done.stored = done.stored[:reach]
+            elif crawlers == 1:
                 self._crawl(urls, leaf, item_html, done)
             else:
                 threads = [threading.Thread(target=self._crawl, args=(urls[i::crawlers], leaf, item_html, done))
@@ -289,6 +342,7 @@ class Model:
             def superseded(url, canonical_url=None, **_):
                 with self.lock:
                     done.removed.append((url, canonical_url))
+                    done.events.append((url, None))
                     self.storage.pop(url, None)
 
             crawler.signals.connect(superseded, signal=page_superseded)
@@ -317,8 +371,11 @@ class Model:
                         await asyncio.gather(*(one(u) for u in urls[i:i + width]))
                 asyncio.run(all_of_them())
             finally:
-                ext.spider_closed(None, "finished")
-                ext.engine_stopped()
+                if done.killed:
+                    killed(ext)
+                else:
+                    ext.spider_closed(None, "finished")
+                    ext.engine_stopped()
         except BaseException as exc:  # (a crawler thread's failure fails the crawl)
             done.errors.append(exc)
             if threading.current_thread() is threading.main_thread():
@@ -375,6 +432,7 @@ class Model:
             with self.lock:
                 if not done.dry_run:  # (a dry run's items are a trial's: not stored)
                     self.storage[url] = (item["article"], item["version"])
+                    done.events.append((url, self.storage[url]))
                 done.stored.append(url)
             return
         raise AssertionError(f"{url} asked again and again")

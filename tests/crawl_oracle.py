@@ -15,7 +15,9 @@ After every crawl (`Oracle.after`):
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
-- a dry run leaves storage, signals and the index's file as they were, and flags (never drops).
+- a dry run leaves storage, signals and the index's file as they were, and flags (never drops);
+- a killed crawl (some of its items never written) is checked by the whole crawl after it: the
+  pages it was served are stored then, under one URL each.
 After two full crawls with the same settings and no change (`Oracle.settled`):
 - the second downloads nothing again where the server answers validators (LMDB keeps copies);
 - the preferred URL is stored: the one the article's rel=canonical names (DEDUP_CANONICAL), else
@@ -124,6 +126,10 @@ class Oracle:
         done.updated = {storage[u][0] for u in done.stored if u in storage and u in self.stored_before
                         and self.stored_before[u] != storage[u]}
         self.stored_before = dict(storage)
+        if done.killed:  # (what it passed on may be lost: the next whole crawl is checked for it)
+            for r in lines:
+                assert r["action"] == "kept" or article_of(r["url"]) == article_of(r["duplicate_of"]), r
+            return
         have = {a for a, _ in storage.values()}
         lost = sorted(self.seen - have)
         assert not lost, f"articles with no URL in storage: {lost}; storage {sorted(storage)}"

@@ -7,6 +7,7 @@ transaction: read what the index holds for the page (lookups.py), run the chain 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -383,6 +384,12 @@ class Deduplicator:
             prior = decision.resend
             prior.run = self.run  # (once: if this run ends, the next crawl drops it)
             txn.doc_put(int(prior.doc_id or 0), prior.encode())
+            held = prior.extras.get(Extra.HELD)
+            gone = json.loads(held) if held else None
+            if gone and index.by_url(txn, gone["url"]) is None:
+                # the page its killed run superseded may still be in storage: told again with it
+                # (unless that URL is a kept page again since)
+                verdict = verdict.but(superseded=gone)
         if not decision.file:
             return verdict
         deferred = not getattr(index.store, "serializable", True)  # (claims.confirm takes them out once it stays)
@@ -411,6 +418,11 @@ class Deduplicator:
                            extras=dict(fp.extras))  # a copy: a transaction run again starts from fp as prepared
         if cfg.store_text:
             record.set_text(fp.text)
+        gone = verdict.superseded
+        if gone and gone.get("run") == self.run and not cfg.dry_run:
+            # storage is told of a page kept earlier in the same run when the spider closes: a
+            # killed run never tells it, so the page passed on again carries it (_apply)
+            record.extras[Extra.HELD] = json.dumps({k: v for k, v in gone.items() if k != "text"}).encode()
         if cfg.visible_containment and fp.view is not None:
             record.extras[Extra.CHROME] = bytes([min(100, round(fp.view.chrome * 100))])
             if cfg.store_text:  # (the rule compares with the kept text; filed under its title's parts: index.add)

@@ -18,7 +18,7 @@ from .matching import Match, conceptual_match, gathered, supersedes, thresholds_
 from .cleaner import cleaner
 from .measures import KeptTexts, Side
 from .model import Model
-from ..index.records import DocRecord, Extra
+from ..index.records import DocRecord, Extra, names_as_canonical
 from ..page.site import canonical_url
 from ..verdict import Action, Reason, Revisit, Skip, Stage, Verdict
 
@@ -143,15 +143,25 @@ def out_of_window(p: Page) -> Decision | None:
 def revisit(p: Page) -> Decision | None:
     """The URL is in the index: a revisit, never a copy of itself. The same text is unchanged
     (dropped by DEDUP_UNCHANGED=drop, passed on again when a killed run filed it); other text is
-    an update, which replaces the URL's entry."""
+    an update, which replaces the URL's entry, as is the same text naming another rel=canonical
+    (DEDUP_CANONICAL). DEDUP_REVISIT=drop checks no URL but that one:
+    a killed run's unchanged page is passed on again."""
     prior, cfg = p.prior, p.config
     p.revisit = prior is not None and cfg.revisit != "drop"
-    if prior is None or not p.revisit:
+    if prior is None:
         return None
+    if not p.revisit:  # DEDUP_REVISIT=drop checks no URL, but a killed run's page is passed on again
+        if prior.run == p.judging.run or not p.look.run_killed(prior.run):
+            return None
+        same = unchanged(p.fp, prior, p.judging.score)
+        if same is None:
+            return None
+        return Decision(matched(p.verdict.but(kept_at=prior.time), same, Action.KEEP).but(
+            revisit=Revisit.UNCHANGED, resent=True), resend=prior)
     p.verdict = p.verdict.but(kept_at=prior.time)
     same = unchanged(p.fp, prior, p.judging.score)
-    if same is None:
-        p.stale = prior.doc_id
+    if same is None or (cfg.canonical and not p.fp.not_modified and _names_anew(p.verdict, prior)):
+        p.stale = prior.doc_id  # (a new rel=canonical is filed as an update: the canonical rule reads it)
         return None
     if p.fp.not_modified:  # the server's 304, not the text, said so
         same = replace(same, measure="not-modified")
@@ -163,6 +173,17 @@ def revisit(p: Page) -> Decision | None:
         text = p.fp.text if cfg.store_text and same.measure not in ("exact", "not-modified") else None
         verdict = verdict.but(action=Action.FLAG if cfg.dry_run else Action.DROP, text=text)
     return Decision(verdict)  # the index holds this text already
+
+
+def _names_anew(verdict: Verdict, prior: DocRecord) -> bool:
+    """The page's rel=canonical names another URL than its kept record's did, or itself where the
+    record named another (a page without one, or an item without its HTML, says nothing new)."""
+    named, before = verdict.canonical, prior.extras.get(Extra.CANONICAL)
+    if not named:
+        return False
+    if canonical_url(named) == canonical_url(verdict.url or ""):
+        return before is not None
+    return before is None or not names_as_canonical(before, named)
 
 
 def find_match(p: Page) -> Decision | None:

@@ -40,11 +40,12 @@ class Extra:
     MAIN_THIN = "mt"  # a thin sample of the main text's 5-shingles
     MAIN_SHINGLES = "mc"  # how many 5-shingles the main text has (two bytes, at most 65535)
     HEADLINE = "hc"  # how much of its title's headline the main text names, in hundredths (255: no headline)
+    HELD = "sh"  # the page it superseded that its run kept too (JSON): told again if the run is killed
 
 
 RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY,
                            Extra.VISIBLE, Extra.CHROME, Extra.PROBE_LOW, Extra.VISIBLE_THIN, Extra.MAIN_THIN,
-                           Extra.MAIN_SHINGLES, Extra.HEADLINE))
+                           Extra.MAIN_SHINGLES, Extra.HEADLINE, Extra.HELD))
 _LOW48 = np.uint64((1 << 48) - 1)
 
 

@@ -80,7 +80,14 @@ def entry(index: NearDupIndex | None, run: int, url: str) -> tuple[Fetch, bool] 
         if raw is None:
             return None
         found = Fetch.decode(raw)
-        return found, found.run != run and index.run_killed(txn, found.run)
+        killed = found.run != run and index.run_killed(txn, found.run)
+        if killed and not found.copy_of:
+            # (a killed run may have written only the entry: its kept page, filed by a run that
+            # ended, is not passed on again, so its validators serve as before)
+            doc = index.doc(txn, found.doc_id)
+            if doc is not None and doc.run != found.run:
+                killed = doc.run != run and index.run_killed(txn, doc.run)
+        return found, killed
     try:
         return index.read(read)
     except (DedupError, OSError):
