@@ -71,8 +71,12 @@ MUTATIONS = (
              "core/index/revalidation.py",
              "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
     Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "
-             "that run (its signal waited for the spider's close)", "core/dedup.py",
-             "            if gone and index.by_url(txn, gone[\"url\"]) is None:", "            if False:"),
+             "that run (its signal waited for the spider's close)", "core/index/held.py",
+             "    return {**gone[0], \"chain\": gone[1:]} if gone else None", "    return None"),
+    Mutation("killed-run-chain", "a page passed on again after a kill tells storage of the whole chain of URLs "
+             "replaced in that run (tracking -> cleaner -> canonical)", "core/decide/rules.py",
+             "            \"held\": json.loads(doc.extras[Extra.HELD]) if doc.extras.get(Extra.HELD) else []}",
+             "            \"held\": []}"),
     Mutation("killed-drop-mode", "DEDUP_REVISIT=drop passes a killed run's unchanged page on again",
              "core/decide/rules.py",
              "        if prior.run == p.judging.run or not p.look.run_killed(prior.run):", "        if True:"),

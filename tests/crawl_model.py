@@ -154,6 +154,7 @@ class Site:
     honours: bool = True  # answers a request whose validators match with a 304
     validators: str = "etag"  # what it sends: etag, last-modified, both
     redirects: bool = False  # http URLs answer 301 to their https URL
+    text_validators: bool = False  # validators of the text only (a CMS's article date): a new rel=canonical keeps them
     order: list[str] = field(default_factory=list)  # every URL ever served, in the order first added
 
     def add_url(self, url: str, article: int) -> None:
@@ -195,8 +196,10 @@ class Site:
         body = self.body(url)
         art = self.articles[self.urls[url]]
         headers = {"Content-Type": "text/html; charset=utf-8"}
-        etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
-        modified = email.utils.formatdate(1_700_000_000 + art.modified * 3600, usegmt=True)
+        text = " ".join(self.words(url)).encode() if self.text_validators else body
+        etag = '"' + hashlib.sha1(text).hexdigest()[:16] + '"'
+        changes = art.version if self.text_validators else art.modified
+        modified = email.utils.formatdate(1_700_000_000 + changes * 3600, usegmt=True)
         if self.validators in ("etag", "both"):
             headers["ETag"] = etag
         if self.validators in ("last-modified", "both"):
@@ -263,6 +266,7 @@ class Crawled:
     settings: dict = field(default_factory=dict)
     full: bool = True  # every live URL was asked
     events: list[tuple[str, tuple[int, int] | None]] = field(default_factory=list)  # storage's writes, in order
+    crawlers: int = 1  # crawler processes at once
     killed: bool = False  # stopped after its first URLs without closing (a kill): its run never ended
     changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
@@ -303,7 +307,7 @@ class Model:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
             done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls),
-                           killed=kill is not None)
+                           killed=kill is not None, crawlers=crawlers)
             if kill is not None:
                 assert crawlers == 1 and not dry_run
                 self.storage, before = {}, dict(self.storage)

@@ -7,7 +7,6 @@ transaction: read what the index holds for the page (lookups.py), run the chain 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from .page.fingerprint import (
 from .page.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .page.site import canonical_url
 from .page.visible import page_view
-from .index import revalidation
+from .index import held, revalidation
 from .index.fetches import Fetch
 from .index.neardup import NearDupIndex
 from .index.records import DocRecord, Extra, canonical_key
@@ -227,7 +226,7 @@ class Deduplicator:
             if self.allowed(verdict.url):
                 return verdict.but(skipped=Skip.ALLOWED), None
             if canonical is None and self.config.canonical and isinstance(html, (str, bytes)):
-                verdict = verdict.but(canonical=canonical_link(html, verdict.url))
+                verdict = verdict.but(canonical=canonical_link(html, verdict.url) or "")  # ("": none, known)
             fp = fingerprinted
             if fp is None:
                 verdict, fp = self._fingerprinted(verdict, html, text)
@@ -384,12 +383,9 @@ class Deduplicator:
             prior = decision.resend
             prior.run = self.run  # (once: if this run ends, the next crawl drops it)
             txn.doc_put(int(prior.doc_id or 0), prior.encode())
-            held = prior.extras.get(Extra.HELD)
-            gone = json.loads(held) if held else None
-            if gone and index.by_url(txn, gone["url"]) is None:
-                # the page its killed run superseded may still be in storage: told again with it
-                # (unless that URL is a kept page again since)
-                verdict = verdict.but(superseded=gone)
+            again = held.tell_again(index, txn, prior)  # (what its killed run superseded, maybe still stored)
+            if again is not None:
+                verdict = verdict.but(superseded=again)
         if not decision.file:
             return verdict
         deferred = not getattr(index.store, "serializable", True)  # (claims.confirm takes them out once it stays)
@@ -418,11 +414,8 @@ class Deduplicator:
                            extras=dict(fp.extras))  # a copy: a transaction run again starts from fp as prepared
         if cfg.store_text:
             record.set_text(fp.text)
-        gone = verdict.superseded
-        if gone and gone.get("run") == self.run and not cfg.dry_run:
-            # storage is told of a page kept earlier in the same run when the spider closes: a
-            # killed run never tells it, so the page passed on again carries it (_apply)
-            record.extras[Extra.HELD] = json.dumps({k: v for k, v in gone.items() if k != "text"}).encode()
+        if not cfg.dry_run:
+            held.hold(record, verdict.superseded, self.run)  # (told at the close: a kill never tells it)
         if cfg.visible_containment and fp.view is not None:
             record.extras[Extra.CHROME] = bytes([min(100, round(fp.view.chrome * 100))])
             if cfg.store_text:  # (the rule compares with the kept text; filed under its title's parts: index.add)

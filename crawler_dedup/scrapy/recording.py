@@ -83,6 +83,8 @@ class Recorder:
                 inc(keys.REVISITS_COPY)
         if verdict.superseded:
             self._superseded(verdict, stage, run)
+            for also in verdict.superseded.get("chain") or ():  # (a killed run's, passed on again)
+                self._superseded(verdict.but(superseded=also), stage, run)
         if verdict.action == Action.KEEP:
             inc(keys.KEPT)
             if verdict.scored_apart:  # a candidate passed the lookup thresholds: the score kept it apart

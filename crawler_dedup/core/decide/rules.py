@@ -11,6 +11,7 @@ that decided.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
@@ -176,12 +177,12 @@ def revisit(p: Page) -> Decision | None:
 
 
 def _names_anew(verdict: Verdict, prior: DocRecord) -> bool:
-    """The page's rel=canonical names another URL than its kept record's did, or itself where the
-    record named another (a page without one, or an item without its HTML, says nothing new)."""
+    """The page's rel=canonical names another URL than its kept record's did, or none (itself)
+    where the record named another (an item without its HTML, canonical None, says nothing)."""
     named, before = verdict.canonical, prior.extras.get(Extra.CANONICAL)
-    if not named:
+    if named is None:
         return False
-    if canonical_url(named) == canonical_url(verdict.url or ""):
+    if not named or canonical_url(named) == canonical_url(verdict.url or ""):
         return before is not None
     return before is None or not names_as_canonical(before, named)
 
@@ -375,4 +376,5 @@ def superseded(match: Match, store_text: bool) -> dict:
     doc = match.doc
     return {"url": doc.url, "title": doc.title, "fingerprint": doc.fingerprint, "time": doc.time,
             "distance": match.distance, "similarity": round(match.similarity, 4), "measure": match.measure,
-            "text": doc.text if store_text else None, "run": doc.run}
+            "text": doc.text if store_text else None, "run": doc.run,
+            "held": json.loads(doc.extras[Extra.HELD]) if doc.extras.get(Extra.HELD) else []}

@@ -1,0 +1,30 @@
+"""Supersedes a run holds back: a page that replaces another URL kept earlier in the same run
+tells storage when the spider closes (that URL's item may still be on its way there). A killed
+run never tells it, so the replacing page's record carries what it replaced (and what that page
+had replaced in the run: a chain), and the page passed on again after the kill tells it then."""
+
+from __future__ import annotations
+
+import json
+
+from .records import DocRecord, Extra
+
+
+def hold(record: DocRecord, gone: dict | None, run: int) -> None:
+    """Note on `record` the page it supersedes (`gone`, rules.superseded) when its run kept it."""
+    if gone and gone.get("run") == run:
+        held = [{k: v for k, v in gone.items() if k not in ("text", "held")}, *gone.get("held", ())]
+        record.extras[Extra.HELD] = json.dumps(held).encode()
+
+
+def held_of(doc: DocRecord) -> list[dict]:
+    """The pages a record's page superseded in its own run, oldest replacement last."""
+    raw = doc.extras.get(Extra.HELD)
+    return json.loads(raw) if raw else []
+
+
+def tell_again(index, txn, prior: DocRecord) -> dict | None:
+    """For a page a killed run filed, passed on again: the superseded entry its verdict carries
+    (the rest of the chain under "chain"), leaving out URLs that are kept pages again since."""
+    gone = [g for g in held_of(prior) if index.by_url(txn, g["url"]) is None]
+    return {**gone[0], "chain": gone[1:]} if gone else None
