@@ -331,6 +331,56 @@ def test_a_killed_crawls_chain_of_replacements_is_told_whole(tmp_path):
     assert set(model.storage) == {clean_url(1)}
 
 
+def test_a_page_whose_rel_canonical_changes_is_filed_again_so_the_url_it_names_replaces_it(tmp_path):
+    """Found by the machine: the clean URL kept, its tracking URL dropped as its copy; the site
+    then names the tracking URL as canonical. The clean URL's text was unchanged, so its record
+    kept no canonical and the tracking URL stayed a copy for good. A new rel=canonical is an update."""
+    model = Model(tmp_path, _site(None, "tracking"))
+    oracle = Oracle(model)
+    order = [clean_url(1), variant_url(1, "tracking")]
+    _checked(model, oracle, order, {})
+    assert set(model.storage) == {clean_url(1)}
+    art = model.site.articles[1]
+    art.canonical, art.modified = "tracking", art.modified + 1
+    _checked(model, oracle, order, {})
+    _checked(model, oracle, order, {})
+    assert set(model.storage) == {variant_url(1, "tracking")}
+
+
+def test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop(tmp_path):
+    """Found by the machine: DEDUP_REVISIT=drop checks no URL, so a page filed by a killed crawl
+    (its item never written) was dropped the next crawl as a copy of its own URL: lost."""
+    model = Model(tmp_path, _site(None))
+    oracle = Oracle(model)
+    drop = {"DEDUP_REVISIT": "drop"}
+    oracle.after(model.crawl([clean_url(1)], drop, kill=(1, 0.0)))
+    assert model.storage == {}
+    _checked(model, oracle, [clean_url(1)], drop)
+    assert set(model.storage) == {clean_url(1)}
+
+
+def test_a_url_whose_entry_a_killed_crawl_wrote_is_asked_with_its_validators_again():
+    """Found by the machine: a killed crawl rewrote a URL's validators (the server changed them)
+    while its kept page, filed by a crawl that ended, was not passed on again; the entry named
+    the killed run, so every later request for it went out unconditional: downloaded in full
+    on every crawl (the settled crawls' check: nothing downloaded again where the server answers 304)."""
+    Crawls.store = {}
+    machine = Crawls()
+    try:
+        machine.start(canonical=None, other=0, kind="tracking", more=[], requests=False)
+        machine.settle(named=None, seed=0)
+        machine.killed(asked=9, changes=[("add_article", None, 0), ("redirects", False)], reached=0.0, seed=0)
+        machine.crawl(changes=[("set_canonical", 78, None, 58), ("server", False, "both"), ("add_variant", 79, "tracking"),
+                               ("server", True, "last-modified")], dry=True, item_html=True, leaf=False, part=1.0,
+                      racing=False, seed=9729)
+        machine.killed(asked=9, changes=[], reached=1.0, seed=1157)
+        machine.crawl(changes=[], dry=False, item_html=False, leaf=False, part=0.5, racing=False, seed=86)
+        machine.settle(named=None, seed=925)
+        assert set(machine.model.crawls[-1].statuses.values()) == {304}
+    finally:
+        machine.teardown()
+
+
 def test_a_loosened_threshold_reaches_a_known_copy_whose_server_answers_304(tmp_path):
     """A new user's walk: a print version dropped as a near copy under one threshold; the threshold
     raised after reading the drop log, the server answered the copy's conditional request with 304
