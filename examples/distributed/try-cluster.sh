@@ -54,11 +54,21 @@ DEDUP_DIR="$work/d2" scrapy crawl site -s DEDUP_STORE_TEXT=False -o "$work/items
 wait "$first"
 
 # 5. what they did
-# a tracking URL kept before its clean URL came is superseded by it: stored, then its storage told
-# to remove it (a superseded drop-log line, the page_superseded signal)
+# a tracking URL kept before its clean URL came is superseded by it: left out of the feed when
+# one crawler met both (DEDUP_FEED_FILTER), else stored and its storage told to remove it (a
+# superseded drop-log line, the page_superseded signal): kept = items less the superseded URLs
 logs=("$work"/d1/droplog-redis-site-crawl.jsonl "$work"/d2/droplog-redis-site-crawl.jsonl)
 superseded=$(cat "${logs[@]}" 2>/dev/null | grep -c '"reason":"superseded"' || true)
-echo "kept (over both crawlers): $(( $(cat "$work"/items-*.jsonl | wc -l) - superseded ))"
+kept=$(python - "$work" <<'PY'
+import glob, json, sys
+work = sys.argv[1]
+gone = {r["url"] for p in glob.glob(work + "/d*/droplog-redis-site-crawl.jsonl") for r in map(json.loads, open(p))
+        if r.get("reason") == "superseded"}
+print(sum(1 for p in glob.glob(work + "/items-*.jsonl") for line in open(p) if line.strip()
+          and json.loads(line)["url"] not in gone))
+PY
+)
+echo "kept (over both crawlers): $kept"
 echo "dropped: $(cat "${logs[@]}" 2>/dev/null | wc -l) (of them $superseded tracking URLs superseded by their clean URL)"
 grep -h "Dedup: " "$work"/crawl-*.log | sed 's/.*\] INFO: //'
 crawler-dedup index stats --redis "$DEDUP_REDIS_URL" -s DEDUP_REDIS_PREFIX=site-crawl | head -5
