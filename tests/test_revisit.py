@@ -403,6 +403,38 @@ def test_two_live_crawls_on_one_index_do_not_resend_each_others_pages():
         assert (second.check("https://s/n", text=B).action, first.check("https://s/n", text=B).action) == ("drop", "drop")
 
 
+def test_a_crawl_killed_in_another_container_is_known_killed_once_its_lease_runs_out(tmp_path, monkeypatch):
+    """A crawl restarted in a new container has another hostname, and its old pid may be alive
+    here (pid 1 in every container): the pid says nothing. A run whose marker was not renewed
+    for RUN_LEASE was killed; a live run's marker, renewed by its commits, stays open."""
+    import json
+    import os
+
+    from crawler_dedup.core.index import neardup
+    from crawler_dedup.core.index.neardup import RUN_LEASE, _open_run
+
+    path = str(tmp_path / "idx")
+    with Deduplicator(model=PLAIN, dir=path) as d:
+        d.check("https://s/b", text=B)
+    with Deduplicator(model=PLAIN, dir=path) as d:  # the "killed" run: its marker as another container left it
+        d.check("https://s/a", text=A)
+        run, d.run = d.run, 0
+        marker = {"host": "crawler-7f9c", "pid": os.getpid(), "beat": neardup.time.time()}
+        d.index.write(lambda txn: txn.meta_put(_open_run(run), json.dumps(marker).encode()))
+    with Deduplicator(model=PLAIN, dir=path) as d:  # within the lease: another host's live crawl
+        assert d.check("https://s/a", text=A).resent is False
+    clock = neardup.time.time() + RUN_LEASE + 60
+    monkeypatch.setattr(neardup.time, "time", lambda: clock)
+    with Deduplicator(model=PLAIN, dir=path) as d:
+        v = d.check("https://s/a", text=A)
+        assert (v.action, v.reason, v.resent) == ("keep", "unchanged", True)
+        assert d.check("https://s/b", text=B).resent is False  # (its run ended)
+        clock += RUN_LEASE / 2  # this run renews its marker as it commits: never taken for killed
+        d.check("https://s/c", text=C)
+        clock += RUN_LEASE / 2 + 60
+        assert not d.index.read(lambda txn: d.index.run_killed(txn, d.run))
+
+
 def test_an_old_index_is_met_by_one_path(tmp_path):
     """doctor names the format and the fix; verify reads a format it migrates as it is (and
     writes nothing); rebuild names the whole old file for what it is; a format it cannot migrate

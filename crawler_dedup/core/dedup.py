@@ -31,7 +31,7 @@ from .page.site import canonical_url
 from .page.visible import page_view
 from .index import held, revalidation
 from .index.fetches import Fetch
-from .index.neardup import NearDupIndex
+from .index.neardup import RUN_LEASE, NearDupIndex
 from .index.records import DocRecord, Extra, canonical_key
 from .index.tables import choose_plan
 from .index.txn import IndexTxn
@@ -92,7 +92,7 @@ class Deduplicator:
             self._verifier_keys = None
         self.commits = 0  # write transactions that decided pages and committed
         self.index: NearDupIndex | None = None
-        self.run = 0
+        self.run, self._renewed = 0, 0.0
         self.settings_since = 0  # the first run of the deciding settings in force (revalidation.settings_since)
         self._logged: set[str] = set()
         self._kept_lines = KeptLines()  # kept pages' lines, recently compared (sitelines.py)
@@ -124,6 +124,7 @@ class Deduplicator:
                     run = index.new_run(txn)
                     return run, revalidation.settings_since(txn, digest, run)
                 self.run, self.settings_since = index.write(begin)
+                self._renewed = time.time()
             for plugin in self.plugins:
                 index.read(plugin.load)
         return self
@@ -303,6 +304,9 @@ class Deduplicator:
                                         page.fetched))
                 if self.filed is not None:
                     filed.append((len(out) - 1, self.filed, self._looked, self._deferred))
+            if self.run and time.time() - self._renewed > RUN_LEASE / 4:  # (not renewed for RUN_LEASE: killed)
+                self._renewed = time.time()
+                self.index.beat(txn, self.run)  # type: ignore[union-attr]
             return out
 
         for plugin in self.plugins:
@@ -380,12 +384,7 @@ class Deduplicator:
         index, cfg, verdict, fp = self.index, self.config, decision.verdict, page.fp
         assert index is not None
         if decision.resend is not None:
-            prior = decision.resend
-            prior.run = self.run  # (once: if this run ends, the next crawl drops it)
-            txn.doc_put(int(prior.doc_id or 0), prior.encode())
-            again = held.tell_again(index, txn, prior)  # (what its killed run superseded, maybe still stored)
-            if again is not None:
-                verdict = verdict.but(superseded=again)
+            verdict = held.resent(index, txn, verdict, decision.resend, self.run)
         if not decision.file:
             return verdict
         deferred = not getattr(index.store, "serializable", True)  # (claims.confirm takes them out once it stays)
@@ -400,6 +399,8 @@ class Deduplicator:
             revalidation.file_superseded(txn, verdict.superseded, carried, doc_id)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
+            if decision.replaces_killed is not None:  # (an update of a killed run's page)
+                verdict = held.told(index, txn, verdict, decision.replaces_killed)
         cutoff = page.cutoff
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
             index.expire(txn, cutoff, EXPIRE_BATCH)  # a few expired pages out per page in: the index stays flat

@@ -164,7 +164,7 @@ class Verdict:
     # the extracted text of a duplicate, for the drop log (DEDUP_STORE_TEXT); not in repr()
     text: str | None = dataclasses.field(default=None, repr=False)
     never_drop: bool = False  # a hub page: indexed when new, kept (and not indexed again) when matched
-    canonical: str | None = None  # the page's rel=canonical (or og:url), absolute
+    canonical: str | None = None  # rel=canonical or og:url, absolute; "": HTML names none; None: not known
     revisit: Revisit | None = None  # the URL was in the index
     kept_at: float | None = None  # a revisit: when the URL's page in the index was kept
     superseded: dict | None = None  # a kept page this one replaced as its canonical URL (url, title, ...)

@@ -288,7 +288,7 @@ class DedupExtension:
         if (self.pool is None or self.dedup is None or self.dedup.allowed(url) or not html
                 or len(html) > self.config.max_bytes):  # nothing to extract: decided here at once
             return await self._decided(url, never_drop, html=html, body=digest, fetched=fetched)
-        canonical = canonical_link(html, url) if self.config.canonical else None
+        canonical = (canonical_link(html, url) or "") if self.config.canonical else None  # ("": none, known)
         try:
             kind, value, title = await in_worker(self.pool, extract_and_fingerprint, html, url, self.config)
         except Exception as exc:  # a worker died or the result did not come back

@@ -87,6 +87,7 @@ class Page:
     judging: Judging
     prior: DocRecord | None = None  # the URL's kept page
     stale: int | None = None  # the doc id of the URL's entry this page replaces
+    killed: DocRecord | None = None  # that entry, when a killed run filed it (held.py)
     revisit: bool = False  # the URL is in the index (and DEDUP_REVISIT is not drop)
     match: Match | None = None  # the kept page it duplicates, while one stands
     remove: list[int] = field(default_factory=list)  # doc ids removed when the page is filed
@@ -117,6 +118,7 @@ class Decision:
     file: bool = False  # file the page in the index (kept, or a conceptual duplicate only flagged)
     remove: tuple[int, ...] = ()  # doc ids to take out first (an update, a superseded page, a stale entry)
     resend: DocRecord | None = None  # an unchanged page filed by a killed run: now this run's
+    replaces_killed: DocRecord | None = None  # the URL's page a killed run filed, updated by this one
 
 
 Rule = Callable[[Page], "Decision | None"]
@@ -145,29 +147,31 @@ def revisit(p: Page) -> Decision | None:
     """The URL is in the index: a revisit, never a copy of itself. The same text is unchanged
     (dropped by DEDUP_UNCHANGED=drop, passed on again when a killed run filed it); other text is
     an update, which replaces the URL's entry, as is the same text naming another rel=canonical
-    (DEDUP_CANONICAL). DEDUP_REVISIT=drop checks no URL but that one:
-    a killed run's unchanged page is passed on again."""
+    (DEDUP_CANONICAL). DEDUP_REVISIT=drop checks no URL but that one: a page a killed run filed
+    is a revisit there too (else a changed one is its own copy)."""
     prior, cfg = p.prior, p.config
     p.revisit = prior is not None and cfg.revisit != "drop"
     if prior is None:
         return None
-    if not p.revisit:  # DEDUP_REVISIT=drop checks no URL, but a killed run's page is passed on again
-        if prior.run == p.judging.run or not p.look.run_killed(prior.run):
+
+    def killed() -> bool:  # (read only when it decides: a meta read)
+        return prior.run != p.judging.run and p.look.run_killed(prior.run)
+
+    if not p.revisit:  # DEDUP_REVISIT=drop checks no URL, but a killed run's page is a revisit
+        if not killed():
             return None
-        same = unchanged(p.fp, prior, p.judging.score)
-        if same is None:
-            return None
-        return Decision(matched(p.verdict.but(kept_at=prior.time), same, Action.KEEP).but(
-            revisit=Revisit.UNCHANGED, resent=True), resend=prior)
+        p.revisit = True
     p.verdict = p.verdict.but(kept_at=prior.time)
     same = unchanged(p.fp, prior, p.judging.score)
     if same is None or (cfg.canonical and not p.fp.not_modified and _names_anew(p.verdict, prior)):
         p.stale = prior.doc_id  # (a new rel=canonical is filed as an update: the canonical rule reads it)
+        if killed():  # what the killed run's page superseded is told when this one is kept (held.py)
+            p.killed = prior
         return None
     if p.fp.not_modified:  # the server's 304, not the text, said so
         same = replace(same, measure="not-modified")
     verdict = matched(p.verdict, same, Action.KEEP).but(revisit=Revisit.UNCHANGED)
-    if prior.run != p.judging.run and p.look.run_killed(prior.run):
+    if killed():
         # filed by a crawl that was killed: it may never have reached storage, pass it on
         return Decision(verdict.but(resent=True), resend=prior)
     if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
@@ -345,8 +349,7 @@ def decide(page: Page, rules: tuple[Rule, ...] = RULES) -> Decision:
     for rule in rules:
         decision = rule(page)
         if decision is not None:
-            return Decision(decision.verdict.but(rule=rule.__name__), decision.file, decision.remove,
-                            decision.resend)
+            return replace(decision, verdict=decision.verdict.but(rule=rule.__name__))
     raise AssertionError("the chain ends with a rule that always decides")
 
 
@@ -360,7 +363,7 @@ def describe(rules: tuple[Rule, ...] = RULES) -> list[tuple[str, str]]:
 def kept(p: Page) -> Decision:
     verdict = p.verdict.but(revisit=Revisit.UPDATED) if p.revisit else p.verdict
     remove = [*p.remove, *([p.stale] if p.stale is not None else [])]
-    return Decision(verdict, file=True, remove=tuple(remove))
+    return Decision(verdict, file=True, remove=tuple(remove), replaces_killed=p.killed)
 
 
 def matched(verdict: Verdict, match: Match, action: Action) -> Verdict:

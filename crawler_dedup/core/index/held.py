@@ -1,7 +1,8 @@
 """Supersedes a run holds back: a page that replaces another URL kept earlier in the same run
 tells storage when the spider closes (that URL's item may still be on its way there). A killed
 run never tells it, so the replacing page's record carries what it replaced (and what that page
-had replaced in the run: a chain), and the page passed on again after the kill tells it then."""
+had replaced in the run: a chain), and the page passed on again after the kill (unchanged, or an
+update of it) tells it then."""
 
 from __future__ import annotations
 
@@ -28,3 +29,25 @@ def tell_again(index, txn, prior: DocRecord) -> dict | None:
     (the rest of the chain under "chain"), leaving out URLs that are kept pages again since."""
     gone = [g for g in held_of(prior) if index.by_url(txn, g["url"]) is None]
     return {**gone[0], "chain": gone[1:]} if gone else None
+
+
+def joined(superseded: dict | None, again: dict | None) -> dict | None:
+    """A verdict's own superseded entry with the ones told again after it (its "chain")."""
+    if superseded is None or again is None:
+        return superseded or again
+    rest = [{k: v for k, v in again.items() if k != "chain"}, *again.get("chain", ())]
+    return {**superseded, "chain": [*superseded.get("chain", ()), *rest]}
+
+
+def resent(index, txn, verdict, prior: DocRecord, run: int):
+    """A killed run's unchanged page passed on again: now `run`'s (once: if this run ends, the
+    next crawl drops it), and telling storage what it superseded."""
+    prior.run = run
+    txn.doc_put(int(prior.doc_id or 0), prior.encode())
+    return told(index, txn, verdict, prior)
+
+
+def told(index, txn, verdict, prior: DocRecord):
+    """`verdict`, passed on, telling storage what the killed run's page `prior` superseded in its
+    run (maybe still stored), after what it supersedes itself."""
+    return verdict.but(superseded=joined(verdict.superseded, tell_again(index, txn, prior)))

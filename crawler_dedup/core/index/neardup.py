@@ -37,6 +37,7 @@ T = TypeVar("T")
 POSTING_LIMIT = 200  # a shingle among the smallest of more pages than this is boilerplate
 HOLDERS = 4  # pages a site's line (or title part) is filed for: the page, the one compared and sitelines.MIN_PARTS others are enough
 TITLED = 2  # kept pages filed under one site and headline: a second says the title is no headline
+RUN_LEASE = 1800.0  # seconds an open run's marker stands without renewal: then the run was killed
 HEADS_LIMIT = 8  # a title part more kept pages are filed under is a site's name or a stock title, no headline
 
 
@@ -124,23 +125,33 @@ class NearDupIndex:
         return index
 
     def new_run(self, txn) -> int:
-        """A new run number, marked open (with this host and process) until end_run: pages filed
-        by a run that never ended (a killed crawl) may not have reached storage."""
+        """A new run number, marked open (with this host, process and time) until end_run: pages
+        filed by a run that never ended (a killed crawl) may not have reached storage."""
         run = txn.counter("runs", 0) + 1
-        txn.meta_put(_open_run(run), json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
+        self.beat(txn, run)
         return run
+
+    def beat(self, txn, run: int) -> None:
+        """The open run's marker, its time renewed (the run writes it every RUN_LEASE / 4 or so)."""
+        who = {"host": socket.gethostname(), "pid": os.getpid(), "beat": time.time()}
+        txn.meta_put(_open_run(run), json.dumps(who).encode())
 
     def end_run(self, txn, run: int) -> None:
         txn.meta_delete(_open_run(run))
 
     def run_killed(self, txn, run: int) -> bool:
-        """The run never ended and its process is gone. A run that ended (or predates the marker)
-        is not; nor is one still running (another crawl on this index), nor one on another host."""
+        """The run never ended and is gone: its process is dead on this host, or its marker was
+        not renewed for RUN_LEASE (a crawl on another host or container, where a pid says nothing).
+        A run that ended (or predates the marker) is not; nor is one still running. Taken for
+        killed wrongly (a crawl idle that long), its pages are only passed on again."""
         marker = txn.meta_get(_open_run(run))
         if marker is None:
             return False
         try:
             who = json.loads(marker)
+            beat = who.get("beat")
+            if isinstance(beat, (int, float)) and time.time() - beat > RUN_LEASE:
+                return True
             if who.get("host") != socket.gethostname():
                 return False
             os.kill(int(who["pid"]), 0)
