@@ -227,6 +227,7 @@ def killed(ext: DedupExtension) -> None:
     """What a killed crawl leaves: its committed decisions and drop-log lines (written a line at a
     time), no signal held for the spider's close, and its run open under a process that is gone."""
     import json
+    import os
     import socket
     import subprocess
 
@@ -234,6 +235,9 @@ def killed(ext: DedupExtension) -> None:
     from crawler_dedup.core.index.neardup import _open_run
 
     ext.recorder.superseded_later = []  # (lost with the process)
+    if ext.pool is not None:  # (its worker processes go with it)
+        ext.pool.shutdown(wait=False, cancel_futures=True)
+        ext.pool = None
     if ext.recorder.droplog is not None:
         ext.recorder.droplog.close()
         ext.recorder.droplog = None
@@ -246,7 +250,12 @@ def killed(ext: DedupExtension) -> None:
         gone = subprocess.Popen(["true"])
         gone.wait()
         _dead.append(gone.pid)
-    marker = json.dumps({"host": socket.gethostname(), "pid": _dead[0]}).encode()
+    # on this host a dead pid; in every other run another container's (a live pid here, says
+    # nothing), whose marker outlives its lease by the next crawl, a day later
+    from crawler_dedup.core.index import neardup
+
+    marker = json.dumps({"host": socket.gethostname(), "pid": _dead[0]} if run % 2 else
+                        {"host": "crawler-elsewhere", "pid": os.getpid(), "beat": neardup.time.time()}).encode()
     with Deduplicator(ext.config).open(new_run=False) as after:
         assert after.index is not None
         after.index.write(lambda txn: txn.meta_put(_open_run(run), marker))
@@ -271,6 +280,11 @@ class Crawled:
     changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
+
+
+async def _in_worker(pool, fn, *args):
+    """DEDUP_WORKERS' real worker processes, their answer awaited on the crawl's asyncio loop."""
+    return await asyncio.wrap_future(pool.submit(fn, *args))
 
 
 class Model:
@@ -303,6 +317,9 @@ class Model:
         self.clock.offset += DAY
         for m in modules:
             m.time = self.clock  # type: ignore[attr-defined]
+        extension = importlib.import_module("crawler_dedup.scrapy.extension")
+        through_reactor = extension.in_worker
+        extension.in_worker = _in_worker  # (the crawl runs on asyncio alone, not on Twisted's reactor)
         try:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
@@ -334,6 +351,7 @@ class Model:
             self.crawls.append(done)
             return done
         finally:
+            extension.in_worker = through_reactor
             for m, t in zip(modules, saved):
                 m.time = t  # type: ignore[attr-defined]
 

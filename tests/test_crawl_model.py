@@ -4,7 +4,7 @@ another page; tracking, session, http, print and mirror URLs of a page; edits; p
 back; a server that honours ETags, Last-Modified dates or neither, of the page or of its text only
 (a new rel=canonical keeps them), and redirects http to https;
 DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT, DEDUP_UNCHANGED,
-DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW and DEDUP_COMMIT_BATCH changed between crawls; partial
+DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_WORKERS changed between crawls; partial
 recrawls, dry runs, crawls killed mid-way, index compact and rebuild between crawls), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
 after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
@@ -41,6 +41,7 @@ SETTINGS = (  # one setting changed at a time: (name, value); the threshold and 
     ("DEDUP_COMMIT_BATCH", 1), ("DEDUP_COMMIT_BATCH", 64), ("DEDUP_UNCHANGED", "keep"), ("DEDUP_UNCHANGED", "drop"),
     ("DEDUP_REVISIT", "keep"), ("DEDUP_REVISIT", "drop"), ("DEDUP_REVISIT", "update"), ("DEDUP_REVISIT", "update"),
     ("DEDUP_WINDOW", 1.5 * 86_400), ("DEDUP_WINDOW", 0), ("DEDUP_WINDOW", 0),
+    ("DEDUP_WORKERS", 1), ("DEDUP_WORKERS", 0),  # (extraction in a worker process: its own canonical read)
 )
 CHANGES = st.one_of(
     st.tuples(st.just("add_article"), st.sampled_from(CANONICALS), _which),
@@ -53,6 +54,12 @@ CHANGES = st.one_of(
     st.tuples(st.just("redirects"), st.booleans()),
     st.tuples(st.just("setting"), st.sampled_from(SETTINGS)),
     st.tuples(st.just("setting"), st.sampled_from(SETTINGS)),
+)
+
+BETWEEN = st.one_of(  # (between a kill and the next crawl: no URL removed, the killed crawl's items may be lost)
+    st.tuples(st.just("edit"), _which),
+    st.tuples(st.just("set_canonical"), _which, st.sampled_from(CANONICALS), _which),
+    st.tuples(st.just("add_variant"), _which, st.sampled_from(VARIANTS)),
 )
 
 
@@ -192,10 +199,11 @@ class Crawls(RuleBasedStateMachine):
         self._crawl(order, leaf, item_html, crawlers, dry_run=dry and self.lmdb)
 
     @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
-          reached=st.sampled_from((0.0, 0.5, 1.0)))
-    def killed(self, changes, seed, asked, reached):
+          reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2))
+    def killed(self, changes, seed, asked, reached, between=()):
         """A crawl killed after its first URLs, with none, half or all of its items written to
-        storage; then the same crawl again, whole: what the killed run filed is passed on again."""
+        storage; the site edited (or not) before the same crawl again, whole: what the killed run
+        filed is passed on again, and what it replaced is told to storage then."""
         for name, *args in changes:
             getattr(self, name)(*args)
         rnd = random.Random(seed)
@@ -204,6 +212,9 @@ class Crawls(RuleBasedStateMachine):
         self.oracle.before_crawl(False)
         self.oracle.after(self.model.crawl(order, self.settings, kill=(asked, reached)))
         self.crawled += 1
+        for name, *args in between:
+            getattr(self, name)(*args)
+        order = sorted(set(self.site.urls) | set(order))
         rnd.shuffle(order)
         self._crawl(order)
 
@@ -347,14 +358,19 @@ def test_a_page_whose_rel_canonical_changes_is_filed_again_so_the_url_it_names_r
     assert set(model.storage) == {variant_url(1, "tracking")}
 
 
-def test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop(tmp_path):
+@pytest.mark.parametrize("edit", [False, True])
+def test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop(tmp_path, edit):
     """Found by the machine: DEDUP_REVISIT=drop checks no URL, so a page filed by a killed crawl
-    (its item never written) was dropped the next crawl as a copy of its own URL: lost."""
+    (its item never written) was dropped the next crawl as a copy of its own URL: lost. Edited
+    since, it was a near copy of itself (a review's find): a killed run's page is a revisit there."""
     model = Model(tmp_path, _site(None))
     oracle = Oracle(model)
     drop = {"DEDUP_REVISIT": "drop"}
     oracle.after(model.crawl([clean_url(1)], drop, kill=(1, 0.0)))
     assert model.storage == {}
+    if edit:
+        art = model.site.articles[1]
+        art.version, art.modified, art.text = art.version + 1, art.modified + 1, edited(art.text, 7)
     _checked(model, oracle, [clean_url(1)], drop)
     assert set(model.storage) == {clean_url(1)}
 
@@ -423,3 +439,34 @@ def test_a_window_turned_on_then_off_on_the_spread_layout_leaves_one_value_a_key
     finally:
         machine.teardown()
         Crawls.store = {}
+
+
+@pytest.mark.parametrize("order", ["tracking first", "clean only"])
+def test_a_killed_crawls_replacement_is_told_when_its_page_comes_back_edited(tmp_path, order):
+    """A killed crawl kept a tracking URL, then its clean URL replaced it (the signal waiting for the
+    close), storage got the tracking URL's item only. The site edits the page before the next crawl:
+    the clean URL comes back as an update, not unchanged, and storage must still be told."""
+    model = Model(tmp_path, _site(None, "tracking2"))
+    oracle = Oracle(model)
+    tracking = variant_url(1, "tracking2")
+    oracle.after(model.crawl([tracking, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, kill=(2, 0.5)))
+    assert set(model.storage) == {tracking}
+    art = model.site.articles[1]
+    art.version, art.modified, art.text = art.version + 1, art.modified + 1, edited(art.text, 7)
+    again = _checked(model, oracle, [tracking, clean_url(1)] if order == "tracking first" else [clean_url(1)], {})
+    assert set(model.storage) == {clean_url(1)} and (tracking, clean_url(1)) in again.removed
+
+
+def test_a_crawl_killed_in_another_container_is_passed_on_again(tmp_path):
+    """A killed crawl's open-run marker as another container leaves it (another hostname, a pid
+    alive here): known killed once its lease ran out, so its update, never stored, is passed on
+    again by the next crawl a day later."""
+    model = Model(tmp_path, _site(None))
+    oracle = Oracle(model)
+    _checked(model, oracle, [clean_url(1)], {})
+    art = model.site.articles[1]
+    art.version, art.modified, art.text = art.version + 1, art.modified + 1, edited(art.text, 7)
+    oracle.after(model.crawl([clean_url(1)], {}, kill=(1, 0.0)))  # (run 2: the marker of another container)
+    assert model.storage[clean_url(1)] == (1, 0)
+    _checked(model, oracle, [clean_url(1)], {})
+    assert model.storage[clean_url(1)] == (1, 1)
