@@ -66,7 +66,7 @@ MUTATIONS = (
              "        if True:\n            return cfg"),
     Mutation("killed-run-resend", "an unchanged page filed by a killed run is passed on again (its item may never "
              "have reached storage)", "core/decide/rules.py",
-             "    if prior.run != p.judging.run and p.look.run_killed(prior.run):", "    if False:"),
+             "    if killed():\n        # filed by a crawl that was killed", "    if False:\n        # filed by a crawl that was killed"),
     Mutation("killed-run-304", "a 304 for a page a killed run filed passes it on from its copy",
              "core/index/revalidation.py",
              "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
@@ -77,10 +77,20 @@ MUTATIONS = (
              "replaced in that run (tracking -> cleaner -> canonical)", "core/decide/rules.py",
              "            \"held\": json.loads(doc.extras[Extra.HELD]) if doc.extras.get(Extra.HELD) else []}",
              "            \"held\": []}"),
-    Mutation("killed-drop-mode", "DEDUP_REVISIT=drop passes a killed run's unchanged page on again",
-             "core/decide/rules.py",
-             "        if prior.run == p.judging.run or not p.look.run_killed(prior.run):", "        if True:",
+    Mutation("killed-drop-mode", "DEDUP_REVISIT=drop takes a killed run's page for a revisit (unchanged: passed "
+             "on again; edited: an update, not a copy of itself)", "core/decide/rules.py",
+             "        if not killed():\n            return None", "        if True:\n            return None",
              tests="tests/test_crawl_model.py::test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop"),
+    Mutation("killed-update-told", "a killed run's page coming back edited (an update) tells storage of the URLs "
+             "it replaced in that run", "core/decide/rules.py",
+             "        if killed():  # what the killed run's page superseded", "        if False:  # what the killed run's page superseded",
+             tests="tests/test_crawl_model.py::test_a_killed_crawls_replacement_is_told_when_its_page_comes_back_edited"),
+    Mutation("run-lease", "a run whose open marker was not renewed for RUN_LEASE was killed (another host or "
+             "container, where its pid says nothing)", "core/index/neardup.py",
+             "            if isinstance(beat, (int, float)) and time.time() - beat > RUN_LEASE:",
+             "            if False:",
+             tests="tests/test_crawl_model.py::test_a_crawl_killed_in_another_container_is_passed_on_again "
+                   "tests/test_revisit.py::test_a_crawl_killed_in_another_container_is_known_killed_once_its_lease_runs_out"),
     Mutation("killed-entry-validators", "a URL whose last response a killed run wrote keeps its validators when "
              "its kept page's run ended", "core/index/revalidation.py",
              "        if killed and not found.copy_of:", "        if False:",
