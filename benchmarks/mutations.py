@@ -75,7 +75,7 @@ MUTATIONS = (
              "    return {**gone[0], \"chain\": gone[1:]} if gone else None", "    return None"),
     Mutation("killed-run-chain", "a page passed on again after a kill tells storage of the whole chain of URLs "
              "replaced in that run (tracking -> cleaner -> canonical)", "core/decide/rules.py",
-             "            \"held\": json.loads(doc.extras[Extra.HELD]) if doc.extras.get(Extra.HELD) else []}",
+             "            \"held\": held_of(doc)}",
              "            \"held\": []}"),
     Mutation("killed-drop-mode", "DEDUP_REVISIT=drop takes a killed run's page for a revisit (unchanged: passed "
              "on again; edited: an update, not a copy of itself)", "core/decide/rules.py",

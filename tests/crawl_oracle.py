@@ -180,10 +180,10 @@ class Oracle:
     def _one_url_a_page(self) -> None:
         if self.windowed:
             return  # (a page that left the index's window is kept again under another URL)
-        by_page: dict[int, list[str]] = defaultdict(list)  # (an old version under another URL: a page twice too)
-        for url, (article, _) in self.model.storage.items():
+        by_page: dict[tuple[int, int], list[str]] = defaultdict(list)
+        for url, (article, version) in self.model.storage.items():
             if url not in self.tags:
-                by_page[article].append(url)
+                by_page[(article, version)].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
                  if max(sum(1 for u in v if is_print(u) == p) for p in (True, False)) > 1

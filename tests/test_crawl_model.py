@@ -470,3 +470,27 @@ def test_a_crawl_killed_in_another_container_is_passed_on_again(tmp_path):
     assert model.storage[clean_url(1)] == (1, 0)
     _checked(model, oracle, [clean_url(1)], {})
     assert model.storage[clean_url(1)] == (1, 1)
+
+
+def test_each_mutation_of_the_mutation_check_still_reverts_one_place_of_the_package():
+    """benchmarks/mutations.py edits the package's source by text: each edit must still meet the
+    line it reverts, once, and each test it names must exist (code moves; the check must not go blind)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "mutations.py"
+    spec = importlib.util.spec_from_file_location("mutations", path)
+    assert spec is not None and spec.loader is not None
+    mutations = importlib.util.module_from_spec(spec)
+    sys.modules["mutations"] = mutations  # (its dataclass looks its module up)
+    try:
+        spec.loader.exec_module(mutations)
+    finally:
+        del sys.modules["mutations"]
+    root = path.parent.parent
+    for m in mutations.MUTATIONS:
+        source = (mutations.PKG / m.path).read_text(encoding="utf-8")
+        assert source.count(m.old) == 1, f"{m.name}: its line is in {m.path} {source.count(m.old)} times"
+        for test in m.tests.split():
+            file, _, name = test.partition("::")
+            assert (root / file).exists() and (not name or f"def {name}(" in (root / file).read_text()), (m.name, test)

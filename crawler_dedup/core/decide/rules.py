@@ -11,7 +11,6 @@ that decided.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
@@ -19,6 +18,7 @@ from .matching import Match, conceptual_match, gathered, supersedes, thresholds_
 from .cleaner import cleaner
 from .measures import KeptTexts, Side
 from .model import Model
+from ..index.held import held_of
 from ..index.records import DocRecord, Extra, names_as_canonical
 from ..page.site import canonical_url
 from ..verdict import Action, Reason, Revisit, Skip, Stage, Verdict
@@ -380,4 +380,4 @@ def superseded(match: Match, store_text: bool) -> dict:
     return {"url": doc.url, "title": doc.title, "fingerprint": doc.fingerprint, "time": doc.time,
             "distance": match.distance, "similarity": round(match.similarity, 4), "measure": match.measure,
             "text": doc.text if store_text else None, "run": doc.run,
-            "held": json.loads(doc.extras[Extra.HELD]) if doc.extras.get(Extra.HELD) else []}
+            "held": held_of(doc)}

@@ -19,9 +19,14 @@ def hold(record: DocRecord, gone: dict | None, run: int) -> None:
 
 
 def held_of(doc: DocRecord) -> list[dict]:
-    """The pages a record's page superseded in its own run, oldest replacement last."""
+    """The pages a record's page superseded in its own run, oldest replacement last (none when
+    the note is damaged: the URL stays in storage, a page twice, never lost)."""
     raw = doc.extras.get(Extra.HELD)
-    return json.loads(raw) if raw else []
+    try:
+        held = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [g for g in held if isinstance(g, dict) and isinstance(g.get("url"), str)] if isinstance(held, list) else []
 
 
 def tell_again(index, txn, prior: DocRecord) -> dict | None:
@@ -42,9 +47,11 @@ def joined(superseded: dict | None, again: dict | None) -> dict | None:
 def resent(index, txn, verdict, prior: DocRecord, run: int):
     """A killed run's unchanged page passed on again: now `run`'s (once: if this run ends, the
     next crawl drops it), and telling storage what it superseded."""
+    verdict = told(index, txn, verdict, prior)
     prior.run = run
+    prior.extras.pop(Extra.HELD, None)  # (told once: a URL stored again later, allow-listed, stays)
     txn.doc_put(int(prior.doc_id or 0), prior.encode())
-    return told(index, txn, verdict, prior)
+    return verdict
 
 
 def told(index, txn, verdict, prior: DocRecord):
