@@ -72,11 +72,13 @@ MUTATIONS = (
              "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
     Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "
              "that run (its signal waited for the spider's close)", "core/index/held.py",
-             "    return {**gone[0], \"chain\": gone[1:]} if gone else None", "    return None"),
+             "    return {**gone[0], \"chain\": gone[1:]} if gone else None", "    return None",
+             tests="tests/test_crawl_model.py::test_a_crawl_killed_after_a_cleaner_url_replaced_a_page_it_kept_is_told_again"),
     Mutation("killed-run-chain", "a page passed on again after a kill tells storage of the whole chain of URLs "
              "replaced in that run (tracking -> cleaner -> canonical)", "core/decide/rules.py",
              "            \"held\": held_of(doc)}",
-             "            \"held\": []}"),
+             "            \"held\": []}",
+             tests="tests/test_crawl_model.py::test_a_killed_crawls_chain_of_replacements_is_told_whole"),
     Mutation("killed-drop-mode", "DEDUP_REVISIT=drop takes a killed run's page for a revisit (unchanged: passed "
              "on again; edited: an update, not a copy of itself)", "core/decide/rules.py",
              "        if not killed():\n            return None", "        if True:\n            return None",
