@@ -280,6 +280,7 @@ class Crawled:
     changed: set[int] = field(default_factory=set)  # (the oracle's) articles served in a new version
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
+    recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
 
 
 async def _in_worker(pool, fn, *args):

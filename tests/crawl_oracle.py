@@ -129,7 +129,10 @@ class Oracle:
             if (status == 200 and url in self.model.site.urls and not is_print(url)
                     and (url in self.model.storage or done.killed)):  # (a kept page downloaded in full)
                 n = self.model.site.urls[url]
-                self.learned[n] = self.model.site.articles[n].canonical
+                canonical = self.model.site.articles[n].canonical
+                if n in self.learned and self.learned[n] != canonical:
+                    done.recanonical.add(n)  # (its kept page filed again: an update of the index only)
+                self.learned[n] = canonical
         for article, version in done.served.values():
             if self.versions.get(article, version) != version:
                 done.changed.add(article)
@@ -213,8 +216,9 @@ class Oracle:
             # that left: it is asked in full once more, a download, not a wrong decision)
             replaced = {old for old, _ in before.removed}
             stale = {r["url"] for r in before.lines if r["duplicate_of"] in replaced}
-            # (a page updated then: its copies' entries name the record the update replaced)
-            stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in before.updated}
+            # (a page updated then, or filed again for a new rel=canonical: its copies' entries
+            # name the record the update replaced)
+            stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in before.updated | before.recanonical}
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
                            and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
                            and u not in stale)
