@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 from crawler_dedup import Deduplicator
@@ -241,3 +242,25 @@ def test_one_url_fetched_by_two_crawlers_at_once_is_kept_once(cluster, articles,
         kept = one.index.read(lambda t: one.index.by_url(t, "https://x.example/same"))
         assert kept is not None and kept.doc_id == first.doc_id
         assert verify(one.index).ok
+
+
+def test_a_page_filed_from_a_coarse_records_bytes_is_filed_under_its_whole_sketch(cluster, articles):
+    """The fast path stands a kept page's record in for a response with its very bytes. On the
+    spread layout records keep only their sketch's high bits: a page filed from one (a cleaner URL
+    replacing the kept page) was filed in the sketch postings under those, so an edited copy on
+    another site, whose simhash had moved past k, never found it (the crawl model's cluster run:
+    the edited page kept under its mirror URL). The probes' whole hashes are kept apart: used."""
+    from crawler_dedup.core.page.fingerprint import body_digest
+
+    html = articles[3][0]
+    body = body_digest(html)
+    with Deduplicator(**cluster) as d:
+        assert d.check("https://x.example/a?utm_source=feed", html=html, body=body).action == Action.KEEP
+        known = d.known(body)
+        assert known is not None
+        fresh, probes = d.fingerprint(known.text), d.config.sketch_probes
+        assert np.array_equal(known.sketch[:probes], fresh.sketch[:probes])
+        cleaner = d.check("https://x.example/a", fingerprinted=known, body=body)
+        assert cleaner.action == Action.KEEP and cleaner.superseded is not None
+        found = d.index.read(lambda t: d.index.sketch_candidates(t, fresh.sketch, probes))
+        assert cleaner.doc_id in found

@@ -11,13 +11,15 @@ import json
 import os
 import time
 
+import numpy as np
+
 from ...config import DedupConfig
 from ...exceptions import DedupError
 from .fetches import Fetch
 from ..page.fingerprint import Fingerprinted
 from .neardup import NearDupIndex
 from .txn import IndexTxn
-from .records import RECORD_EXTRAS, DocRecord, Extra, url_key
+from .records import RECORD_EXTRAS, DocRecord, Extra, probe_hashes, url_key
 from ..page.site import canonical_url
 from ..verdict import Action, Reason, Revisit, Verdict
 
@@ -64,8 +66,14 @@ def as_fingerprinted(doc: DocRecord) -> Fingerprinted | None:
     if digest is None:
         return None
     extras = {k: v for k, v in doc.extras.items() if k not in RECORD_EXTRAS}
+    sketch = doc.sketch
+    if doc.coarse:  # (a coarse record keeps its probes' whole hashes apart: a page filed from it is
+        # filed and looked up under them, as extraction would give, not under their high bits)
+        filed = doc.extras.get(Extra.PROBES)
+        head = probe_hashes(doc, filed[0] if filed else 0)
+        sketch = np.concatenate([head, doc.sketch[len(head):]]).astype(np.uint64)
     return Fingerprinted(text=doc.text or "", title=doc.title, tokens=doc.tokens, fingerprint=doc.fingerprint,
-                         sketch=doc.sketch, digest=digest, shingles=doc.shingles, extras=extras, known=True)
+                         sketch=sketch, digest=digest, shingles=doc.shingles, extras=extras, known=True)
 
 
 def entry(index: NearDupIndex | None, run: int, url: str) -> tuple[Fetch, bool] | None:
@@ -92,6 +100,19 @@ def entry(index: NearDupIndex | None, run: int, url: str) -> tuple[Fetch, bool] 
         return index.read(read)
     except (DedupError, OSError):
         return None
+
+
+def kept_under(index: NearDupIndex | None, url: str) -> bool:
+    """The index keeps a page under this very URL (DEDUP_CLEAN_REQUESTS asks it as it is: a
+    tracking URL the site's rel=canonical names, or one kept with DEDUP_PREFER_CLEAN_URL off, is
+    revisited, so its updates reach storage). False on any doubt (the request is cleaned)."""
+    if index is None or not url:
+        return False
+    try:
+        doc = index.read(lambda txn: index.by_url(txn, url))
+    except (DedupError, OSError):
+        return False
+    return doc is not None and doc.url == url
 
 
 def not_modified(index: NearDupIndex | None, cfg: DedupConfig, run: int, url: str, sent: dict[str, str],
