@@ -494,3 +494,21 @@ def test_each_mutation_of_the_mutation_check_still_reverts_one_place_of_the_pack
         for test in m.tests.split():
             file, _, name = test.partition("::")
             assert (root / file).exists() and (not name or f"def {name}(" in (root / file).read_text()), (m.name, test)
+
+
+def test_a_tracking_url_the_site_names_as_canonical_is_revisited_under_clean_requests(tmp_path):
+    """Found by the machine's stricter one-URL check: the site's rel=canonical names a tracking
+    URL, kept as the page; DEDUP_CLEAN_REQUESTS then sent that URL as the clean one, so it was
+    never asked again, and each edit of the page was dropped as a near copy of the version kept
+    under it: storage held the first version for good. A URL the index keeps is asked as it is."""
+    model = Model(tmp_path, _site("tracking", "tracking"))
+    oracle = Oracle(model)
+    tracking = variant_url(1, "tracking")
+    _checked(model, oracle, [tracking, clean_url(1)], {})
+    assert set(model.storage) == {tracking}
+    art = model.site.articles[1]
+    art.version, art.modified, art.text = art.version + 1, art.modified + 1, edited(art.text, 7)
+    oracle.before_crawl(False)
+    done = model.crawl([tracking, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": True})
+    oracle.after(done)
+    assert model.storage == {tracking: (1, 1)} and done.statuses[tracking] == 200

@@ -13,6 +13,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from . import conditional
 from ..core.decide.cleaner import without_tracking
+from ..core.index import revalidation
 from ..core.verdict import Action, Failure, Reason, Skip
 from .extension import DedupExtension
 from .stats import CLEANED, CLEANED_PARAM, DROPPED_ITEMS_UNCHANGED, key
@@ -54,7 +55,7 @@ class DedupMiddleware:
                 or request.meta.get("redirect_urls") or any(p.search(request.url) for p in cfg.allow)):
             return None
         got = without_tracking(request.url, cfg.tracking_params)
-        if got is None:
+        if got is None or revalidation.kept_under(self.ext.dedup.index if self.ext.dedup else None, request.url):
             return None
         url, taken = got
         stats = self.ext.stats
