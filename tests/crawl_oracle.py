@@ -8,10 +8,10 @@ After every crawl (`Oracle.after`):
 - each drop names the same page (the article in the dropped URL is the one in `duplicate_of`),
   and `duplicate_of`, followed through the replacements storage was told of, is in storage;
   an unchanged revisit's URL too; each URL storage was told to remove has its superseded line;
-- one URL a page: two URLs of one article carrying the same version are in storage only for a
-  reason the oracle names (a print version and its page when either was stored while the
-  threshold kept them apart, a print URL stored while allow-listed, a DEDUP_WINDOW that let pages
-  expire);
+- one URL a page: two URLs of one article (whatever versions they carry: an older version under
+  another URL is the page stored twice) are in storage only for a reason the oracle names (a
+  print version and its page when either was stored while the threshold kept them apart, a
+  print URL stored while allow-listed, a DEDUP_WINDOW that let pages expire);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
@@ -183,10 +183,10 @@ class Oracle:
     def _one_url_a_page(self) -> None:
         if self.windowed:
             return  # (a page that left the index's window is kept again under another URL)
-        by_page: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for url, (article, version) in self.model.storage.items():
+        by_page: dict[int, list[str]] = defaultdict(list)  # (an older version under another URL: twice too)
+        for url, (article, _) in self.model.storage.items():
             if url not in self.tags:
-                by_page[(article, version)].append(url)
+                by_page[article].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
                  if max(sum(1 for u in v if is_print(u) == p) for p in (True, False)) > 1
