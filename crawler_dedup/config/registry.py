@@ -69,8 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
         "and `DEDUP_TRACKING_PARAMS`) is sent as its clean URL, the others kept in their order, as Nutch's "
         "and Heritrix's URL normalizers do: Scrapy's duplicate filter then drops the repeat of a URL "
         "requested before, and no item carries the parameters. Counted in `dedup/requests/cleaned`; "
-        "allow-listed URLs (`DEDUP_ALLOW`), `dont_dedup` and `dont_filter` requests and a redirect's target are "
-        "sent as they are; "
+        "allow-listed URLs (`DEDUP_ALLOW`), `dont_dedup` and `dont_filter` requests, a redirect's target and "
+        "a URL the index keeps a page under (a tracking URL the site's rel=canonical names) are sent as they "
+        "are; "
         "`False`: every URL as it is (the clean-URL rule still keeps the clean copy)")),
     Setting("DEDUP_TRACKING_PARAMS", REGEXES, [], doc=(
         "more query parameters that only track a visitor, as regexes a parameter's whole name matches "
