@@ -26,7 +26,8 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import Article, Model, Site, article_text, clean_url, edited, variant_url, write_graded_model
+from .crawl_model import (Article, Model, Site, article_of, article_text, clean_url, edited, variant_url,
+                          write_graded_model)
 from .crawl_oracle import Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
@@ -199,16 +200,24 @@ class Crawls(RuleBasedStateMachine):
         self._crawl(order, leaf, item_html, crawlers, dry_run=dry and self.lmdb)
 
     @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
-          reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2))
-    def killed(self, changes, seed, asked, reached, between=()):
+          reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans())
+    def killed(self, changes, seed, asked, reached, between=(), lead=False):
         """A crawl killed after its first URLs, with none, half or all of its items written to
         storage; the site edited (or not) before the same crawl again, whole: what the killed run
-        filed is passed on again, and what it replaced is told to storage then."""
+        filed is passed on again, and what it replaced is told to storage then. `lead`: the crawl
+        starts with a new page's session and tracking URLs, then its clean URL (replacements within
+        the run, told at its close, which the kill may cut off)."""
         for name, *args in changes:
             getattr(self, name)(*args)
         rnd = random.Random(seed)
         order = sorted(self.site.urls) + sorted(self.site.removed)
         rnd.shuffle(order)
+        if lead and len(self.site.articles) < 6:  # (a new page under its session and tracking URLs first)
+            n = self._article(None, 0)
+            first = [variant_url(n, "session"), variant_url(n, "tracking2")]
+            for url in first:
+                self.site.add_url(url, n)
+            order = [*first, clean_url(n), *(u for u in order if article_of(u) != n)]
         self.oracle.before_crawl(False)
         self.oracle.after(self.model.crawl(order, self.settings, kill=(asked, reached)))
         self.crawled += 1
@@ -512,3 +521,17 @@ def test_a_tracking_url_the_site_names_as_canonical_is_revisited_under_clean_req
     done = model.crawl([tracking, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": True})
     oracle.after(done)
     assert model.storage == {tracking: (1, 1)} and done.statuses[tracking] == 200
+
+
+def test_a_killed_crawls_replacement_is_told_when_its_page_is_replaced_in_turn(tmp_path):
+    """Found by the machine: a killed crawl kept a tracking URL, then its clean URL replaced it
+    (the signal waiting for the close, lost with the kill), every item written. The next crawl
+    meets the URL the site's rel=canonical names first: it replaces the clean URL, whose record
+    carried the replacement it had made, and went with it: the first tracking URL stayed stored."""
+    model = Model(tmp_path, _site("tracking", "tracking", "tracking2"))
+    oracle = Oracle(model)
+    first, named = variant_url(1, "tracking2"), variant_url(1, "tracking")
+    oracle.after(model.crawl([first, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, kill=(2, 1.0)))
+    assert set(model.storage) == {first, clean_url(1)}
+    again = _checked(model, oracle, [named, first, clean_url(1)], {})
+    assert set(model.storage) == {named} and (first, named) in again.removed

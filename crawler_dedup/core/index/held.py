@@ -58,3 +58,13 @@ def told(index, txn, verdict, prior: DocRecord):
     """`verdict`, passed on, telling storage what the killed run's page `prior` superseded in its
     run (maybe still stored), after what it supersedes itself."""
     return verdict.but(superseded=joined(verdict.superseded, tell_again(index, txn, prior)))
+
+
+def replaced_killed(index, txn, verdict, run: int):
+    """`verdict`, which superseded a page a killed run kept, telling storage what that page had
+    superseded in its run too (its signal was lost with the run; the record goes now)."""
+    gone = verdict.superseded
+    if not gone or not gone.get("held") or gone.get("run") in (None, run) or not index.run_killed(txn, gone["run"]):
+        return verdict
+    rest = [g for g in gone["held"] if index.by_url(txn, g["url"]) is None]
+    return verdict.but(superseded={**gone, "chain": [*gone.get("chain", ()), *rest]}) if rest else verdict
