@@ -87,6 +87,9 @@ MUTATIONS = (
              "it replaced in that run", "core/decide/rules.py",
              "        if killed():  # what the killed run's page superseded", "        if False:  # what the killed run's page superseded",
              tests="tests/test_crawl_model.py::test_a_killed_crawls_replacement_is_told_when_its_page_comes_back_edited"),
+    Mutation("killed-replaced", "a page replacing a killed run's page tells storage of what that page had replaced "
+             "in its run", "core/index/held.py", "    return replaced_killed(index, txn, verdict, run)",
+             "    return verdict", tests="tests/test_crawl_model.py::test_a_killed_crawls_replacement_is_told_when_its_page_is_replaced_in_turn"),
     Mutation("run-lease", "a run whose open marker was not renewed for RUN_LEASE was killed (another host or "
              "container, where its pid says nothing)", "core/index/neardup.py",
              "            if isinstance(beat, (int, float)) and time.time() - beat > RUN_LEASE:",

@@ -535,3 +535,21 @@ def test_a_killed_crawls_replacement_is_told_when_its_page_is_replaced_in_turn(t
     assert set(model.storage) == {first, clean_url(1)}
     again = _checked(model, oracle, [named, first, clean_url(1)], {})
     assert set(model.storage) == {named} and (first, named) in again.removed
+
+
+def test_a_killed_crawls_replacement_is_told_after_the_second_look_on_the_spread_layout(redis_cluster):
+    """Found by the machine on the spread layout: a killed crawl kept a page's session URL, then its
+    clean URL replaced it (the signal lost with the kill); before the next crawl the page names
+    another rel=canonical, so the clean URL is filed again (an update). Its first look told storage
+    of the session URL, but the claim's second look decided again and its verdict, which did not,
+    was the one used: both URLs stayed stored. The second look tells it as the first did."""
+    Crawls.store = {"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster}
+    machine = Crawls()
+    try:
+        machine.start(requests=True, other=6, kind="print", canonical=None, more=[(None, "tracking")])
+        machine.killed(asked=10, between=[("set_canonical", 47, "other", 36), ("add_variant", 50, "http")],
+                       changes=[("redirects", False), ("remove_url", 1)], lead=True, reached=1.0, seed=738)
+        assert not [u for u in machine.model.storage if ";jsessionid=" in u and "/a3" in u]
+    finally:
+        machine.teardown()
+        Crawls.store = {}

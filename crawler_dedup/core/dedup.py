@@ -399,9 +399,7 @@ class Deduplicator:
             revalidation.file_superseded(txn, verdict.superseded, carried, doc_id)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
-            if decision.replaces_killed is not None:  # (an update of a killed run's page)
-                verdict = held.told(index, txn, verdict, decision.replaces_killed)
-            verdict = held.replaced_killed(index, txn, verdict, self.run)
+            verdict = held.after_kept(index, txn, verdict, decision, self.run)  # (a killed run's page replaced)
         cutoff = page.cutoff
         if cutoff is not None and not getattr(index.store, "expire_apart", False):
             index.expire(txn, cutoff, EXPIRE_BATCH)  # a few expired pages out per page in: the index stays flat

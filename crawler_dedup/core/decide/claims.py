@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from ...exceptions import DedupError
 from ...stores.base import Claim
-from ..index import revalidation
+from ..index import held, revalidation
 from ..index.records import Extra, url_key
 from ..page.site import canonical_url
 from ..verdict import Action, Failure, Reason, Stage, Verdict
@@ -216,8 +216,14 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
                      index.doc(txn, doc_id))
             txn.confirm(doc_id)
             again = final.verdict if final is not None else verdict
+            if final is not None and again.action == Action.KEEP:  # (as the first look's _apply told it)
+                again = held.after_kept(index, txn, again, final, judging.run)
             if again.action == verdict.action and again.superseded == verdict.superseded:
                 return None
+            if again.superseded != verdict.superseded and (kept := index.doc(txn, doc_id)) is not None:
+                kept.extras.pop(Extra.HELD, None)  # (what it replaces in its run now: told after a kill)
+                held.hold(kept, again.superseded, judging.run)
+                txn.doc_put(doc_id, kept.encode())
             return again.but(doc_id=doc_id) if again.action == Action.KEEP else again
         heir = index.doc(txn, decision.verdict.doc_id) if decision.verdict.doc_id is not None else None
         index.remove(txn, doc_id, heir=heir)

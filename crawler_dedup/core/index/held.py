@@ -68,3 +68,11 @@ def replaced_killed(index, txn, verdict, run: int):
         return verdict
     rest = [g for g in gone["held"] if index.by_url(txn, g["url"]) is None]
     return verdict.but(superseded={**gone, "chain": [*gone.get("chain", ()), *rest]}) if rest else verdict
+
+
+def after_kept(index, txn, verdict, decision, run: int):
+    """A kept page's verdict, telling storage what the killed runs' pages it replaces had replaced
+    in their runs (an update of one, or a replacement of one: their signals went with the kill)."""
+    if decision.replaces_killed is not None:
+        verdict = told(index, txn, verdict, decision.replaces_killed)
+    return replaced_killed(index, txn, verdict, run)
