@@ -220,9 +220,6 @@ class Site:
         return email.utils.parsedate_to_datetime(modified) <= asked_at
 
 
-_dead: list[int] = []
-
-
 def killed(ext: DedupExtension) -> None:
     """What a killed crawl leaves: its committed decisions and drop-log lines (written a line at a
     time), no signal held for the spider's close, and its run open under a process that is gone."""
@@ -246,16 +243,15 @@ def killed(ext: DedupExtension) -> None:
         return
     run, dedup.run = dedup.run, 0  # (closed without ending its run)
     ext.engine_stopped()
-    if not _dead:
-        gone = subprocess.Popen(["true"])
-        gone.wait()
-        _dead.append(gone.pid)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
     # on this host a dead pid; in every other run another container's (a live pid here, says
-    # nothing), whose marker outlives its lease by the next crawl, a day later
+    # nothing); either marker outlives its lease by the next crawl, a day later (a dead pid may be
+    # another process's again by then: pids wrap at 32768 on a busy machine)
     from crawler_dedup.core.index import neardup
 
-    marker = json.dumps({"host": socket.gethostname(), "pid": _dead[0]} if run % 2 else
-                        {"host": "crawler-elsewhere", "pid": os.getpid(), "beat": neardup.time.time()}).encode()
+    who = {"host": socket.gethostname(), "pid": gone.pid} if run % 2 else {"host": "crawler-elsewhere", "pid": os.getpid()}
+    marker = json.dumps({**who, "beat": neardup.time.time()}).encode()
     with Deduplicator(ext.config).open(new_run=False) as after:
         assert after.index is not None
         after.index.write(lambda txn: txn.meta_put(_open_run(run), marker))

@@ -11,7 +11,8 @@ After every crawl (`Oracle.after`):
 - one URL a page: two URLs of one article (whatever versions they carry: an older version under
   another URL is the page stored twice) are in storage only for a reason the oracle names (a
   print version and its page when either was stored while the threshold kept them apart, a
-  print URL stored while allow-listed, a DEDUP_WINDOW that let pages expire);
+  print URL stored while allow-listed, a DEDUP_WINDOW that let pages expire, a URL that answers
+  404 now: a limit named in docs/recrawls.md);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
@@ -184,8 +185,10 @@ class Oracle:
         if self.windowed:
             return  # (a page that left the index's window is kept again under another URL)
         by_page: dict[int, list[str]] = defaultdict(list)  # (an older version under another URL: twice too)
+        gone = self.model.site.removed  # (a URL that answers 404 now: its page stays kept under it, the
+        # index never learns of the 404; the page's live URLs are its copies until edits drift apart)
         for url, (article, _) in self.model.storage.items():
-            if url not in self.tags:
+            if url not in self.tags and url not in gone:
                 by_page[article].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
