@@ -336,7 +336,7 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
     return {"pages": len(site.pages), "urls lost": len(lost), "self-drops": len(selfdrops),
             "dangling drops": len(dangling), "verify": "clean" if verify.returncode == 0 else verify.stdout[-500:],
             "tracebacks": sum(c.tracebacks for c in crawlers), "claim drops": sum(r.get("rule") == "claim" for r in lines),
-            **scored, "examples": {"lost": lost[:3], "dangling": dangling[:3]}}
+            **scored, "examples": {"lost": lost[:3], "dangling": dangling[:3], "self-drops": selfdrops[:3]}}
 
 
 def one_process(site: Site, work: Path, settings: list[str], scorer: Path | None, port_server) -> dict:

@@ -29,7 +29,7 @@ def test_crawlers_killed_a_node_restarted_and_slots_moved_lose_nothing(tmp_path,
                                        say=said.append, delay=0.2)  # (slow enough that every fault comes mid-crawl)
     assert report["kills"] == 2 and sorted(report["faults"]) == ["kill", "kill", "reshard", "restart"], (report, said)
     assert report["urls lost"] == 0, report["examples"]
-    assert report["self-drops"] == 0
+    assert report["self-drops"] == 0, (report["examples"], said)
     assert report["dangling drops"] == 0, report["examples"]
     assert report["verify"] == "clean", report["verify"]
     assert report["tracebacks"] == 0
