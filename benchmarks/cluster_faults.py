@@ -329,6 +329,10 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
     finally:
         store.close()
     dangling = [u for u, k in zip(named, kept) if not k]
+    twice: dict[str, list[str]] = {}  # (a group stored under more than one URL: recall's misses)
+    for u, g in site.pages:
+        if u in stored:
+            twice.setdefault(g, []).append(u)
     verify = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "verify", "--redis", cluster.url,
                              "-s", f"DEDUP_REDIS_PREFIX={prefix}"], capture_output=True, text=True, timeout=600)
     # a superseded page left the kept set as a copy of its clean URL's: scored as that drop
@@ -336,7 +340,8 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
     return {"pages": len(site.pages), "urls lost": len(lost), "self-drops": len(selfdrops),
             "dangling drops": len(dangling), "verify": "clean" if verify.returncode == 0 else verify.stdout[-500:],
             "tracebacks": sum(c.tracebacks for c in crawlers), "claim drops": sum(r.get("rule") == "claim" for r in lines),
-            **scored, "examples": {"lost": lost[:3], "dangling": dangling[:3], "self-drops": selfdrops[:3]}}
+            **scored, "examples": {"lost": lost[:3], "dangling": dangling[:3], "self-drops": selfdrops[:3],
+                                      "stored twice": [us for us in twice.values() if len(us) > 1][:3]}}
 
 
 def one_process(site: Site, work: Path, settings: list[str], scorer: Path | None, port_server) -> dict:

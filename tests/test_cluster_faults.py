@@ -31,7 +31,7 @@ def test_crawlers_killed_a_node_restarted_and_slots_moved_lose_nothing(tmp_path,
     assert report["urls lost"] == 0, report["examples"]
     assert report["self-drops"] == 0, (report["examples"], said)
     assert report["dangling drops"] == 0, report["examples"]
-    assert report["verify"] == "clean", report["verify"]
+    assert report["verify"] == "clean", (report["verify"], said)
     assert report["tracebacks"] == 0
     assert report["precision"] == 1.0
-    assert report["recall"] >= report["one process"]["recall"] - 0.01, report
+    assert report["recall"] >= report["one process"]["recall"] - 0.01, (report, said)
