@@ -126,9 +126,10 @@ class Oracle:
                 self.tags[url] = "stored while allow-listed"
             elif threshold >= APART:
                 self.apart.add(url)  # (stored while print versions and their pages were two pages)
+        lined = {r["url"] for r in done.lines}  # (a killed crawl's kept pages: fetched, never dropped)
         for url, status in done.statuses.items():
             if (status == 200 and url in self.model.site.urls and not is_print(url)
-                    and (url in self.model.storage or done.killed)):  # (a kept page downloaded in full)
+                    and (url in self.model.storage or (done.killed and url not in lined))):  # (a kept page in full)
                 n = self.model.site.urls[url]
                 canonical = self.model.site.articles[n].canonical
                 if n in self.learned and self.learned[n] != canonical:

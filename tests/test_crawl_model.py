@@ -57,8 +57,11 @@ CHANGES = st.one_of(
     st.tuples(st.just("setting"), st.sampled_from(SETTINGS)),
 )
 
+SERVER = st.tuples(st.just("server"), st.just(True), st.sampled_from(("etag", "last-modified", "both")), st.booleans())
 BETWEEN = st.one_of(  # (between a kill and the next crawl: no URL removed, the killed crawl's items may be lost)
     st.tuples(st.just("edit"), _which),
+    st.tuples(st.just("edit"), st.just(-1)),  # (the newest page: the one a `lead` kill cut off)
+    st.tuples(st.just("set_canonical"), st.just(-1), st.sampled_from(CANONICALS), _which),  # (its canonical URL replaces it)
     st.tuples(st.just("set_canonical"), _which, st.sampled_from(CANONICALS), _which),
     st.tuples(st.just("add_variant"), _which, st.sampled_from(VARIANTS)),
 )
@@ -144,6 +147,8 @@ class Crawls(RuleBasedStateMachine):
             canonical = f"other:{others[other % len(others)]}" if others else None
         if canonical != art.canonical:
             art.canonical, art.modified = canonical, art.modified + 1
+        if canonical == "tracking":  # (a site names a URL it serves)
+            self.site.add_url(variant_url(art.number, "tracking"), art.number)
 
     def edit(self, which):
         art = self.site.articles[1 + which % len(self.site.articles)]
@@ -199,21 +204,30 @@ class Crawls(RuleBasedStateMachine):
         crawlers = 2 if racing and not self.lmdb else 1
         self._crawl(order, leaf, item_html, crawlers, dry_run=dry and self.lmdb)
 
-    @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
-          reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans())
-    def killed(self, changes, seed, asked, reached, between=(), lead=False):
-        """A crawl killed after its first URLs, with none, half or all of its items written to
+    @rule(changes=st.lists(st.one_of(CHANGES, SERVER), max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
+          reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans(),
+          settle=st.booleans(), renamed=st.booleans())
+    def killed(self, changes, seed, asked, reached, between=(), lead=False, settle=False, renamed=False):
+        """A crawl killed after its first URLs (the server's validators often changed before it),
+        with none, half or all of its items written to
         storage; the site edited (or not) before the same crawl again, whole: what the killed run
         filed is passed on again, and what it replaced is told to storage then. `lead`: the crawl
         starts with a new page's session and tracking URLs, then its clean URL (replacements within
-        the run, told at its close, which the kill may cut off)."""
+        the run, told at its close, which the kill may cut off). `settle`: that crawl again, nothing
+        changed, checked as settled (what the killed run wrote asks no URL in full for good).
+        `renamed` (with `lead`): the new page names its tracking URL as its rel=canonical, which the
+        killed crawl never met and the next crawl meets first: it replaces the page the killed run
+        kept, with that run's replacements."""
         for name, *args in changes:
             getattr(self, name)(*args)
         rnd = random.Random(seed)
         order = sorted(self.site.urls) + sorted(self.site.removed)
         rnd.shuffle(order)
+        n = 0
         if lead and len(self.site.articles) < 6:  # (a new page under its session and tracking URLs first)
-            n = self._article(None, 0)
+            n = self._article("tracking" if renamed else None, 0)
+            if renamed:  # (the URL it names is served, and not met before the kill)
+                self.site.add_url(variant_url(n, "tracking"), n)
             first = [variant_url(n, "session"), variant_url(n, "tracking2")]
             for url in first:
                 self.site.add_url(url, n)
@@ -225,12 +239,21 @@ class Crawls(RuleBasedStateMachine):
             getattr(self, name)(*args)
         order = sorted(set(self.site.urls) | set(order))
         rnd.shuffle(order)
-        self._crawl(order)
+        if n and renamed:
+            named = variant_url(n, "tracking")
+            order = [named, *(u for u in order if u != named)]
+        first = self._crawl(order)
+        if settle:
+            self.oracle.settled(self._crawl(list(reversed(order))), first)
 
-    @rule(seed=st.integers(0, 2**16), named=st.one_of(st.none(), st.sampled_from(SETTINGS)))
-    def settle(self, seed, named=None):
-        """One setting changed (or none), then two full crawls with nothing else changed: the second
-        decides as a fresh index would under the settings in force, and stores the preferred URLs."""
+    @rule(seed=st.integers(0, 2**16), named=st.one_of(st.none(), st.sampled_from(SETTINGS), st.sampled_from(SETTINGS[:4])),
+          changes=st.lists(CHANGES, max_size=2))  # (a threshold changed often: known copies must follow it)
+    def settle(self, seed, named=None, changes=()):
+        """One setting changed (or none) and a few changes of the site, then two full crawls with
+        nothing changed between them: the second decides as a fresh index would under the settings
+        in force, and stores the preferred URLs (a new rel=canonical's, a loosened threshold's)."""
+        for name, *args in changes:
+            getattr(self, name)(*args)
         if named is not None:
             self.setting(named)
         order = sorted(self.site.urls)
