@@ -69,7 +69,8 @@ MUTATIONS = (
              "have reached storage)", "core/decide/rules.py",
              "    if killed():\n        # filed by a crawl that was killed", "    if False:\n        # filed by a crawl that was killed"),
     Mutation("killed-run-304", "a 304 for a page a killed run filed passes it on from its copy (observable only "
-             "when the copy is gone: with it the page is passed on from it whatever this flag says)",
+             "in a race: a leaf page keeps no copy, so a killed run's leaf URL is asked without validators, unless "
+             "its run is found killed between the request and the 304)",
              "core/index/revalidation.py",
              "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
     Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "

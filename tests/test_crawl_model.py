@@ -576,3 +576,27 @@ def test_a_killed_crawls_replacement_is_told_after_the_second_look_on_the_spread
     finally:
         machine.teardown()
         Crawls.store = {}
+
+
+def test_a_killed_crawls_page_whose_copy_cannot_be_read_is_passed_on_after_its_304(tmp_path):
+    """A 304 for a page a killed crawl filed (its item never written; a page to follow links on,
+    whose copy is kept) whose stored copy cannot be read (it rotted, or went meanwhile): the page
+    is downloaded again and passed on, not dropped as this run's unchanged page (lost)."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.core.index.records import url_key
+
+    model = Model(tmp_path, _site(None))
+    oracle = Oracle(model)
+    url = clean_url(1)
+    plain = {"DEDUP_CLEAN_REQUESTS": False}
+    oracle.after(model.crawl([url], plain, leaf=False, kill=(1, 0.0)))  # (a page to follow links on: its copy kept)
+    assert model.storage == {}
+    with Deduplicator(dir=model.store_settings["DEDUP_DIR"]) as dedup:
+        kept, killed = dedup.fetch_entry(url)
+        assert killed and kept.copy is not None
+        kept.copy = b"not zlib"
+        dedup.index.write(lambda txn: txn.fetch_put(url_key(url), kept.encode()))
+    oracle.before_crawl(False)
+    done = model.crawl([url], plain, leaf=False)
+    oracle.after(done)
+    assert done.statuses[url] == 200 and set(model.storage) == {url}
