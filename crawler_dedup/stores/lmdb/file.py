@@ -143,9 +143,11 @@ def check_file(location: str, pad: bool = False) -> None:
         if os.path.isdir(os.path.join(location, name)):
             raise damaged(location, Exception(f"{name} is a folder, not a file"))
     try:
-        size = os.path.getsize(path)
         with open(path, "rb") as fh:
             head = fh.read(2 * 65536 + 4096)
+            # The size after the meta pages: a writer writes its pages before the meta page naming
+            # them, so a commit between the two reads cannot make a growing file look cut short.
+            size = os.fstat(fh.fileno()).st_size
     except OSError:
         return  # missing or unreadable: lmdb.open says which
     if not size:
