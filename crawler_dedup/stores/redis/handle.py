@@ -16,6 +16,7 @@ class StoreHandle(Protocol):
     cluster: bool
     nodes: Any  # spread: the commands' router (nodes.Nodes)
     map: Any  # spread: the shard count (growth.ShardMap)
+    journal: Any  # spread: this process's write journal (journal.Journal)
     prefix_b: bytes
     meta_key: bytes
     ttl_ms: int

@@ -16,7 +16,8 @@ There are no transactions across slots: a write is applied when the transaction 
 and the Deduplicator keeps a duplicate group once by claims instead (core/decide/claims.py):
 a filed page takes an order from one counter (`claim`, atomic with its record in `{P}:m`),
 then reads its lookups again; of two near-duplicates filed at once the later one always sees
-the earlier, and withdraws. Reads are batched a round trip a node (nodes.py). No table is kept
+the earlier, and withdraws. A commit is noted in a write journal first (journal.py), so one cut off half-way
+is applied whole later. Reads are batched a round trip a node (nodes.py). No table is kept
 in key order (`ordered` is False): a scan lists a table with SCAN (the after-crawl tools only),
 and DEDUP_WINDOW is left to the keys' expiry.
 """
@@ -33,6 +34,7 @@ from ...exceptions import StoreError
 from ..base import MULTI, SINGLE, Claim, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
+from .journal import encode
 from .spread_keys import (FAMILIES, GENERATIONS, MAX_GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, claim_field, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
@@ -318,6 +320,9 @@ class SpreadTxn(BufferedTxn):
         shards grow, removals go to the old level first, then the new one (growth.py: a shard
         being moved takes back what was removed meanwhile)."""
         s, ttl = self.s, self.s.ttl_ms
+        blob = encode(self)
+        if blob is not None:  # (noted first: a commit cut off half-way is finished from it, journal.py)
+            s.journal.begin(blob)
         levels = self._levels()
         if len(levels) > 1:
             first = self._removals(levels[1])
@@ -361,6 +366,8 @@ class SpreadTxn(BufferedTxn):
             replies = s.nodes.run(follow, once=[len(follow) - 1] if new else [])
             if new:
                 s.map.after_commit(replies[-1])
+        if blob is not None:
+            s.journal.end()
         try:
             task = s.map.task()
             if task is not None:

@@ -54,6 +54,7 @@ class RedisStore:
         self.prefix_b = prefix.encode()
         self.meta_key = b"{" + self.prefix_b + b"}:m"  # the meta table, counters and claims (spread.py)
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
+        self.journal: Any = None  # spread: this process's write journal (journal.py)
         import redis
 
         self.redis = redis
@@ -104,7 +105,8 @@ class RedisStore:
         deadline, attempt = time.monotonic() + wait, 0
         while True:
             try:
-                return self._open()
+                self._open()
+                return self._finish_journals()
             except again as exc:
                 self.close()
                 if attempt == 0 and wait:
@@ -176,6 +178,23 @@ class RedisStore:
                     node.hsetnx(self.meta_key, b"gen", generation_ms(self.ttl_ms))
             self.generation = int(node.hget(self.meta_key, b"gen") or 0)
             self.map = ShardMap(self, self.patience.seconds)
+            from .journal import Journal
+
+            self.journal = Journal(self)
+
+    def _finish_journals(self) -> None:
+        """Apply whole the commits that crawlers killed mid-commit left half done (journal.py). A
+        failure here is told and left to the next crawler: it does not stop this one opening."""
+        if not self.spread or self.readonly:
+            return
+        from .journal import BEAT_S
+        from .spread import SpreadTxn, claims_kept_s
+
+        try:
+            self.journal.finish_others(lambda: SpreadTxn(self, True), BEAT_S + claims_kept_s(self.retry_seconds))
+        except (StoreError, self.redis.RedisError) as exc:
+            logger.warning("crawler-dedup: the write journals of killed crawlers on %s were not finished (%s); "
+                           "the next crawler to open the index tries again", self.location, exc)
 
     def _refuse_leftovers(self) -> None:
         """No meta hash (plan, counters, claims) under the prefix: a new index, unless other keys of
@@ -245,6 +264,11 @@ class RedisStore:
                 raise StoreError(f"two tables of the Redis index {self.location} share a field code")
 
     def close(self) -> None:
+        if self.journal is not None and self.client is not None:
+            try:
+                self.journal.close()
+            except (StoreError, self.redis.RedisError):
+                pass  # (its beat runs out; a journal left is finished by the next crawler)
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -276,6 +300,13 @@ class RedisStore:
         if self.readonly:
             raise StoreError(f"the Redis index {self.location} is open read-only")
         self._client()
+        if self.journal is not None:
+            if self.journal.pending is not None:  # (a commit of this process that failed half-way)
+                from .spread import SpreadTxn
+
+                self._moving(lambda: self.journal.finish_own(lambda: SpreadTxn(self, True)))
+            if self.journal.due():  # (a crawler killed mid-commit while this one runs)
+                self._finish_journals()
         return self._moving(lambda: self._write_once(fn))
 
     def _write_once(self, fn: Callable[..., T]) -> T:

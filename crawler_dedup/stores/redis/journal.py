@@ -1,0 +1,193 @@
+"""The spread layout's write journal: what a commit will change, written before it changes anything.
+
+A spread commit has no transaction across nodes: it is applied in round trips (spread.py), so a
+crawler SIGKILLed between them, or whose commit failed half-way (a node restarting past
+DEDUP_REDIS_RETRY), left a page half filed (a record the tables do not lead to: its copies kept)
+or half removed (entries, or a URL, naming a record that is gone). Each commit therefore first
+writes its buffer to the process's own key `P:j:<token>` and deletes it once its last round trip
+returned. A journal left behind is finished, as a commit of the same buffer: by the process
+itself before its next write (its commit failed), or by a crawler that finds the writer gone (this
+host and its pid dead, or its beat older than `lease`): each looks at open, then every BEAT_S. Every change in a buffer is
+idempotent (a put, a delete, a packed-set add or remove), so one finished twice does no harm.
+
+The journals are listed in the meta hash, a field `\\x00j<token>` each (host, pid, beat), the
+beat renewed with a commit at most every BEAT_S.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from .spread_keys import escape
+
+if TYPE_CHECKING:
+    from .buffer import BufferedTxn
+    from .handle import StoreHandle
+
+logger = logging.getLogger(__name__)
+
+FIELD = b"\x00j"  # a journal's field in the meta hash (left out of a scan, as the claims' are)
+BEAT_S = 60.0  # a writer's beat is renewed by a commit at most this often
+_MAGIC = b"J1"
+_PUT, _DELETE, _CLEAR, _ADD, _REMOVE = b"P", b"D", b"C", b"A", b"R"
+
+
+def encode(txn: "BufferedTxn") -> bytes | None:
+    """A transaction's buffer as bytes (None when it changes nothing)."""
+    parts: list[bytes] = []
+
+    def entry(op: bytes, table: str, key: bytes, values) -> None:
+        name = table.encode()
+        parts.append(op + struct.pack(">BI", len(name), len(key)) + name + key + struct.pack(">I", len(values)))
+        parts.extend(struct.pack(">I", len(v)) + v for v in values)
+
+    for (table, key), value in txn.single.items():
+        entry(_DELETE, table, key, []) if value is None else entry(_PUT, table, key, [value])
+    for table, key in sorted(txn.cleared):
+        entry(_CLEAR, table, key, [])
+    for (table, key), values in txn.added.items():
+        if values:
+            entry(_ADD, table, key, sorted(values))
+    for (table, key), values in txn.removed.items():
+        if values:
+            entry(_REMOVE, table, key, sorted(values))
+    return _MAGIC + b"".join(parts) if parts else None
+
+
+def decode(blob: bytes, txn: "BufferedTxn") -> None:
+    """Fill an empty transaction's buffer from `encode`'s bytes (ValueError: not a journal)."""
+    if not blob.startswith(_MAGIC):
+        raise ValueError("not a write journal")
+    at = len(_MAGIC)
+    try:
+        while at < len(blob):
+            op = blob[at:at + 1]
+            tlen, klen = struct.unpack_from(">BI", blob, at + 1)
+            at += 6
+            table, key = blob[at:at + tlen].decode(), blob[at + tlen:at + tlen + klen]
+            at += tlen + klen
+            (count,) = struct.unpack_from(">I", blob, at)
+            at += 4
+            values = []
+            for _ in range(count):
+                (vlen,) = struct.unpack_from(">I", blob, at)
+                values.append(blob[at + 4:at + 4 + vlen])
+                at += 4 + vlen
+            if op == _PUT:
+                txn.single[(table, key)] = values[0]
+            elif op == _DELETE:
+                txn.single[(table, key)] = None
+            elif op == _CLEAR:
+                txn.cleared.add((table, key))
+            elif op in (_ADD, _REMOVE):
+                (txn.added if op == _ADD else txn.removed)[(table, key)] = set(values)
+            else:
+                raise ValueError(f"unknown change {op!r}")
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"a write journal cut short ({exc})") from exc
+
+
+class Journal:
+    """This process's journal on one spread index."""
+
+    def __init__(self, store: "StoreHandle"):
+        self.s = store
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}".encode()
+        self.key = store.prefix_b + b":j:" + self.token
+        self.field = FIELD + self.token
+        self.beat_at = 0.0
+        self.pending: bytes | None = None  # a commit of this process not known to be applied whole
+        self.finished = 0  # journals this process finished (its own after a failure, or a killed writer's)
+        self.looked_at = float("-inf")  # when this process last looked for the journals of gone writers
+
+    def due(self) -> bool:
+        """Time to look for gone writers' journals again (at open, then every BEAT_S of writing)."""
+        return time.monotonic() - self.looked_at > BEAT_S
+
+    def begin(self, blob: bytes) -> None:
+        """Write the journal (and the beat, when due) before the commit changes anything."""
+        batch: list[tuple[bytes, tuple]] = [(self.key, ("SET", self.key, blob))]
+        now = time.time()
+        if now - self.beat_at > BEAT_S:
+            who = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "beat": now})
+            batch.append((self.s.meta_key, ("HSET", self.s.meta_key, self.field, who)))
+        self.pending = blob
+        self.s.nodes.run(batch)
+        if len(batch) > 1:
+            self.beat_at = now
+
+    def end(self) -> None:
+        """The commit's last round trip returned: its journal is done with."""
+        self.s.nodes.run([(self.key, ("DEL", self.key))])
+        self.pending = None
+
+    def finish_own(self, make_txn: Callable[[], Any]) -> None:
+        """Apply whole a commit of this process that failed half-way (before its next write)."""
+        blob = self.pending
+        if blob is None:
+            return
+        txn = make_txn()
+        decode(blob, txn)
+        txn.commit()  # (journaled again under this key, then deleted)
+        self.finished += 1
+        logger.info("crawler-dedup: a commit that failed half-way on %s was applied whole", self.s.location)
+
+    def finish_others(self, make_txn: Callable[[], Any], lease: float) -> int:
+        """Finish the journals of writers that are gone (at open); how many were finished."""
+        s = self.s
+        self.looked_at = time.monotonic()
+        meta = s.client.get_redis_connection(s.nodes.node_of(s.meta_key))
+        done = 0
+        for field, raw in list(meta.hscan_iter(s.meta_key, match=escape(FIELD) + b"*", count=1000)):
+            field = bytes(field)
+            if field == self.field or not _gone(raw, lease):
+                continue
+            key = s.prefix_b + b":j:" + field[len(FIELD):]
+            blob = s.nodes.run([(key, ("GET", key))])[0]
+            if blob:
+                txn = make_txn()
+                try:
+                    decode(bytes(blob), txn)
+                except ValueError as exc:
+                    logger.warning("crawler-dedup: the write journal %r on %s is unreadable (%s): left out",
+                                   key, s.location, exc)
+                else:
+                    txn.commit()
+                    done += 1
+            s.nodes.run([(key, ("DEL", key)), (s.meta_key, ("HDEL", s.meta_key, field))])
+        if done:
+            self.finished += done
+            logger.warning("crawler-dedup: %d commit%s of crawlers killed mid-commit on %s applied whole", done,
+                           "" if done == 1 else "s", s.location)
+        return done
+
+    def close(self) -> None:
+        """At a clean close: this process's beat is removed (its journal, if a commit failed, stays
+        for the next crawler to finish)."""
+        if self.pending is None and self.beat_at:
+            self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, self.field))], wait=2.0)
+
+
+def _gone(raw, lease: float) -> bool:
+    """A writer known gone: its process dead on this host, or its beat older than `lease`."""
+    try:
+        who = json.loads(bytes(raw))
+        if time.time() - float(who["beat"]) > lease:
+            return True
+        if who.get("host") != socket.gethostname():
+            return False
+        os.kill(int(who["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, TypeError, KeyError, OSError):
+        return False  # unreadable, or alive under another user: not known gone
+    return False
+
+
+__all__ = ["BEAT_S", "FIELD", "Journal", "decode", "encode"]

@@ -1,0 +1,145 @@
+"""A commit cut off half-way on the spread layout (stores/redis/journal.py), on a real 3-node
+Redis Cluster: a crawler SIGKILLed between its commit's round trips, or whose commit failed
+half-way, leaves its write journal; the next crawler to open the index (or the process itself,
+before its next write) applies the commit whole, and `index verify` is clean after."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+from crawler_dedup import Deduplicator
+from crawler_dedup.core.index.integrity import verify
+from crawler_dedup.tools.indexes import open_index
+
+
+def _settings(url: str, prefix: str) -> dict:
+    return dict(backend="redis", redis_url=url, redis_prefix=prefix, store_text=False, redis_retry=0)
+
+
+def _edited(text: str) -> str:
+    words = text.split()
+    return " ".join(words[: len(words) // 2]) + " an update " + " ".join(reversed(words[len(words) // 2:]))
+
+
+def _die_after_first_trip(url: str, prefix: str, articles: list[str], commit: int) -> None:
+    """File the pages, then update the first one and die (SIGKILL) right after the first round
+    trip of the update's `commit`th commit (1: the new version filed; 2: the old one removed)."""
+    from crawler_dedup.stores.redis import journal, nodes
+
+    state = {"armed": False, "began": False, "commits": 0}
+    begin, run = journal.Journal.begin, nodes.Nodes.run
+
+    def noted(self, blob):
+        begin(self, blob)
+        state["commits"] += state["armed"]
+        state["began"] = state["commits"] == commit
+
+    def trip(self, batch, *args, **kwargs):
+        out = run(self, batch, *args, **kwargs)
+        if state["began"]:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+    journal.Journal.begin, nodes.Nodes.run = noted, trip
+    with Deduplicator(**_settings(url, prefix)) as d:
+        for n, text in enumerate(articles):
+            assert d.check(f"https://site.test/{n}", text=text).action == "keep"
+        state["armed"] = True
+        d.check("https://site.test/0", text=_edited(articles[0]))
+    raise AssertionError("not killed")
+
+
+@pytest.mark.parametrize("commit,pages", [(1, 7), (2, 6)])
+def test_a_crawler_killed_between_a_commits_round_trips_leaves_it_to_the_next_crawler(redis_cluster, articles, commit,
+                                                                                      pages):
+    """Killed in the update's first commit (its new version filed), the old version stays kept
+    (its removal, the second commit, never began: 7 pages); killed in the second, the old
+    version is gone whole (6). Either way no entry is left half written."""
+    texts = [text for _, text in articles[:6]]
+    prefix = f"journal-kill-{commit}"
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_die_after_first_trip, args=(redis_cluster, prefix, texts, commit))
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == -signal.SIGKILL, proc.exitcode
+    looked = open_index(None, readonly=True, settings={"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster,
+                                                     "DEDUP_REDIS_PREFIX": prefix})
+    try:
+        half = verify(looked)  # (read only: nothing finished yet)
+    finally:
+        looked.store.close()
+    assert not half.ok, "the kill left nothing half done: the test does not reach the journal"
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:  # (opening finishes the killed commit)
+        assert d.index.store.journal.finished == 1
+        report = verify(d.index)
+        assert report.ok and report.pages == pages, report.problems
+        if commit == 2:  # (killed before its claim was confirmed, the new version's copies wait 40 s)
+            assert d.check("https://copy.test/0", text=_edited(texts[0])).duplicate_of == "https://site.test/0"
+        assert d.check("https://copy.test/1", text=texts[1]).duplicate_of == "https://site.test/1"
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:
+        assert d.index.store.journal.finished == 0  # (finished once: the journal is gone)
+
+
+def test_a_commit_that_failed_half_way_is_applied_whole_before_the_next_write(redis_cluster, articles, monkeypatch):
+    """A commit whose second round trip fails (a node gone past DEDUP_REDIS_RETRY) keeps the page
+    unchecked; the same process applies that commit whole before its next write."""
+    from crawler_dedup.exceptions import StoreError
+    from crawler_dedup.stores.redis import journal, nodes
+
+    texts = [text for _, text in articles[:6]]
+    state = {"armed": False, "after": -1}
+    begin, run = journal.Journal.begin, nodes.Nodes.run
+
+    def noted(self, blob):
+        begin(self, blob)
+        if state["armed"]:
+            state["after"] = 0
+
+    def trip(self, batch, *args, **kwargs):
+        if state["after"] >= 0:
+            state["after"] += 1
+            if state["after"] == 2:  # (the commit's first round trip went out; its second fails)
+                state["after"], state["armed"] = -1, False
+                raise StoreError("Redis Cluster: 3 of 3 commands not done at once: a node is gone")
+        return run(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(journal.Journal, "begin", noted)
+    monkeypatch.setattr(nodes.Nodes, "run", trip)
+    with Deduplicator(**_settings(redis_cluster, "journal-fail")) as d:
+        for n, text in enumerate(texts):
+            assert d.check(f"https://site.test/{n}", text=text).action == "keep"
+        state["armed"] = True
+        verdict = d.check("https://site.test/0", text=_edited(texts[0]))
+        assert verdict.action == "keep" and verdict.error, verdict  # (kept unchecked)
+        assert d.index.store.journal.pending is not None and not verify(d.index).ok
+        d.check("https://other.test/9", text="an unrelated page of its own " * 40)
+        assert d.index.store.journal.pending is None and d.index.store.journal.finished == 1
+        report = verify(d.index)
+        # (the update's new version filed whole; its old one's removal, the second look, never began)
+        assert report.ok and report.pages == 8, report.problems
+
+
+def test_a_crawler_running_finishes_the_journal_of_one_killed_beside_it(redis_cluster, articles, monkeypatch):
+    """The crawlers already running look for gone writers' journals every BEAT_S (here at each
+    write): one killed mid-commit is finished without any crawler opening the index again."""
+    from crawler_dedup.stores.redis import journal
+
+    texts = [text for _, text in articles[:6]]
+    prefix = "journal-beside"
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:
+        assert d.check("https://before.test/", text="a page filed before the other crawler started " * 30).action == "keep"
+        ctx = multiprocessing.get_context("spawn")
+        proc = ctx.Process(target=_die_after_first_trip, args=(redis_cluster, prefix, texts, 2))
+        proc.start()
+        proc.join(timeout=120)
+        assert proc.exitcode == -signal.SIGKILL, proc.exitcode
+        assert not verify(d.index).ok  # (half done, until a crawler looks)
+        monkeypatch.setattr(journal, "BEAT_S", 0.0)
+        d.check("https://after.test/", text="a page filed after the other crawler was killed " * 30)
+        assert d.index.store.journal.finished == 1
+        report = verify(d.index)
+        assert report.ok and report.pages == 8, report.problems
