@@ -138,17 +138,25 @@ class Journal:
         self.finished += 1
         logger.info("crawler-dedup: a commit that failed half-way on %s was applied whole", self.s.location)
 
+    def _gone_writers(self, lease: float) -> list[tuple[bytes, bytes]]:
+        """(meta field, journal key) of each writer known gone."""
+        s = self.s
+        meta = s.client.get_redis_connection(s.nodes.node_of(s.meta_key))
+        return [(bytes(field), s.prefix_b + b":j:" + bytes(field)[len(FIELD):])
+                for field, raw in list(meta.hscan_iter(s.meta_key, match=escape(FIELD) + b"*", count=1000))
+                if bytes(field) != self.field and _gone(raw, lease)]
+
+    def left(self, lease: float) -> int:
+        """Commits of gone writers not applied whole yet (read only: `index verify` tells them)."""
+        keys = [key for _, key in self._gone_writers(lease)]
+        return sum(1 for got in self.s.nodes.run([(k, ("EXISTS", k)) for k in keys]) if got) if keys else 0
+
     def finish_others(self, make_txn: Callable[[], Any], lease: float) -> int:
         """Finish the journals of writers that are gone (at open); how many were finished."""
         s = self.s
         self.looked_at = time.monotonic()
-        meta = s.client.get_redis_connection(s.nodes.node_of(s.meta_key))
         done = 0
-        for field, raw in list(meta.hscan_iter(s.meta_key, match=escape(FIELD) + b"*", count=1000)):
-            field = bytes(field)
-            if field == self.field or not _gone(raw, lease):
-                continue
-            key = s.prefix_b + b":j:" + field[len(FIELD):]
+        for field, key in self._gone_writers(lease):
             blob = s.nodes.run([(key, ("GET", key))])[0]
             if blob:
                 txn = make_txn()

@@ -182,16 +182,27 @@ class RedisStore:
 
             self.journal = Journal(self)
 
+    def journal_lease(self) -> float:
+        """Seconds after which a writer that wrote no commit is taken for gone (its beat is renewed
+        every BEAT_S; a commit ends within three times DEDUP_REDIS_RETRY plus 60 s)."""
+        from .journal import BEAT_S
+        from .spread import claims_kept_s
+
+        return BEAT_S + claims_kept_s(self.retry_seconds)
+
+    def unfinished_commits(self) -> int:
+        """Commits of crawlers gone mid-commit that no crawler has applied yet (spread layout)."""
+        return self.journal.left(self.journal_lease()) if self.spread and self.journal is not None else 0
+
     def _finish_journals(self) -> None:
         """Apply whole the commits that crawlers killed mid-commit left half done (journal.py). A
         failure here is told and left to the next crawler: it does not stop this one opening."""
         if not self.spread or self.readonly:
             return
-        from .journal import BEAT_S
-        from .spread import SpreadTxn, claims_kept_s
+        from .spread import SpreadTxn
 
         try:
-            self.journal.finish_others(lambda: SpreadTxn(self, True), BEAT_S + claims_kept_s(self.retry_seconds))
+            self.journal.finish_others(lambda: SpreadTxn(self, True), self.journal_lease())
         except (StoreError, self.redis.RedisError) as exc:
             logger.warning("crawler-dedup: the write journals of killed crawlers on %s were not finished (%s); "
                            "the next crawler to open the index tries again", self.location, exc)
