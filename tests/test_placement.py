@@ -87,3 +87,18 @@ def test_a_thin_page_quoting_an_article_is_kept_and_the_articles_copy_found_in_a
         got = dedup.check(pages["thin"][0], html=pages["thin"][1], text=thin, title=MUG)
     assert got.scored_apart and got.weighing.url == pages["article"][0]
     assert got.weighing.score < got.weighing.threshold
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.lists(st.integers(0, 2**64 - 1), max_size=40),
+       st.lists(st.integers(0, 30), max_size=40))
+def test_members_answers_as_numpy_isin(values, others, shared):
+    """The binary search that says which shingles of one text the other has answers as
+    np.isin (the brute force) does, shared values, 0 and 2^64-1 included."""
+    import numpy as np
+
+    from crawler_dedup.core.page.features import members
+
+    have = np.array([*values, *shared], dtype=np.uint64)
+    distinct = np.unique(np.array([*others, *shared[::2]], dtype=np.uint64))
+    assert members(have, distinct).tolist() == np.isin(have, distinct).tolist()

@@ -138,11 +138,21 @@ def _shared_words(a: Text, b: Text) -> np.ndarray:
     out = np.zeros(n, dtype=bool)
     if not n or not a.sequence.size:
         return out
-    hit = np.isin(a.sequence, b.distinct)
+    hit = members(a.sequence, b.distinct)
     width = n - a.sequence.size + 1
     for k in range(width):
         out[k:k + hit.size] |= hit
     return out
+
+
+def members(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """Which of `values` are in `distinct` (sorted, distinct): np.isin's answer by binary search,
+    without its sort of both arrays (the measures ask it for every candidate of every page)."""
+    if not distinct.size:
+        return np.zeros(values.shape, dtype=bool)
+    at = np.searchsorted(distinct, values)
+    at[at == distinct.size] = 0
+    return distinct[at] == values
 
 
 def _span(shared: np.ndarray, lines: np.ndarray) -> tuple[float, float, float]:
