@@ -56,7 +56,8 @@ MUTATIONS = (
     Mutation("replaced-back", "a URL replaced and later replacing back is kept (issue 47's kept_now circle; in a "
              "crawl now the feed filter's)", "scrapy/feeds.py", "        crawl.urls.discard(replaced_by)",
              "        pass", where="none", tests="tests/test_feeds.py"),
-    Mutation("withdrawn-update-url", "a withdrawn update gives the URL back to its earlier record (issue 47)",
+    Mutation("withdrawn-update-url", "a withdrawn update gives the URL back to its earlier record (issue 47; the "
+             "model's racing crawls make the race, but only the index's URL entry differs: its own tests look there)",
              "core/decide/claims.py", "            txn.url_put(url_key(url), int(before.doc_id or 0))",
              "            pass", where="cluster", tests="tests/test_cluster_races.py"),
     Mutation("settings-reach-known-copies", "known copies asked again in full when the deciding settings change",

@@ -26,7 +26,7 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import (Article, Model, Site, article_of, article_text, clean_url, edited, variant_url,
+from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited, variant_url,
                           write_graded_model)
 from .crawl_oracle import Oracle
 
@@ -275,9 +275,31 @@ class Crawls(RuleBasedStateMachine):
             assert {a for a, _ in self.model.storage.values()} >= self.oracle.seen
 
 
-def run_machine(store: dict, examples: int, steps: int):
-    Crawls.store = store
-    test = Crawls.TestCase
+class ClusterCrawls(Crawls):
+    """On a Redis Cluster, crawlers at once also race on a page rewritten (claims decide)."""
+
+    @precondition(lambda self: self.crawled)
+    @rule(which=_which, seed=st.integers(0, 2**16))
+    def race_update(self, which, seed):
+        """A kept page rewritten and a new copy of it on the mirror host, crawled at once by two
+        crawlers, each starting with one of them: the update and its copy race (whichever claims
+        first stays; an update that withdraws leaves its URL to the page's earlier record)."""
+        n = 1 + which % len(self.site.articles)
+        stored = sorted(u for u, (a, _) in self.model.storage.items() if a == n)
+        new = f"https://{MIRROR}/r{self.crawled}/a{n}"  # (never met before)
+        art = self.site.articles[n]  # (rewritten whole: its copy is no near copy of the version kept)
+        art.version, art.modified = art.version + 1, art.modified + 1
+        art.text = article_text(n * 1009 + 7919 * art.version)
+        self.site.add_url(new, n)
+        first = [u for u in stored[:1] if u != new] + [new]
+        rest = sorted(set(self.site.urls) - set(first))
+        random.Random(seed).shuffle(rest)
+        self._crawl([*first, *rest], crawlers=2)
+
+
+def run_machine(store: dict, examples: int, steps: int, machine: type[Crawls] = Crawls):
+    machine.store = store
+    test = machine.TestCase
     shrink = () if os.environ.get("CRAWL_MODEL_NO_SHRINK") else (Phase.shrink, Phase.explain)
     test.settings = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
                              suppress_health_check=list(HealthCheck), derandomize=True,
@@ -292,7 +314,7 @@ def test_sequences_of_crawls_on_lmdb():
 def test_sequences_of_crawls_on_the_spread_layout(redis_cluster):
     pytest.importorskip("redis")
     run_machine({"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster},
-                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)) // 4, steps=8)
+                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)) // 4, steps=8, machine=ClusterCrawls)
 
 
 # -- the sequences the machine found or the issue named, kept as examples ---------------------------
