@@ -143,3 +143,32 @@ def test_a_crawler_running_finishes_the_journal_of_one_killed_beside_it(redis_cl
         assert d.index.store.journal.finished == 1
         report = verify(d.index)
         assert report.ok and report.pages == 8, report.problems
+
+
+def test_threads_sharing_a_store_keep_a_journal_each(redis_cluster):
+    """Two threads committing through one store at once write two journals, not one the other
+    overwrites: each is applied whole if its commit is cut off."""
+    import threading
+
+    with Deduplicator(**_settings(redis_cluster, "journal-threads")) as d:
+        store = d.index.store
+        both = threading.Barrier(2)
+        keys: dict[str, bytes] = {}
+
+        def begin(name: str) -> None:
+            store.journal.begin(b"J1" + name.encode())  # (a journal a commit would write)
+            keys[name] = store.journal.mine.key
+            both.wait(timeout=30)  # (both written before either is done with)
+
+        threads = [threading.Thread(target=begin, args=(n,)) for n in ("one", "two")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert keys["one"] != keys["two"]
+        got = store.nodes.run([(k, ("GET", k)) for k in (keys["one"], keys["two"])])
+        assert [bytes(g) for g in got] == [b"J1one", b"J1two"]
+        assert store.journal.pending is None  # (this thread began none)
+        store.nodes.run([(k, ("DEL", k)) for k in keys.values()])
+        for slot in store.journal.slots.values():
+            slot.pending = None

@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import struct
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -93,18 +94,37 @@ def decode(blob: bytes, txn: "BufferedTxn") -> None:
         raise ValueError(f"a write journal cut short ({exc})") from exc
 
 
+class _Slot:
+    """One thread's journal: its key, its field in the meta hash, its beat, its unfinished commit."""
+
+    def __init__(self, store: "StoreHandle", token: bytes):
+        self.key, self.field = store.prefix_b + b":j:" + token, FIELD + token
+        self.beat_at = 0.0
+        self.pending: bytes | None = None  # a commit not known to be applied whole
+
+
 class Journal:
-    """This process's journal on one spread index."""
+    """This process's journals on one spread index, one a thread that commits (threads sharing
+    a store commit at once; one key each, so neither overwrites the other's)."""
 
     def __init__(self, store: "StoreHandle"):
         self.s = store
         self.token = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}".encode()
-        self.key = store.prefix_b + b":j:" + self.token
-        self.field = FIELD + self.token
-        self.beat_at = 0.0
-        self.pending: bytes | None = None  # a commit of this process not known to be applied whole
+        self.slots: dict[int, _Slot] = {}
         self.finished = 0  # journals this process finished (its own after a failure, or a killed writer's)
         self.looked_at = float("-inf")  # when this process last looked for the journals of gone writers
+
+    @property
+    def mine(self) -> _Slot:
+        me = threading.get_ident()
+        if me not in self.slots:
+            self.slots[me] = _Slot(self.s, self.token + b":" + str(me).encode())
+        return self.slots[me]
+
+    @property
+    def pending(self) -> bytes | None:
+        """This thread's commit that failed half-way, if any."""
+        return self.mine.pending
 
     def due(self) -> bool:
         """Time to look for gone writers' journals again (at open, then every BEAT_S of writing)."""
@@ -112,24 +132,26 @@ class Journal:
 
     def begin(self, blob: bytes) -> None:
         """Write the journal (and the beat, when due) before the commit changes anything."""
-        batch: list[tuple[bytes, tuple]] = [(self.key, ("SET", self.key, blob))]
+        slot = self.mine
+        batch: list[tuple[bytes, tuple]] = [(slot.key, ("SET", slot.key, blob))]
         now = time.time()
-        if now - self.beat_at > BEAT_S:
+        if now - slot.beat_at > BEAT_S:
             who = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "beat": now})
-            batch.append((self.s.meta_key, ("HSET", self.s.meta_key, self.field, who)))
-        self.pending = blob
+            batch.append((self.s.meta_key, ("HSET", self.s.meta_key, slot.field, who)))
+        slot.pending = blob
         self.s.nodes.run(batch)
         if len(batch) > 1:
-            self.beat_at = now
+            slot.beat_at = now
 
     def end(self) -> None:
         """The commit's last round trip returned: its journal is done with."""
-        self.s.nodes.run([(self.key, ("DEL", self.key))])
-        self.pending = None
+        slot = self.mine
+        self.s.nodes.run([(slot.key, ("DEL", slot.key))])
+        slot.pending = None
 
     def finish_own(self, make_txn: Callable[[], Any]) -> None:
         """Apply whole a commit of this process that failed half-way (before its next write)."""
-        blob = self.pending
+        blob = self.mine.pending
         if blob is None:
             return
         txn = make_txn()
@@ -144,7 +166,7 @@ class Journal:
         meta = s.client.get_redis_connection(s.nodes.node_of(s.meta_key))
         return [(bytes(field), s.prefix_b + b":j:" + bytes(field)[len(FIELD):])
                 for field, raw in list(meta.hscan_iter(s.meta_key, match=escape(FIELD) + b"*", count=1000))
-                if bytes(field) != self.field and _gone(raw, lease)]
+                if not bytes(field).startswith(FIELD + self.token) and _gone(raw, lease)]
 
     def left(self, lease: float) -> int:
         """Commits of gone writers not applied whole yet (read only: `index verify` tells them)."""
@@ -178,8 +200,9 @@ class Journal:
     def close(self) -> None:
         """At a clean close: this process's beat is removed (its journal, if a commit failed, stays
         for the next crawler to finish)."""
-        if self.pending is None and self.beat_at:
-            self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, self.field))], wait=2.0)
+        done = [slot.field for slot in self.slots.values() if slot.pending is None and slot.beat_at]
+        if done:
+            self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, *done))], wait=2.0)
 
 
 def _gone(raw, lease: float) -> bool:
