@@ -172,3 +172,78 @@ def test_threads_sharing_a_store_keep_a_journal_each(redis_cluster):
         store.nodes.run([(k, ("DEL", k)) for k in keys.values()])
         for slot in store.journal.slots.values():
             slot.pending = None
+
+
+class _Buffer:
+    """A transaction's buffer as journal.encode reads it (buffer.BufferedTxn's four fields)."""
+
+    def __init__(self):
+        self.single, self.added, self.removed, self.cleared = {}, {}, {}, set()
+
+
+def test_a_journal_holds_every_kind_of_change_and_refuses_one_cut_short():
+    from crawler_dedup.stores.redis.journal import decode, encode
+
+    txn = _Buffer()
+    txn.single = {("docs", b"\x00\x01"): b"record" * 300, ("urls", b"u"): None, ("meta", b"k"): b""}
+    txn.added = {("t0", b"\x07"): {b"a" * 8, b"b" * 8}, ("mins", b"m"): set()}
+    txn.removed = {("t1", b"\x08"): {b"c" * 8}}
+    txn.cleared = {("lines", b"x")}
+    blob = encode(txn)
+    back = _Buffer()
+    decode(blob, back)
+    assert back.single == txn.single and back.cleared == txn.cleared and back.removed == txn.removed
+    assert back.added == {("t0", b"\x07"): {b"a" * 8, b"b" * 8}}  # (an empty set changes nothing)
+    assert encode(_Buffer()) is None
+    for cut in (len(blob) - 1, len(blob) // 2, 9):
+        with pytest.raises(ValueError):
+            decode(blob[:cut], _Buffer())
+    with pytest.raises(ValueError):
+        decode(b"not a journal", _Buffer())
+
+
+def test_a_writer_is_gone_only_when_this_host_knows_its_pid_dead_or_its_beat_is_old():
+    import socket
+    import subprocess
+    import time
+
+    from crawler_dedup.stores.redis.journal import _gone, _pid_space
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    here = {"host": socket.gethostname(), "ns": _pid_space()}
+
+    def who(**kw) -> bytes:
+        return json.dumps({**here, "pid": os.getpid(), "beat": time.time(), **kw}).encode()
+
+    assert not _gone(who(), 300)  # this process, beating
+    assert _gone(who(pid=dead.pid), 300)  # dead here
+    assert not _gone(who(pid=dead.pid, host="crawler-elsewhere"), 300)  # a pid elsewhere says nothing
+    assert not _gone(who(pid=dead.pid, ns="pid:[1]"), 300)  # nor one in another container of this host
+    assert _gone(who(host="crawler-elsewhere", beat=time.time() - 301), 300)  # silent past the lease
+    assert not _gone(b"{not json", 300)
+
+
+def test_a_journal_of_a_writer_beating_on_another_machine_is_left_to_it(redis_cluster):
+    """A journal whose writer beat recently on another host (alive, mid-commit) is not applied by
+    a crawler opening the index, nor taken away; past its lease it is."""
+    import time
+
+    from crawler_dedup.stores.redis.journal import FIELD
+
+    prefix = "journal-elsewhere"
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:
+        d.check("https://first.test/", text="the first page of this index " * 30)
+        store = d.index.store
+        key, field = store.prefix_b + b":j:elsewhere:1:ab:1", FIELD + b"elsewhere:1:ab:1"
+        blob = b"J1D" + (4).to_bytes(1, "big") + (1).to_bytes(4, "big") + b"urlsk" + (0).to_bytes(4, "big")
+        beat = json.dumps({"host": "crawler-elsewhere", "ns": "", "pid": 1, "beat": time.time()})
+        store.nodes.run([(key, ("SET", key, blob)), (store.meta_key, ("HSET", store.meta_key, field, beat))])
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:
+        assert d.index.store.journal.finished == 0
+        assert d.index.store.nodes.run([(key, ("GET", key))])[0] == blob
+        old = json.dumps({"host": "crawler-elsewhere", "ns": "", "pid": 1, "beat": time.time() - 3600})
+        d.index.store.nodes.run([(d.index.store.meta_key, ("HSET", d.index.store.meta_key, field, old))])
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:
+        assert d.index.store.journal.finished == 1
+        assert d.index.store.nodes.run([(key, ("GET", key))])[0] is None

@@ -4,13 +4,16 @@ A spread commit has no transaction across nodes: it is applied in round trips (s
 crawler SIGKILLed between them, or whose commit failed half-way (a node restarting past
 DEDUP_REDIS_RETRY), left a page half filed (a record the tables do not lead to: its copies kept)
 or half removed (entries, or a URL, naming a record that is gone). Each commit therefore first
-writes its buffer to the process's own key `P:j:<token>` and deletes it once its last round trip
-returned. A journal left behind is finished, as a commit of the same buffer: by the process
-itself before its next write (its commit failed), or by a crawler that finds the writer gone (this
-host and its pid dead, or its beat older than `lease`): each looks at open, then every BEAT_S. Every change in a buffer is
-idempotent (a put, a delete, a packed-set add or remove), so one finished twice does no harm.
+writes its buffer to a key of its own, `P:j:<token>` (one a committing thread), and deletes it
+once its last round trip returned. A journal left behind is finished, as a commit of the same
+buffer: by the thread itself before its next write (its commit failed), or by a crawler that
+finds the writer gone (this host, pid namespace and pid dead, or its beat older than `lease`):
+each looks at open, then every BEAT_S. Each change is idempotent (a put, a delete, a packed-set
+add or remove), so a journal finished twice at once does no harm; finished long after, its puts
+may undo what others wrote since to the same keys (a kill after the commit's last round trip and
+before its journal's deletion, one round trip wide, leaves a journal of a commit applied whole).
 
-The journals are listed in the meta hash, a field `\\x00j<token>` each (host, pid, beat), the
+The journals are listed in the meta hash, a field `\\x00j<token>` each (host, pid namespace, pid, beat), the
 beat renewed with a commit at most every BEAT_S.
 """
 
@@ -25,6 +28,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ...exceptions import StoreError
 from .spread_keys import escape
 
 if TYPE_CHECKING:
@@ -73,11 +77,15 @@ def decode(blob: bytes, txn: "BufferedTxn") -> None:
             at += 6
             table, key = blob[at:at + tlen].decode(), blob[at + tlen:at + tlen + klen]
             at += tlen + klen
+            if at > len(blob):
+                raise IndexError("a key past the end")
             (count,) = struct.unpack_from(">I", blob, at)
             at += 4
             values = []
             for _ in range(count):
                 (vlen,) = struct.unpack_from(">I", blob, at)
+                if at + 4 + vlen > len(blob):
+                    raise IndexError("a value past the end")
                 values.append(blob[at + 4:at + 4 + vlen])
                 at += 4 + vlen
             if op == _PUT:
@@ -136,10 +144,17 @@ class Journal:
         batch: list[tuple[bytes, tuple]] = [(slot.key, ("SET", slot.key, blob))]
         now = time.time()
         if now - slot.beat_at > BEAT_S:
-            who = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "beat": now})
+            who = json.dumps({"host": socket.gethostname(), "ns": _pid_space(), "pid": os.getpid(), "beat": now})
             batch.append((self.s.meta_key, ("HSET", self.s.meta_key, slot.field, who)))
+        try:
+            self.s.nodes.run(batch)
+        except StoreError:  # (nothing changed yet: no journal to leave behind, if it can be taken back)
+            try:
+                self.s.nodes.run([(slot.key, ("DEL", slot.key))], wait=1.0)
+            except StoreError:
+                pass
+            raise
         slot.pending = blob
-        self.s.nodes.run(batch)
         if len(batch) > 1:
             slot.beat_at = now
 
@@ -160,17 +175,17 @@ class Journal:
         self.finished += 1
         logger.info("crawler-dedup: a commit that failed half-way on %s was applied whole", self.s.location)
 
-    def _gone_writers(self, lease: float) -> list[tuple[bytes, bytes]]:
-        """(meta field, journal key) of each writer known gone."""
+    def _gone_writers(self, lease: float) -> list[tuple[bytes, bytes, bytes]]:
+        """(meta field, its beat as read, journal key) of each writer known gone."""
         s = self.s
         meta = s.client.get_redis_connection(s.nodes.node_of(s.meta_key))
-        return [(bytes(field), s.prefix_b + b":j:" + bytes(field)[len(FIELD):])
+        return [(bytes(field), bytes(raw), s.prefix_b + b":j:" + bytes(field)[len(FIELD):])
                 for field, raw in list(meta.hscan_iter(s.meta_key, match=escape(FIELD) + b"*", count=1000))
                 if not bytes(field).startswith(FIELD + self.token) and _gone(raw, lease)]
 
     def left(self, lease: float) -> int:
         """Commits of gone writers not applied whole yet (read only: `index verify` tells them)."""
-        keys = [key for _, key in self._gone_writers(lease)]
+        keys = [key for _, _, key in self._gone_writers(lease)]
         return sum(1 for got in self.s.nodes.run([(k, ("EXISTS", k)) for k in keys]) if got) if keys else 0
 
     def finish_others(self, make_txn: Callable[[], Any], lease: float) -> int:
@@ -178,19 +193,27 @@ class Journal:
         s = self.s
         self.looked_at = time.monotonic()
         done = 0
-        for field, key in self._gone_writers(lease):
-            blob = s.nodes.run([(key, ("GET", key))])[0]
+        for field, raw, key in self._gone_writers(lease):
+            blob, now = s.nodes.run([(key, ("GET", key)), (s.meta_key, ("HGET", s.meta_key, field))])
+            if now is None or bytes(now) != raw:
+                continue  # (taken by another crawler, or the writer beat again: not gone)
             if blob:
                 txn = make_txn()
                 try:
                     decode(bytes(blob), txn)
+                    txn.commit()
                 except ValueError as exc:
                     logger.warning("crawler-dedup: the write journal %r on %s is unreadable (%s): left out",
                                    key, s.location, exc)
+                except StoreError as exc:  # (the others are still finished; this one is tried again)
+                    logger.warning("crawler-dedup: the write journal %r on %s was not applied (%s)", key,
+                                   s.location, exc)
+                    continue
                 else:
-                    txn.commit()
                     done += 1
-            s.nodes.run([(key, ("DEL", key)), (s.meta_key, ("HDEL", s.meta_key, field))])
+            # (taken away only as they were read: a writer that began again keeps its journal and beat)
+            s.nodes.run([(key, s.nodes.script("del_if", [key], [bytes(blob) if blob else b""])),
+                         (s.meta_key, s.nodes.script("hdel_if", [s.meta_key], [field, raw]))])
         if done:
             self.finished += done
             logger.warning("crawler-dedup: %d commit%s of crawlers killed mid-commit on %s applied whole", done,
@@ -200,18 +223,28 @@ class Journal:
     def close(self) -> None:
         """At a clean close: this process's beat is removed (its journal, if a commit failed, stays
         for the next crawler to finish)."""
-        done = [slot.field for slot in self.slots.values() if slot.pending is None and slot.beat_at]
+        done = [slot.field for slot in list(self.slots.values()) if slot.pending is None and slot.beat_at]
         if done:
             self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, *done))], wait=2.0)
 
 
+def _pid_space() -> str:
+    """This process's pid namespace ("" where not known): containers sharing a hostname (host
+    networking) are told apart by it, so a pid is only looked up where it means that process."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
 def _gone(raw, lease: float) -> bool:
-    """A writer known gone: its process dead on this host, or its beat older than `lease`."""
+    """A writer known gone: its process dead on this host (and pid namespace), or its beat older
+    than `lease`."""
     try:
         who = json.loads(bytes(raw))
         if time.time() - float(who["beat"]) > lease:
             return True
-        if who.get("host") != socket.gethostname():
+        if who.get("host") != socket.gethostname() or who.get("ns", "") != _pid_space():
             return False
         os.kill(int(who["pid"]), 0)
     except ProcessLookupError:

@@ -35,6 +35,12 @@ return #vals
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """,
+    # KEYS[1] a key; ARGV[1] a value. The key deleted if it still holds that value (a write journal
+    # finished by another crawler: journal.py)
+    "del_if": """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+""",
     # KEYS[1] a hash (ARGV[1] its field) or a string (ARGV[1] ''); ARGV[2] by, ARGV[3] start; ARGV[4]
     # a field the hash must have ('layout' in the meta hash: one without it was lost), or ''. A
     # counter as the contract keeps it, 8 bytes big-endian (exact to 2^53)
