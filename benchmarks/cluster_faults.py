@@ -377,12 +377,16 @@ def main(argv=None) -> int:
     ap.add_argument("--reshard", type=int, default=300, help="slots moved once mid-crawl (0: none)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--settings", nargs="*", default=["DEDUP_STORE_TEXT=False"])
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (drop logs, stored URLs, logs) to read")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="cluster-faults-"))
     report = faults_run(args.holdout, args.one_host, args.limit, args.groups, args.procs, args.kills, args.restarts,
                         args.reshard, args.seed, args.settings, args.scorer, work)
     print(json.dumps(report))
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"work folder kept: {work}", file=sys.stderr)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     bad = report["urls lost"] or report["self-drops"] or report["dangling drops"] or report["verify"] != "clean"
     return 1 if bad else 0
 

@@ -45,7 +45,9 @@ MUTATIONS = (
              "    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL or p.fp.not_modified:",
              "    if match is None or not p.config.prefer_clean_url or match.reason == Reason.CONCEPTUAL:"),
     Mutation("known-copy-refetch", "a known copy whose match no longer stands is asked again in full (issue 47; "
-             "for a settings change now asked in full before any 304, see settings-reach-known-copies)",
+             "a second line now: a settings change is asked in full before any 304 (settings-reach-known-copies), "
+             "and a kept page removed or filed again leaves its copies' entries naming a record gone, so "
+             "revalidation asks them in full before this rule)",
              "core/decide/rules.py", "    if not p.fp.not_modified or p.fp.copy_reason is None:\n        return None",
              "    if True:\n        return None", tests="tests/test_rules.py"),
     Mutation("https-cleaner", "https is the cleaner scheme (issue 47)",

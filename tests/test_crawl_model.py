@@ -206,8 +206,8 @@ class Crawls(RuleBasedStateMachine):
 
     @rule(changes=st.lists(st.one_of(CHANGES, SERVER), max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
           reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans(),
-          settle=st.booleans(), renamed=st.booleans())
-    def killed(self, changes, seed, asked, reached, between=(), lead=False, settle=False, renamed=False):
+          settle=st.booleans(), renamed=st.booleans(), revisit=st.sampled_from((None, None, None, "drop")))
+    def killed(self, changes, seed, asked, reached, between=(), lead=False, settle=False, renamed=False, revisit=None):
         """A crawl killed after its first URLs (the server's validators often changed before it),
         with none, half or all of its items written to
         storage; the site edited (or not) before the same crawl again, whole: what the killed run
@@ -217,9 +217,12 @@ class Crawls(RuleBasedStateMachine):
         changed, checked as settled (what the killed run wrote asks no URL in full for good).
         `renamed` (with `lead`): the new page names its tracking URL as its rel=canonical, which the
         killed crawl never met and the next crawl meets first: it replaces the page the killed run
-        kept, with that run's replacements."""
+        kept, with that run's replacements. `revisit`: DEDUP_REVISIT set so for the killed crawl and
+        on (a revisit that checks no URL meeting a killed run's pages)."""
         for name, *args in changes:
             getattr(self, name)(*args)
+        if revisit is not None:
+            self.setting(("DEDUP_REVISIT", revisit))
         rnd = random.Random(seed)
         order = sorted(self.site.urls) + sorted(self.site.removed)
         rnd.shuffle(order)
