@@ -133,6 +133,8 @@ class Repairable(Protocol):
 class TxnBase:
     """Generic parts of a Txn, built on the others; a backend overrides them to go faster."""
 
+    reads_ahead = False  # prefetch reads (a networked store): worth hinting the next reads too
+
     def union_u64(self, tables: list[str], keys: list[bytes]) -> np.ndarray:
         raw = b"".join(b"".join(self.values(t, k)) for t, k in zip(tables, keys))  # type: ignore[attr-defined]
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)

@@ -38,6 +38,9 @@ class SiteInTxn:
     def site_parts(self, doc: DocRecord) -> tuple[frozenset, frozenset]:
         return self.page.site_parts(self.txn, doc)
 
+    def prefetch(self, docs: list[DocRecord]) -> None:
+        self.page.prefetch(self.txn, docs)
+
 
 class TxnLookups:
     """What the rules read about one page, in its transaction."""
@@ -53,6 +56,20 @@ class TxnLookups:
                             fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
                             site.title_key if site is not None else None,
                             headline_keys(title) if cfg.visible_containment else None)
+        if self.txn.reads_ahead:  # (three round trips in all, not one a step)
+            self._ahead(url, fp)
+
+    def _ahead(self, url: str | None, fp) -> None:
+        """The records the rules read next (the URL's kept page, the exact copy, the candidates),
+        read in one or two more round trips: the near fingerprints' doc ids, then every record."""
+        index, txn = self.index, self.txn
+        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
+        if near:
+            txn.prefetch_more(fps=near)
+        ids = [d for d in (index.url_id(txn, url) if url else None, txn.exact_get(fp.digest) if fp.digest else None)
+               if d is not None]
+        ids += self._candidate_ids(fp, near, titled=False)[:MAX_VERIFIED]
+        txn.prefetch_more(doc_ids=list(dict.fromkeys(ids)))
 
     def headed(self, title: str | None) -> list[DocRecord]:
         return self.index.headed(self.txn, title)
@@ -79,13 +96,7 @@ class TxnLookups:
         one of the smallest shingle hashes (most shared first), then the page of the site under
         the same headline; at most MAX_VERIFIED."""
         index, txn = self.index, self.txn
-        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
-        ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
-        if self.config.sketch_probes:
-            ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
-        if self._site is not None:
-            ids += self._site.titled(txn)
-        ids = list(dict.fromkeys(ids))  # first occurrence order
+        ids = self._candidate_ids(fp, [f for f, _ in index.candidates(txn, fp.fingerprint)])
         out: list[DocRecord] = []
         for start in range(0, len(ids), MAX_VERIFIED):  # read in one go; more only when records are gone
             batch = ids[start:start + MAX_VERIFIED]
@@ -96,6 +107,21 @@ class TxnLookups:
                     if len(out) >= MAX_VERIFIED:
                         return out
         return out
+
+
+    def _candidate_ids(self, fp, near: list[int], titled: bool = True) -> list[int]:
+        """The candidates' doc ids in the order they are verified (first occurrence). `titled`
+        False: the headline's pages unfiltered (prefetch runs before a claim limits what it sees)."""
+        index, txn = self.index, self.txn
+        ids = [d for docs in txn.fp_docs_many(near) for d in docs] if near else []
+        if self.config.sketch_probes:
+            ids += index.sketch_candidates(txn, fp.sketch, self.config.sketch_probes)
+        if self._site is not None:
+            if titled:
+                ids += self._site.titled(txn)
+            elif self._site.title_key is not None:
+                ids += txn.title_docs(self._site.title_key)
+        return list(dict.fromkeys(ids))
 
 
 _said = [False]  # (one line a process: a damaged file has many damaged records)

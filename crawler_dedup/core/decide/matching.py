@@ -119,6 +119,8 @@ def weigh(page: Side, docs: list[DocRecord], headed_ids: set, score: Scorer, thr
                 picked.append((strength, doc, j, passed))
     picked.sort(key=lambda p: -p[0])
     kept = kept if kept is not None else KeptTexts()
+    if site is not None and picked:
+        site.prefetch([doc for _, doc, _, _ in picked[:MAX_WEIGHED]])
     out = []
     for _, doc, j, passed in picked[:MAX_WEIGHED]:
         text = kept.get(doc, page.w)

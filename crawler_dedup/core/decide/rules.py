@@ -40,6 +40,9 @@ class SiteEvidence(Protocol):
     def site_parts(self, doc: DocRecord) -> tuple[frozenset, frozenset]:
         """The parts of each title that other kept pages of its site carry (word sets)."""
 
+    def prefetch(self, docs: list[DocRecord]) -> None:
+        """Read at once what the three above read for each of `docs` (a networked store's round trip)."""
+
 
 class Lookups(Protocol):
     """What the rules read about a page, inside its transaction (lookups.TxnLookups)."""

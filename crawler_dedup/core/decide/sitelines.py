@@ -91,6 +91,7 @@ class SitePage:
         self.visible: Callable[[list[int]], list[int]] | None = None  # the pages it may see (claims.Racing)
         self._scores: dict[int | None, OwnScores | None] = {}
         self._rests: dict[frozenset, tuple[int, np.ndarray]] = {}
+        self._held: dict[bytes, list[int]] = {}  # site line key -> its kept pages, read in this transaction
 
     @classmethod
     def of(cls, url: str | None, text: str, title: str | None = None, lines: Lines | None = None,
@@ -103,8 +104,24 @@ class SitePage:
 
     def holders(self, txn) -> list[list[int]]:
         if self._holders is None:
-            self._holders = txn.site_holders(self.keys)
+            self._holders = self.held(txn, self.keys)
         return self._holders
+
+    def held(self, txn, keys: list[bytes]) -> list[list[int]]:
+        """txn.site_holders(keys), each key read once in the transaction (a networked store's round trip)."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self._held))
+        if missing:
+            self._held.update(zip(missing, txn.site_holders(missing)))
+        return [self._held[k] for k in keys]
+
+    def prefetch(self, txn, docs) -> None:
+        """Read at once the site lines that measuring this page against each of `docs` reads
+        (compare, boilerplate_shares, site_parts): one read for all candidates, not three each."""
+        keys = list(self.keys)
+        for url, title, kept in [(self.url, self.title, None), *((d.url, d.title, self.kept.get(d)) for d in docs)]:
+            parts, whole = title_part_keys(url, title)
+            keys += [key for _, key in parts] + ([whole] if whole else []) + (kept.filed if kept is not None else [])
+        self.held(txn, keys)
 
     def titled(self, txn) -> list[int]:
         """The kept pages of this page's site under its headline (doc ids)."""
@@ -126,7 +143,7 @@ class SitePage:
                 exclude = self._exclude(doc)
                 kept_keys = kept.filed
                 mine = boilerplate_keys(self.keys, self.holders(txn), exclude)
-                theirs = boilerplate_keys(kept_keys, txn.site_holders(kept_keys), exclude)
+                theirs = boilerplate_keys(kept_keys, self.held(txn, kept_keys), exclude)
                 if not mine and not theirs:  # nothing to leave out: the raw rules have decided
                     self._scores[doc.doc_id] = OwnScores(0, 0, 0.0, 0.0, False)
                     return self._scores[doc.doc_id]
@@ -152,7 +169,7 @@ class SitePage:
         kept = self.kept.get(doc)
         theirs = None
         if kept is not None:
-            found = boilerplate_keys(kept.filed, txn.site_holders(kept.filed), exclude)
+            found = boilerplate_keys(kept.filed, self.held(txn, kept.filed), exclude)
             theirs = _share(kept, found)
         return _share(self.lines, mine), theirs
 
@@ -164,7 +181,7 @@ class SitePage:
         keys = [k for parts, whole in sides for k in [*(key for _, key in parts), *([whole] if whole else [])]]
         if not keys:
             return frozenset(), frozenset()
-        held = {k: set(h) for k, h in zip(keys, txn.site_holders(keys))}
+        held = {k: set(h) for k, h in zip(keys, self.held(txn, keys))}
         out = []
         for parts, whole in sides:
             same_title = held.get(whole, set()) if whole is not None else set()

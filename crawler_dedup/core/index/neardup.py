@@ -180,7 +180,7 @@ class NearDupIndex:
         one go (a networked store's round trip; nothing on LMDB)."""
         key = url_key(url) if url and self.version >= 4 else None
         txn.prefetch(key, digest, self.plan.keys(fp), _keys8(sketch[:probes]) if probes else [],
-                     _keys8(template) if template is not None else [], site, titled, heads)
+                     _keys8(template) if template is not None else [], site, titled, heads, fp=fp)
 
     def sketch_candidates(self, txn, sketch: np.ndarray, probes: int) -> list[int]:
         """Doc ids sharing one of the `probes` smallest shingle hashes, most shared first.
@@ -207,6 +207,10 @@ class NearDupIndex:
     def doc(self, txn, doc_id: int) -> DocRecord | None:
         raw = txn.doc_get(doc_id)
         return None if raw is None else DocRecord.decode(raw, doc_id)
+
+    def url_id(self, txn, url: str) -> int | None:
+        """The doc id the URL's entry names (by_url reads its record and checks it)."""
+        return txn.url_get(url_key(url)) if self.version >= 4 else None
 
     def by_url(self, txn, url: str) -> DocRecord | None:
         """The page kept for `url` (or any URL of the same canonical form), if any."""

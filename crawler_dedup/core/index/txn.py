@@ -63,14 +63,25 @@ class IndexTxn:
 
     def prefetch(self, url_key: bytes | None, digest: bytes | None, buckets: list[bytes], postings: list[bytes],
                  template: list[bytes] | None = None, site: list[bytes] | None = None,
-                 titled: bytes | None = None, heads: list[bytes] | None = None) -> None:
-        """What a page's lookup reads first, in one go where the store can (Redis: one round trip)."""
+                 titled: bytes | None = None, heads: list[bytes] | None = None, fp: int | None = None) -> None:
+        """What a page's lookup reads first, in one go where the store can (Redis: one round trip);
+        `fp`: the pages filed under its very fingerprint too."""
         single = ([("urls", bytes(url_key)), ("fetches", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
         self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
                                    *(("tpl", k) for k in template or []), *(("site", k) for k in site or []),
                                    *([("titles", titled)] if titled is not None else []),
-                                   *(("heads", k) for k in heads or [])])
+                                   *(("heads", k) for k in heads or []),
+                                   *([("fps", u64(fp))] if fp is not None else [])])
+
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether prefetch reads (a networked store): then the next steps' reads are hinted too."""
+        return bool(getattr(self.raw, "reads_ahead", False))
+
+    def prefetch_more(self, fps: list[int] = (), doc_ids: list[int] = ()) -> None:  # type: ignore[assignment]
+        """A hint: these fingerprints' doc ids and these records are read next (one round trip)."""
+        self.raw.prefetch([("docs", u64(d)) for d in doc_ids], [("fps", u64(f)) for f in fps])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)

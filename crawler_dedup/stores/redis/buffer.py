@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 class BufferedTxn(TxnBase):
+    reads_ahead = True
     def __init__(self, store: "StoreHandle", writing: bool):
         self.s, self.writing = store, writing
         self.single: dict[tuple[str, bytes], bytes | None] = {}  # (table, key) -> value, None = deleted
