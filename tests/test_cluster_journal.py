@@ -28,8 +28,9 @@ def _edited(text: str) -> str:
 
 
 def _die_after_first_trip(url: str, prefix: str, articles: list[str], commit: int) -> None:
-    """File the pages, then update the first one and die (SIGKILL) right after the first round
-    trip of the update's `commit`th commit (1: the new version filed; 2: the old one removed)."""
+    """File the pages, then update the first one and die (SIGKILL) in the first round trip of
+    the update's `commit`th commit (1: the new version filed; 2: the old one removed), half of its
+    commands applied (the nodes apply theirs each on its own)."""
     from crawler_dedup.stores.redis import journal, nodes
 
     state = {"armed": False, "began": False, "commits": 0}
@@ -41,10 +42,10 @@ def _die_after_first_trip(url: str, prefix: str, articles: list[str], commit: in
         state["began"] = state["commits"] == commit
 
     def trip(self, batch, *args, **kwargs):
-        out = run(self, batch, *args, **kwargs)
         if state["began"]:
+            run(self, batch[:len(batch) // 2], *args, **kwargs)
             os.kill(os.getpid(), signal.SIGKILL)
-        return out
+        return run(self, batch, *args, **kwargs)
 
     journal.Journal.begin, nodes.Nodes.run = noted, trip
     with Deduplicator(**_settings(url, prefix)) as d:
@@ -56,7 +57,7 @@ def _die_after_first_trip(url: str, prefix: str, articles: list[str], commit: in
 
 
 @pytest.mark.parametrize("commit,pages", [(1, 7), (2, 6)])
-def test_a_crawler_killed_between_a_commits_round_trips_leaves_it_to_the_next_crawler(redis_cluster, articles, commit,
+def test_a_crawler_killed_in_a_commits_round_trip_leaves_it_to_the_next_crawler(redis_cluster, articles, commit,
                                                                                       pages):
     """Killed in the update's first commit (its new version filed), the old version stays kept
     (its removal, the second commit, never began: 7 pages); killed in the second, the old
@@ -85,8 +86,8 @@ def test_a_crawler_killed_between_a_commits_round_trips_leaves_it_to_the_next_cr
 
 
 def test_a_commit_that_failed_half_way_is_applied_whole_before_the_next_write(redis_cluster, articles, monkeypatch):
-    """A commit whose second round trip fails (a node gone past DEDUP_REDIS_RETRY) keeps the page
-    unchecked; the same process applies that commit whole before its next write."""
+    """A commit whose round trip fails half done (a node gone past DEDUP_REDIS_RETRY) keeps the
+    page unchecked; the same process applies that commit whole before its next write."""
     from crawler_dedup.exceptions import StoreError
     from crawler_dedup.stores.redis import journal, nodes
 
@@ -100,11 +101,10 @@ def test_a_commit_that_failed_half_way_is_applied_whole_before_the_next_write(re
             state["after"] = 0
 
     def trip(self, batch, *args, **kwargs):
-        if state["after"] >= 0:
-            state["after"] += 1
-            if state["after"] == 2:  # (the commit's first round trip went out; its second fails)
-                state["after"], state["armed"] = -1, False
-                raise StoreError("Redis Cluster: 3 of 3 commands not done at once: a node is gone")
+        if state["after"] >= 0:  # (the commit's first round trip: half its commands done, then it fails)
+            state["after"], state["armed"] = -1, False
+            run(self, batch[:len(batch) // 2], *args, **kwargs)
+            raise StoreError("Redis Cluster: 3 of 3 commands not done at once: a node is gone")
         return run(self, batch, *args, **kwargs)
 
     monkeypatch.setattr(journal.Journal, "begin", noted)

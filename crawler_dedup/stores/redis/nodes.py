@@ -27,6 +27,18 @@ from .retry import Patience
 
 REDIRECTS = 5  # sent again at once after an ASK or a script loaded, before waiting counts
 LOST = object()  # the reply of a command sent once whose connection broke after it went out
+# Redis 7: the values of keys of many slots of one node in one command (no keys declared, so the
+# node never redirects it; a key it does not serve, or that is moving, answers -1 and is read again
+# by a command of its own, which follows the redirection)
+READ = """#!lua flags=no-writes,allow-cross-slot-keys
+local out = {}
+for i = 1, #ARGV, 2 do
+  local ok, v
+  if ARGV[i + 1] == '' then ok, v = pcall(redis.call, 'GET', ARGV[i]) else ok, v = pcall(redis.call, 'HGET', ARGV[i], ARGV[i + 1]) end
+  if not ok then out[#out + 1] = -1 else out[#out + 1] = v end
+end
+return out
+"""
 
 
 class Nodes:
@@ -40,10 +52,57 @@ class Nodes:
         self.trips = 0  # node connections written to
         self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
         self.retried = 0  # batches that needed more than one try (a redirection, a fault)
+        self.scripted: bool | None = None  # reads a script a node (READ): every primary runs Redis 7+
         e = redis_module.exceptions
         # answers that say: ask again (the map, after a refresh, or the node itself, after a pause)
         self._again = (e.TryAgainError, e.ClusterDownError, e.BusyLoadingError, e.ReadOnlyError)
         self._lost = (redis_module.ConnectionError, redis_module.TimeoutError, OSError)
+
+    def read(self, places: list[tuple[bytes, bytes | None]]) -> list[Any]:
+        """The values at (key, hash field or None for a string) places, None where absent: one
+        command a node on Redis 7 (READ), else one a place; one round trip either way."""
+        def plain(i: int) -> tuple[bytes, tuple]:
+            name, field = places[i]
+            return name, ("GET", name) if field is None else ("HGET", name, field)
+
+        groups: dict[str, list[int]] = {}
+        try:
+            if len(places) > 1 and self._reads_scripted():
+                for i, (name, _) in enumerate(places):
+                    groups.setdefault(self.node_of(name).name, []).append(i)
+        except self.redis.exceptions.SlotNotCoveredError:  # (a node gone with its slots: run() waits for it)
+            groups = {}
+        if not groups or all(len(m) == 1 for m in groups.values()):
+            return self.run([plain(i) for i in range(len(places))])
+        members = list(groups.values())
+        batch = [plain(m[0]) if len(m) == 1 else
+                 (places[m[0]][0], self.script("read", [], [x for i in m for x in (places[i][0], places[i][1] or b"")]))
+                 for m in members]
+        out: list[Any] = [None] * len(places)
+        again: list[int] = []
+        for m, reply in zip(members, self.run(batch)):
+            for i, value in zip(m, reply if len(m) > 1 else [reply]):
+                if isinstance(value, int):  # (-1: not this node's now, or moving)
+                    again.append(i)
+                else:
+                    out[i] = value
+        if again:
+            for i, value in zip(again, self.run([plain(i) for i in again])):
+                out[i] = value
+        return out
+
+    def _reads_scripted(self) -> bool:
+        """Every primary runs Redis 7 or later (a script's allow-cross-slot-keys flag); asked once."""
+        if self.scripted is None:
+            try:
+                versions = [self.client.get_redis_connection(n).info("server").get("redis_version", "0")
+                            for n in self.primaries()]
+                self.scripted = all(int(str(v).split(".")[0]) >= 7 for v in versions)
+            except (self.redis.RedisError, OSError, ValueError):
+                return False  # (asked again next time)
+            if self.scripted:
+                self.scripts = {**self.scripts, "read": READ}
+        return self.scripted
 
     def node_of(self, key: bytes):
         return self.client.nodes_manager.get_node_from_slot(self.client.keyslot(key))

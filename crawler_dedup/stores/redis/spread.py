@@ -115,12 +115,12 @@ class SpreadTxn(BufferedTxn):
         todo = [p for p in dict.fromkeys(pairs) if p not in self.got]
         if not todo:
             return
-        batch, spans = [], []
+        places, spans = [], []
         for table, key in todo:
-            places = self._places(table, key)
-            spans.append(len(places))
-            batch += [(name, ("GET", name) if field is None else ("HGET", name, field)) for name, field in places]
-        replies = iter(self.s.nodes.run(batch))
+            mine = self._places(table, key)
+            spans.append(len(mine))
+            places += mine
+        replies = iter(self.s.nodes.read(places))
         for pair, span in zip(todo, spans):
             raws = [None if r is None else bytes(r) for r in (next(replies) for _ in range(span))]
             if self.s.kinds[pair[0]] == MULTI:  # every generation's values
