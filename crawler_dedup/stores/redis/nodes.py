@@ -44,9 +44,11 @@ return out
 class Nodes:
     """Batches of single-slot commands on a cluster, a round trip a node."""
 
-    def __init__(self, client, redis_module, scripts: dict[str, str], patience: Patience | None = None):
+    def __init__(self, client, redis_module, scripts: dict[str, str], patience: Patience | None = None,
+                 newer: dict[str, str] | None = None):
         self.client, self.redis = client, redis_module
         self.scripts = scripts  # name -> Lua source; sent as EVALSHA, loaded on a node that lacks it
+        self.newer = {"read": READ, **(newer or {})}  # scripts for Redis 7 (`write`: a commit's, spread_keys.WRITE)
         self.patience = patience or Patience(0)
         self.sha: dict[str, str] = {}
         self.trips = 0  # node connections written to
@@ -67,7 +69,7 @@ class Nodes:
 
         groups: dict[str, list[int]] = {}
         try:
-            if len(places) > 1 and self._reads_scripted():
+            if len(places) > 1 and self.scripted_ok():
                 for i, (name, _) in enumerate(places):
                     groups.setdefault(self.node_of(name).name, []).append(i)
         except self.redis.exceptions.SlotNotCoveredError:  # (a node gone with its slots: run() waits for it)
@@ -91,7 +93,45 @@ class Nodes:
                 out[i] = value
         return out
 
-    def _reads_scripted(self) -> bool:
+    def write(self, ops: list[tuple[bytes, tuple]], extra: list[tuple[bytes, tuple]] = ()) -> list[Any]:  # type: ignore[assignment]
+        """Apply (key, command) pairs in one command a node (the `write` script; a command may be
+        PACKED or NXPACKED, spread_keys.WRITE) and `extra` beside them as they are, sent once;
+        their replies in order. One round trip; a command a node could not serve now (a slot
+        moving) is sent again on its own."""
+        groups: dict[str, list[int]] = {}
+        try:
+            if self.scripted_ok():
+                for i, (name, _) in enumerate(ops):
+                    groups.setdefault(self.node_of(name).name, []).append(i)
+        except self.redis.exceptions.SlotNotCoveredError:  # (a node gone with its slots: run() waits for it)
+            groups = {}
+        if not groups:
+            return self.run([self._plain(op) for op in ops] + list(extra), once=range(len(ops), len(ops) + len(extra)))
+        members = list(groups.values())
+        batch = [(ops[m[0]][0], self.script("write", [], [w for i in m for w in (len(ops[i][1]), *ops[i][1])]))
+                 for m in members]
+        replies = self.run(batch + list(extra), once=range(len(batch), len(batch) + len(extra)))
+        out: list[Any] = [None] * len(ops)
+        again: list[int] = []
+        for m, reply in zip(members, replies):
+            for i, value in zip(m, reply):
+                if value == -1:
+                    again.append(i)
+                else:
+                    out[i] = value
+        if again:
+            for i, value in zip(again, self.run([self._plain(ops[i]) for i in again])):
+                out[i] = value
+        return out + replies[len(batch):]
+
+    def _plain(self, op: tuple[bytes, tuple]) -> tuple[bytes, tuple]:
+        """A command of the `write` script as a command of its own (PACKED and NXPACKED: the packed script)."""
+        name, cmd = op
+        if cmd[0] in ("PACKED", "NXPACKED"):
+            return name, self.script("packed", [name], list(cmd[2:]))
+        return op
+
+    def scripted_ok(self) -> bool:
         """Every primary runs Redis 7 or later (a script's allow-cross-slot-keys flag); asked once."""
         if self.scripted is None:
             try:
@@ -101,7 +141,7 @@ class Nodes:
             except (self.redis.RedisError, OSError, ValueError):
                 return False  # (asked again next time)
             if self.scripted:
-                self.scripts = {**self.scripts, "read": READ}
+                self.scripts = {**self.scripts, **self.newer}
         return self.scripted
 
     def node_of(self, key: bytes):
@@ -123,6 +163,8 @@ class Nodes:
         answers raise. `once`: indexes of commands never sent twice (their reply LOST when their
         connection broke after they went out); `wait`: seconds to try for, instead of
         DEDUP_REDIS_RETRY (a failure then is not the store's: later calls still wait)."""
+        if not batch:  # (nothing to send: no round trip, none counted)
+            return []
         replies: list[Any] = [None] * len(batch)
         todo = list(range(len(batch)))
         single = set(once)

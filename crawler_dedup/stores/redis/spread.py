@@ -348,6 +348,34 @@ class SpreadTxn(BufferedTxn):
             else:
                 scripted.append((name, field, adds, removes, pexpire))
                 scripted += [(n, f, [], removes, 0) for n, f in older if removes]  # (out of every generation)
+        if s.nodes.scripted_ok():  # (Redis 7: every change in one command a node, one round trip)
+            self._write_at_once(batch, fresh, scripted)
+        else:
+            self._write_in_two(batch, fresh, scripted)
+        if blob is not None:
+            s.journal.end()
+        self._grow_step()
+        return True
+
+    def _write_at_once(self, batch: list, fresh: list, scripted: list) -> None:
+        """The changes in one round trip (nodes.py `write`), the new entries counted beside them:
+        an entry another crawler created at the same moment is counted by both (the shards double
+        a little early), a count is never lost for waiting."""
+        s = self.s
+        ops = batch + [(n, ("NXPACKED", n, f, p, len(v), *v)) for n, f, v, p in fresh]
+        ops += [(n, ("PACKED", n, f, p, len(a), *a, *r)) for n, f, a, r, p in scripted]
+        new = len(fresh) + self._new_singles()
+        grow = [(s.meta_key, s.map.grow_command(new))] if new else []
+        replies = s.nodes.write(ops, grow)
+        if grow:
+            s.map.after_commit(replies[-1])
+
+    def _new_singles(self) -> int:
+        return sum(1 for (t, k), v in self.single.items() if v is not None and self._places(t, k)[0][1] is not None)
+
+    def _write_in_two(self, batch: list, fresh: list, scripted: list) -> None:
+        """The changes in two round trips (Redis 6): the entries first created, then the lists merged."""
+        s = self.s
         # a key read as absent is created with HSETNX (a script costs Redis more memory and time);
         # one another crawler created meanwhile is merged by the script, as every other change is
         created = s.nodes.run(batch + [(n, ("HSETNX", n, f, b"".join(v))) for n, f, v, _ in fresh])[len(batch):]
@@ -358,16 +386,17 @@ class SpreadTxn(BufferedTxn):
             elif pexpire:
                 follow.append((name, ("PEXPIRE", name, pexpire)))
         follow += [(n, s.nodes.script("packed", [n], [f, p, len(a), *a, *r])) for n, f, a, r, p in scripted]
-        new = sum(map(bool, created)) + sum(1 for (t, k), v in self.single.items()  # (entries of the shards)
-                                            if v is not None and self._places(t, k)[0][1] is not None)
+        new = sum(map(bool, created)) + self._new_singles()  # (entries of the shards)
         if new:  # (counted, so the shards double with the index: growth.py; sent once)
             follow.append((s.meta_key, s.map.grow_command(new)))
         if follow:
             replies = s.nodes.run(follow, once=[len(follow) - 1] if new else [])
             if new:
                 s.map.after_commit(replies[-1])
-        if blob is not None:
-            s.journal.end()
+
+    def _grow_step(self) -> None:
+        """A few shards of a growth phase moved (or swept) by this commit, when one is due (growth.py)."""
+        s = self.s
         try:
             task = s.map.task()
             if task is not None:
@@ -381,7 +410,6 @@ class SpreadTxn(BufferedTxn):
                 s.map.done(phase, old_count, shards)
         except StoreError:
             pass  # (the page is filed; the shard's lease runs out and another commit does it)
-        return True
 
     def _removals(self, level: int) -> list[tuple[bytes, tuple]]:
         """This transaction's removals in the old level (while the shards grow)."""

@@ -13,6 +13,56 @@ import xxhash
 # (a meta hash without its `layout` field was lost, a node restarted without persistence: the
 # counters and claims would start over under ids and orders given already, so the scripts refuse
 # with NOMETA; store.py refuses such an index at open)
+# Redis 7 (allow-cross-slot-keys, nodes.py `Nodes.write`): a commit's commands for one node in one
+# command, keys of many slots, none declared (the node never redirects it). ARGV: each command as
+# its length then its words; PACKED name field ttl n adds.. removes.. is the packed script below,
+# NXPACKED name field ttl n adds.. creates the field (HSETNX, cheaper) or merges into it. A reply
+# each: 1 for a status, 0 for none, -1 where the node cannot serve the key now (nothing written:
+# the command is sent again on its own, which follows the redirection).
+WRITE = """#!lua flags=allow-cross-slot-keys
+local function packed(key, field, ttl, n, a, b)
+  local cur = redis.call('HGET', key, field) or ''
+  local set = {}
+  for i = 1, #cur, 8 do set[string.sub(cur, i, i + 7)] = true end
+  for i = a, a + n - 1 do set[ARGV[i]] = true end
+  for i = a + n, b do set[ARGV[i]] = nil end
+  local vals = {}
+  for v in pairs(set) do vals[#vals + 1] = v end
+  table.sort(vals)
+  if #vals == 0 then redis.call('HDEL', key, field) else redis.call('HSET', key, field, table.concat(vals)) end
+  if ttl > 0 and #vals > 0 then redis.call('PEXPIRE', key, ttl) end
+  return #vals
+end
+local function one(a, b)
+  local op = ARGV[a]
+  if op == 'PACKED' then
+    return packed(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 5, b)
+  elseif op == 'NXPACKED' then
+    local n = tonumber(ARGV[a + 4])
+    local vals = {}
+    for i = a + 5, a + 4 + n do vals[#vals + 1] = ARGV[i] end
+    if redis.call('HSETNX', ARGV[a + 1], ARGV[a + 2], table.concat(vals)) == 1 then
+      if tonumber(ARGV[a + 3]) > 0 then redis.call('PEXPIRE', ARGV[a + 1], ARGV[a + 3]) end
+      return 1
+    end
+    packed(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), n, a + 5, b)
+    return 0
+  end
+  local cmd = {}
+  for i = a, b do cmd[#cmd + 1] = ARGV[i] end
+  return redis.call(unpack(cmd))
+end
+local out, i = {}, 1
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  local ok, v = pcall(one, i + 1, i + n)
+  i = i + n + 1
+  if not ok then v = -1 elseif type(v) == 'table' then v = 1 elseif not v then v = 0 end
+  out[#out + 1] = v
+end
+return out
+"""
+
 SCRIPTS = {
     # KEYS[1] a shard; ARGV: field, TTL ms, number of values to add, the values to add, the values to remove
     "packed": """

@@ -164,9 +164,9 @@ class RedisStore:
             from .growth import FIRST_SHARDS, ShardMap
             from .growth import SCRIPTS as GROWTH
             from .nodes import Nodes
-            from .spread_keys import SCRIPTS, generation_ms
+            from .spread_keys import SCRIPTS, WRITE, generation_ms
 
-            self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH}, self.patience)
+            self.nodes = Nodes(self.client, self.redis, {**SCRIPTS, **GROWTH}, self.patience, newer={"write": WRITE})
             meta = self.client.get_redis_connection(self.nodes.node_of(self.meta_key))
             if not meta.hexists(self.meta_key, b"layout"):
                 self._refuse_leftovers()

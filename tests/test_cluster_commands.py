@@ -1,0 +1,149 @@
+"""A page's reads and its commit on a Redis Cluster, one command a node (stores/redis/nodes.py
+`Nodes.read`, `Nodes.write`; Redis 7): the values of keys of many slots come back as single
+commands would return them, a commit leaves what its commands one by one leave, and a key that is
+not where the client's slot map says (a slot moving) is read or written again by a command of its
+own, which follows the redirection."""
+
+from __future__ import annotations
+
+import pytest
+
+redis = pytest.importorskip("redis")
+
+from crawler_dedup.stores.redis.nodes import Nodes  # noqa: E402
+from crawler_dedup.stores.redis.retry import Patience  # noqa: E402
+
+
+def _nodes(url: str) -> Nodes:
+    from crawler_dedup.stores.redis.spread_keys import SCRIPTS, WRITE
+
+    return Nodes(redis.RedisCluster.from_url(url), redis, dict(SCRIPTS), Patience(5), newer={"write": WRITE})
+
+
+def _places(client, prefix: str, n: int) -> list[tuple[bytes, bytes | None]]:
+    places: list[tuple[bytes, bytes | None]] = []
+    for i in range(n):
+        name = f"{prefix}:h{i}".encode()
+        if i % 3 == 0:
+            client.set(name, f"s{i}".encode())
+            places.append((name, None))
+        else:
+            client.hset(name, b"f", f"v{i}".encode())
+            places.append((name, b"f"))
+    return [*places, (f"{prefix}:absent".encode(), b"f"), (f"{prefix}:h1".encode(), b"no such field")]
+
+
+def _plain(client, places) -> list:
+    return [client.get(n) if f is None else client.hget(n, f) for n, f in places]
+
+
+def test_reads_of_many_slots_cost_one_command_a_node_and_return_what_single_commands_do(redis_cluster):
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    places = _places(client, "reads-a", 30)
+    assert len({nodes.node_of(n).name for n, _ in places}) == 3  # (every node holds some)
+    before = nodes.commands, nodes.waits
+    got = nodes.read(places)
+    assert got == _plain(client, places)
+    assert got[-2:] == [None, None] and got[0] == b"s0" and got[1] == b"v1"
+    assert (nodes.commands - before[0], nodes.waits - before[1]) == (3, 1)  # (three nodes, one round trip)
+    client.close()
+
+
+def _ops(prefix: str) -> list[tuple[bytes, tuple]]:
+    """A commit's kinds of commands over keys of many slots; the packed lists over 8-byte values."""
+    v = [bytes([i]) * 8 for i in range(6)]
+    ops: list[tuple[bytes, tuple]] = []
+    for i in range(12):
+        h, s_ = f"{prefix}:h{i}".encode(), f"{prefix}:s{i}".encode()
+        ops += [(h, ("HSET", h, b"a", f"x{i}".encode())), (s_, ("SET", s_, f"y{i}".encode(), "PX", 600000)),
+                (h, ("HDEL", h, b"gone")), (h, ("NXPACKED", h, b"new", 0, 2, v[0], v[1])),
+                (h, ("NXPACKED", h, b"old", 0, 1, v[2])), (h, ("PACKED", h, b"old", 0, 1, v[3], v[0])),
+                (h, ("PEXPIRE", h, 600000))]
+    return ops
+
+
+def _state(client, prefix: str) -> dict:
+    out = {}
+    for i in range(12):
+        h, s_ = f"{prefix}:h{i}".encode(), f"{prefix}:s{i}".encode()
+        out[i] = (client.hgetall(h), client.get(s_), client.pttl(h) > 0)
+    return out
+
+
+def _seed(client, prefix: str) -> None:
+    for i in range(12):  # (a field to delete, a packed list to merge into: 8-byte values 0 and 4)
+        client.hset(f"{prefix}:h{i}".encode(), mapping={b"gone": b"1", b"old": bytes([0]) * 8 + bytes([4]) * 8})
+
+
+def test_a_commit_costs_one_command_a_node_and_leaves_what_its_commands_one_by_one_leave(redis_cluster):
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    assert nodes.scripted_ok()
+    for prefix in ("writes-a", "writes-b"):
+        _seed(client, prefix)
+    one_by_one = [nodes._plain(op) for op in _ops("writes-b")]  # (the packed script, a command each)
+    nodes.run(one_by_one)
+    before = nodes.commands, nodes.waits
+    got = nodes.write(_ops("writes-a"))
+    assert (nodes.commands - before[0], nodes.waits - before[1]) == (3, 1)  # (three nodes, one round trip)
+    assert -1 not in got and got[3] == 1 and got[4] == 0  # (created; merged into an existing field)
+    want = _state(client, "writes-b")
+    assert _state(client, "writes-a") == want
+    assert want[0][0][b"old"] == b"".join(bytes([i]) * 8 for i in (2, 3, 4)) and want[0][0][b"new"] == bytes(8) + bytes([1]) * 8
+    client.close()
+
+
+def _moving(nodes, key: bytes):
+    """Half migrate key's slot to another node, the key already there; the client's map unchanged."""
+    client = nodes.client
+    slot = client.keyslot(key)
+    source = nodes.node_of(key)
+    target = next(n for n in nodes.primaries() if n.name != source.name)
+    src, dst = client.get_redis_connection(source), client.get_redis_connection(target)
+    src_id, dst_id = src.execute_command("CLUSTER MYID"), dst.execute_command("CLUSTER MYID")
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    src.execute_command("MIGRATE", target.host, target.port, key, 0, 5000)
+
+    def settle():  # (the slot given to the target for good: the other tests follow MOVED)
+        for conn in (dst, src):
+            conn.execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
+    return source, settle
+
+
+def test_a_commit_whose_key_is_moving_writes_it_where_it_now_lies(redis_cluster):
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    for prefix in ("writes-c", "writes-d"):
+        _seed(client, prefix)
+    nodes.run([nodes._plain(op) for op in _ops("writes-d")])
+    source, settle = _moving(nodes, b"writes-c:h1")
+    try:
+        assert nodes.node_of(b"writes-c:h1").name == source.name
+        waits = nodes.waits
+        got = nodes.write(_ops("writes-c"))
+        assert nodes.waits - waits == 2 and -1 not in got  # (the moving key's commands sent again on their own)
+    finally:
+        settle()
+    assert _state(client, "writes-c") == _state(client, "writes-d")
+    client.close()
+
+
+def test_a_key_whose_slot_is_moving_is_read_where_it_now_lies(redis_cluster):
+    """A slot half migrated (its key already on the target, the client's map still naming the
+    source): the source's script cannot read it and says so; the key is read again after ASK."""
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    places = _places(client, "reads-b", 30)
+    moving, field = places[1]
+    source, settle = _moving(nodes, moving)
+    try:
+        assert nodes.node_of(moving).name == source.name  # (the client's map still says the source)
+        waits = nodes.waits
+        got = nodes.read(places)
+        assert nodes.waits - waits == 2  # (the node's script said it could not read it: asked again)
+        assert got[1] == b"v1" and got[:1] + got[2:] == [v for i, v in enumerate(_plain(client, places)) if i != 1]
+    finally:
+        settle()
+        client.close()
