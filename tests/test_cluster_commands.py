@@ -147,3 +147,26 @@ def test_a_key_whose_slot_is_moving_is_read_where_it_now_lies(redis_cluster):
     finally:
         settle()
         client.close()
+
+
+def test_a_page_on_the_cluster_costs_a_few_round_trips_and_commands(redis_cluster, articles):
+    """What a checked page costs on the spread layout, counted (not timed): real articles under
+    one site, half of them again as copies under other URLs, so pages meet candidates, site lines
+    and second looks. Here 7.8 round trips and 14 commands a page; before the reads and the commit
+    were batched, 10.7 and 92 (docs/distributed.md#speed has the benchmark's). A command an entry,
+    or a round trip more a page, coming back fails this."""
+    from crawler_dedup import Deduplicator
+
+    texts = [text for _, text in articles[:16]]
+    with Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="cost-a") as d:
+        nodes = d.index.store.nodes
+        before = nodes.waits, nodes.commands
+        pages = 0
+        for n, text in enumerate(texts):
+            d.check(f"https://news.test/a{n}", text=text)
+            pages += 1
+        for n, text in enumerate(texts[::2]):
+            assert d.check(f"https://mirror.test/a{2 * n}", text=text).action == "drop"
+            pages += 1
+        trips, commands = (nodes.waits - before[0]) / pages, (nodes.commands - before[1]) / pages
+    assert trips <= 9 and commands <= 30, (trips, commands)

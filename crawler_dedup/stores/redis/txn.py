@@ -47,11 +47,12 @@ class _RedisTxn(BufferedTxn):
         for t, _ in multi:
             self._kind(t, MULTI)
         names = [self.s.k("s", t, k) for t, k in single] + [self.s.k("m", t, k) for t, k in multi]
-        cmds = [("GET", n) for n in names[:len(single)]] + [("ZRANGEBYLEX", n, "-", "+") for n in names[len(single):]]
+        cmds = ([("MGET", *names[:len(single)])] if single else []) + [
+            ("ZRANGEBYLEX", n, "-", "+") for n in names[len(single):]]
         replies = self._run(cmds, names)
-        for pair, got in zip(single, replies):
+        for pair, got in zip(single, replies[0] if single else []):
             self.got_single[pair] = None if got is None else bytes(got)
-        for pair, got in zip(multi, replies[len(single):]):
+        for pair, got in zip(multi, replies[1:] if single else replies):
             self.got_multi[pair] = [bytes(v) for v in got]
 
     def _stored_single(self, table: str, keys: list[bytes]) -> dict[bytes, bytes | None]:
