@@ -38,6 +38,7 @@ DEDUP_WINDOW to the keys' expiry.
 
 from __future__ import annotations
 
+import os
 from typing import Callable, ContextManager, Iterator, Mapping, NamedTuple, Protocol, TypeVar
 
 import numpy as np
@@ -169,3 +170,22 @@ def u64(value: int) -> bytes:
 
 def from_u64(data: bytes) -> int:
     return int.from_bytes(data, "big")
+
+
+def pid_gone(pid: int) -> bool:
+    """No process `pid` on this machine, or only its zombie: a writer's marker (an open run, a
+    write journal) names its process, and a process just killed stays a zombie until its parent
+    reaps it (over a second after `timeout -s KILL`), which `kill -0` still finds: a crawl run
+    again at once took the killed one for alive and dropped its pages as unchanged."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # (alive under another user, or not to be asked: not known gone)
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False  # (no /proc here: a zombie looks alive)
+    return state in (b"Z", b"X")

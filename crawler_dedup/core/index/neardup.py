@@ -17,7 +17,7 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from ...exceptions import StoreDamaged, StoreFormat
-from ...stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, u64
+from ...stores.base import FORMAT_VERSION, MIGRATABLE, MULTI, pid_gone, u64
 from .fetches import doc_of as fetch_doc
 from ..page.title import headline_keys
 from ..page.boilerplate import PAGES as TEMPLATE_PAGES  # a template line is filed for this many kept pages
@@ -154,12 +154,9 @@ class NearDupIndex:
                 return True
             if who.get("host") != socket.gethostname():
                 return False
-            os.kill(int(who["pid"]), 0)
-        except ProcessLookupError:
-            return True
-        except (ValueError, TypeError, KeyError, AttributeError, PermissionError, OSError):
-            return False  # unreadable, or alive under another user: not known to be killed
-        return False
+            return pid_gone(int(who["pid"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return False  # unreadable: not known to be killed
 
     def candidates(self, txn, fp: int) -> list[tuple[int, int]]:
         """(fingerprint, distance) of stored fingerprints within k bits, nearest first."""

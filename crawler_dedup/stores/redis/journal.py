@@ -29,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ...exceptions import StoreError
+from ..base import pid_gone
 from .spread_keys import escape
 
 if TYPE_CHECKING:
@@ -246,12 +247,9 @@ def _gone(raw, lease: float) -> bool:
             return True
         if who.get("host") != socket.gethostname() or who.get("ns", "") != _pid_space():
             return False
-        os.kill(int(who["pid"]), 0)
-    except ProcessLookupError:
-        return True
-    except (ValueError, TypeError, KeyError, OSError):
-        return False  # unreadable, or alive under another user: not known gone
-    return False
+        return pid_gone(int(who["pid"]))
+    except (ValueError, TypeError, KeyError):
+        return False  # unreadable: not known gone
 
 
 __all__ = ["BEAT_S", "FIELD", "Journal", "decode", "encode"]
