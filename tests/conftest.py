@@ -234,3 +234,23 @@ def write_plain_model(folder) -> str:
 @pytest.fixture(scope="session")
 def plain_model(tmp_path_factory) -> str:
     return write_plain_model(tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture
+def zombie():
+    """The pid of a process that has exited and is not reaped yet: a zombie, as a crawler just
+    killed is until its parent reaps it (`kill -0` still finds it)."""
+    import time
+
+    child = subprocess.Popen(["true"])
+    try:
+        for _ in range(500):
+            with open(f"/proc/{child.pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the child never exited")
+        yield child.pid
+    finally:
+        child.wait()

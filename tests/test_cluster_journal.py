@@ -202,7 +202,7 @@ def test_a_journal_holds_every_kind_of_change_and_refuses_one_cut_short():
         decode(b"not a journal", _Buffer())
 
 
-def test_a_writer_is_gone_only_when_this_host_knows_its_pid_dead_or_its_beat_is_old():
+def test_a_writer_is_gone_only_when_this_host_knows_its_pid_dead_or_its_beat_is_old(zombie):
     import socket
     import subprocess
     import time
@@ -222,16 +222,7 @@ def test_a_writer_is_gone_only_when_this_host_knows_its_pid_dead_or_its_beat_is_
     assert not _gone(who(pid=dead.pid, ns="pid:[1]"), 300)  # nor one in another container of this host
     assert _gone(who(host="crawler-elsewhere", beat=time.time() - 301), 300)  # silent past the lease
     assert not _gone(b"{not json", 300)
-    zombie = subprocess.Popen(["true"])  # (exited, not reaped: a killed crawler's first moments)
-    try:
-        for _ in range(500):
-            with open(f"/proc/{zombie.pid}/stat", "rb") as f:
-                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    break
-            time.sleep(0.01)
-        assert _gone(who(pid=zombie.pid), 300)
-    finally:
-        zombie.wait()
+    assert _gone(who(pid=zombie), 300)  # (exited, not reaped: a killed crawler's first moments)
 
 
 def test_a_journal_of_a_writer_beating_on_another_machine_is_left_to_it(redis_cluster):

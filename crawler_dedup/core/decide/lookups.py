@@ -108,7 +108,6 @@ class TxnLookups:
                         return out
         return out
 
-
     def _candidate_ids(self, fp, near: list[int], titled: bool = True) -> list[int]:
         """The candidates' doc ids in the order they are verified (first occurrence). `titled`
         False: the headline's pages unfiltered (prefetch runs before a claim limits what it sees)."""
