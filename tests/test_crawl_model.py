@@ -625,3 +625,24 @@ def test_a_killed_crawls_page_whose_copy_cannot_be_read_is_passed_on_after_its_3
     done = model.crawl([url], plain, leaf=False)
     oracle.after(done)
     assert done.statuses[url] == 200 and set(model.storage) == {url}
+
+
+def test_a_known_copys_304_dropped_against_the_page_replacing_its_own_names_that_page_after(tmp_path):
+    """Found by the long run: a known copy's entry names the page it copies; in one group commit that
+    page is replaced (the URL the site's rel=canonical names comes first) and the copy's 304 is
+    dropped against the replacing page. Its entry, unchanged, still named the record gone, so the
+    next crawl, with nothing changed, downloaded the copy in full again. A copy's 304 dropped against
+    another record than its entry's names that record from then on."""
+    model = Model(tmp_path, _site("tracking", "tracking", "tracking2", "session", "http"))
+    oracle = Oracle(model)
+    named, feed = variant_url(1, "tracking"), variant_url(1, "tracking2")
+    _checked(model, oracle, [feed, clean_url(1)], {})  # (the clean URL replaces the feed URL, its entry a copy's)
+    assert set(model.storage) == {clean_url(1)}
+    order = [named, feed, clean_url(1), variant_url(1, "session"), variant_url(1, "http")]  # (three at once)
+    first = _checked(model, oracle, order, {})
+    assert first.statuses[feed] == 304 and set(model.storage) == {named}
+    oracle.before_crawl(False)
+    again = model.crawl(order, {"DEDUP_CLEAN_REQUESTS": False})
+    oracle.after(again)
+    oracle.settled(again, first)
+    assert again.statuses[feed] == 304 and feed not in again.stored

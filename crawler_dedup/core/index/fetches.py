@@ -70,6 +70,7 @@ class Fetch:
     named: bool = False  # that copy named the page it duplicates as its rel=canonical
     body: bytes | None = None  # the body itself, before filing (never stored as it is)
     keep_copy: bool = False  # before filing: store a copy of `body`
+    asked: bool = False  # before filing: a copy's entry as read for its 304 (filed only when its page is another record now)
 
     @property
     def validators(self) -> bool:
@@ -95,7 +96,8 @@ class Fetch:
 
     def renewed(self, headers: Mapping[str, str | None]) -> "Fetch | None":
         """This entry with the validators a 304 carried, when they are new (a 304 updates what is
-        stored, RFC 9111 4.3.4); None when it carried none or the same. The time of the last full
+        stored, RFC 9111 4.3.4); None when it carried none or the same (a copy's entry `asked`:
+        re-pointed when the page it copies is filed under another record since). The time of the last full
         download stays (DEDUP_CONDITIONAL_MAX_AGE counts from it)."""
         get = {k.lower(): v for k, v in headers.items()}.get
         etag = _clean(get("etag")) or self.etag
@@ -103,7 +105,7 @@ class Fetch:
         if last_modified is None or _http_time(last_modified) is None:
             last_modified = self.last_modified
         if (etag, last_modified) == (self.etag, self.last_modified):
-            return None
+            return replace(self, body=None, keep_copy=False, asked=True) if self.copy_of else None
         return replace(self, etag=etag, last_modified=last_modified, body=None, keep_copy=self.copy is not None)
 
     def same_as(self, other: "Fetch") -> bool:

@@ -169,6 +169,8 @@ def file_fetch(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, *, f
         if verdict.action == Action.DROP and verdict.reason in (Reason.EXACT, Reason.NEAR) and verdict.doc_id:
             _file_copy(txn, verdict, fetched, now, run)  # a dropped copy of another URL's page
         return  # (a skip, a flagged copy: nothing a 304 could stand for)
+    if fetched.asked:
+        return  # (a copy's entry, its 304 not dropped as a copy: nothing to re-point)
     key = url_key(verdict.url)
     raw = txn.fetch_get(key)
     if not fetched.validators:
@@ -199,11 +201,14 @@ def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run:
         if txn.fetch_get(key) is not None:
             txn.fetch_delete(key)
         return
-    fetched.doc_id, fetched.run, fetched.copy_of = int(verdict.doc_id or 0), run, True
-    fetched.near = verdict.reason == Reason.NEAR
-    # (its rel=canonical named the page it copies: its 304 does not make it that page's cleaner URL)
-    fetched.named = bool(verdict.canonical and verdict.duplicate_of
-                         and canonical_url(verdict.canonical) == canonical_url(verdict.duplicate_of))
+    doc_id, near = int(verdict.doc_id or 0), verdict.reason == Reason.NEAR
+    # (its rel=canonical named the page it copies: its 304 does not make it that page's cleaner URL;
+    # a 304's own rel=canonical is not known: its entry's word stands)
+    named = fetched.named if fetched.copy_of and verdict.canonical is None else bool(
+        verdict.canonical and verdict.duplicate_of and canonical_url(verdict.canonical) == canonical_url(verdict.duplicate_of))
+    if fetched.asked and (fetched.doc_id, fetched.near, fetched.named) == (doc_id, near, named):
+        return  # (its 304 dropped it against the page its entry names: nothing new)
+    fetched.doc_id, fetched.run, fetched.copy_of, fetched.near, fetched.named = doc_id, run, True, near, named
     fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
     txn.fetch_put(key, fetched.encode())
 
