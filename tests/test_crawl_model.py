@@ -646,3 +646,20 @@ def test_a_known_copys_304_dropped_against_the_page_replacing_its_own_names_that
     oracle.after(again)
     oracle.settled(again, first)
     assert again.statuses[feed] == 304 and feed not in again.stored
+
+
+def test_a_page_passed_on_unchanged_then_replaced_in_the_same_crawl_leaves_storage(tmp_path):
+    """Found by the long run: under DEDUP_UNCHANGED=keep a kept mirror page was passed on again,
+    unchanged; in the same downloads the URL its rel=canonical names (served again now) replaced it.
+    Its record was an earlier run's, so storage was told at once, before the mirror's item got
+    there: the item came after the deletion and both URLs stayed stored. A page passed on again is
+    this run's: the replacement is told at the close, after its item."""
+    model = Model(tmp_path, _site("tracking", "mirror", "session", "http"))
+    oracle = Oracle(model)
+    mirror, named = variant_url(1, "mirror"), variant_url(1, "tracking")
+    keep = {"DEDUP_UNCHANGED": "keep"}
+    _checked(model, oracle, [mirror, clean_url(1)], keep)  # (the URL it names is not served yet)
+    assert set(model.storage) == {mirror}
+    model.site.add_url(named, 1)
+    done = _checked(model, oracle, [mirror, named, clean_url(1), variant_url(1, "session"), variant_url(1, "http")], keep)
+    assert (mirror, named) in done.removed and set(model.storage) == {named}

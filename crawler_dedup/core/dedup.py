@@ -385,6 +385,8 @@ class Deduplicator:
         assert index is not None
         if decision.resend is not None:
             verdict = held.resent(index, txn, verdict, decision.resend, self.run)
+        elif decision.passed_on is not None:
+            held.passed_on(txn, decision.passed_on, self.run)
         if not decision.file:
             return verdict
         deferred = not getattr(index.store, "serializable", True)  # (claims.confirm takes them out once it stays)

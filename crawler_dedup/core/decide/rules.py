@@ -121,6 +121,7 @@ class Decision:
     file: bool = False  # file the page in the index (kept, or a conceptual duplicate only flagged)
     remove: tuple[int, ...] = ()  # doc ids to take out first (an update, a superseded page, a stale entry)
     resend: DocRecord | None = None  # an unchanged page filed by a killed run: now this run's
+    passed_on: DocRecord | None = None  # an unchanged page passed on again: now this run's
     replaces_killed: DocRecord | None = None  # the URL's page a killed run filed, updated by this one
 
 
@@ -180,7 +181,9 @@ def revisit(p: Page) -> Decision | None:
     if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
         text = p.fp.text if cfg.store_text and same.measure not in ("exact", "not-modified") else None
         verdict = verdict.but(action=Action.FLAG if cfg.dry_run else Action.DROP, text=text)
-    return Decision(verdict)  # the index holds this text already
+    # the index holds this text already; a page passed on again is this run's (held.passed_on)
+    passed = verdict.action == Action.KEEP and not cfg.dry_run and prior.run != p.judging.run
+    return Decision(verdict, passed_on=prior if passed else None)
 
 
 def _names_anew(verdict: Verdict, prior: DocRecord) -> bool:

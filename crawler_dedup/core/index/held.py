@@ -54,6 +54,16 @@ def resent(index, txn, verdict, prior: DocRecord, run: int):
     return verdict
 
 
+def passed_on(txn, prior: DocRecord, run: int) -> None:
+    """An unchanged page passed on again (DEDUP_UNCHANGED=keep, DEDUP_REVISIT=keep, a start page):
+    now `run`'s, like a page this run filed, so a page replacing it later in the run tells storage
+    at the close, after its item (sent at once, the deletion could come first and the item after
+    it), and a kill before the close leaves that told again (hold)."""
+    prior.run = run
+    prior.extras.pop(Extra.HELD, None)  # (told at its own run's close)
+    txn.doc_put(int(prior.doc_id or 0), prior.encode())
+
+
 def told(index, txn, verdict, prior: DocRecord):
     """`verdict`, passed on, telling storage what the killed run's page `prior` superseded in its
     run (maybe still stored), after what it supersedes itself."""
