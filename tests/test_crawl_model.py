@@ -663,3 +663,23 @@ def test_a_page_passed_on_unchanged_then_replaced_in_the_same_crawl_leaves_stora
     model.site.add_url(named, 1)
     done = _checked(model, oracle, [mirror, named, clean_url(1), variant_url(1, "session"), variant_url(1, "http")], keep)
     assert (mirror, named) in done.removed and set(model.storage) == {named}
+
+
+def test_a_crawl_killed_between_a_replacements_commit_and_its_telling_tells_it_after(tmp_path, monkeypatch):
+    """Found by the fault run: a crawler kept a page's clean URL, which replaced the tracking URL
+    another crawl had kept, and was killed after the commit, before the drop-log line and the
+    signal (told at once for an earlier crawl's page, not held to the close). Run again, the clean
+    URL was passed on again, but only a replacement made in its own run was told: both URLs stayed
+    stored and no `superseded` line said why. The replacing page's record carries it either way."""
+    from crawler_dedup.scrapy.recording import Recorder
+
+    model = Model(tmp_path, _site(None, "tracking"))
+    oracle = Oracle(model)
+    tracking = variant_url(1, "tracking")
+    _checked(model, oracle, [tracking], {})
+    with monkeypatch.context() as m:  # (killed right after the commit: nothing recorded, no item stored)
+        m.setattr(Recorder, "_superseded", lambda *a, **k: None)
+        oracle.after(model.crawl([clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, kill=(1, 0.0)))
+    assert set(model.storage) == {tracking}
+    again = _checked(model, oracle, [clean_url(1), tracking], {})
+    assert (tracking, clean_url(1)) in again.removed and set(model.storage) == {clean_url(1)}

@@ -1,8 +1,8 @@
-"""Supersedes a run holds back: a page that replaces another URL kept earlier in the same run
-tells storage when the spider closes (that URL's item may still be on its way there). A killed
-run never tells it, so the replacing page's record carries what it replaced (and what that page
-had replaced in the run: a chain), and the page passed on again after the kill (unchanged, or an
-update of it) tells it then."""
+"""Supersedes a killed run never told: a page that replaces another URL kept earlier in the same
+run tells storage when the spider closes (that URL's item may still be on its way there), one
+kept by an earlier run at once, after the commit. A kill before either telling loses it, so the
+replacing page's record carries what it replaced (and what that page had replaced in the run: a
+chain), and the page passed on again after the kill (unchanged, or an update of it) tells it then."""
 
 from __future__ import annotations
 
@@ -12,9 +12,13 @@ from .records import DocRecord, Extra
 
 
 def hold(record: DocRecord, gone: dict | None, run: int) -> None:
-    """Note on `record` the page it supersedes (`gone`, rules.superseded) when its run kept it."""
-    if gone and gone.get("run") == run:
-        held = [{k: v for k, v in gone.items() if k not in ("text", "held")}, *gone.get("held", ())]
+    """Note on `record` the page it supersedes (`gone`, rules.superseded), and when this run kept
+    that page, what it had replaced in the run. A page an earlier run kept is told at once, not at
+    the close, but a kill between the commit and the telling loses that too (a fault run: both
+    URLs stayed stored, no `superseded` line)."""
+    if gone:
+        chain = gone.get("held", ()) if gone.get("run") == run else ()
+        held = [{k: v for k, v in gone.items() if k not in ("text", "held")}, *chain]
         record.extras[Extra.HELD] = json.dumps(held).encode()
 
 

@@ -40,7 +40,7 @@ class Extra:
     MAIN_THIN = "mt"  # a thin sample of the main text's 5-shingles
     MAIN_SHINGLES = "mc"  # how many 5-shingles the main text has (two bytes, at most 65535)
     HEADLINE = "hc"  # how much of its title's headline the main text names, in hundredths (255: no headline)
-    HELD = "sh"  # the page it superseded that its run kept too (JSON): told again if the run is killed
+    HELD = "sh"  # the page it superseded (and what that one replaced in this run) (JSON): told again if the run is killed
 
 
 RECORD_EXTRAS = frozenset((Extra.DIGEST, Extra.PROBES, Extra.TEXT, Extra.CHURN, Extra.CANONICAL, Extra.BODY,
