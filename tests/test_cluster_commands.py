@@ -170,3 +170,24 @@ def test_a_page_on_the_cluster_costs_a_few_round_trips_and_commands(redis_cluste
             pages += 1
         trips, commands = (nodes.waits - before[0]) / pages, (nodes.commands - before[1]) / pages
     assert trips <= 9 and commands <= 30, (trips, commands)
+
+
+def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, articles, monkeypatch):
+    """Two crawler processes' stores on one index take doc ids in blocks (stores/redis/ids.py): one
+    counter round trip for up to 16 pages filed, not one a page, every id handed out once, and the
+    counter past every id (`index verify` checks that)."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.stores.redis.spread import SpreadTxn
+
+    counted = []
+    incr = SpreadTxn.incr
+    monkeypatch.setattr(SpreadTxn, "incr", lambda self, table, key, *a: counted.append(key) or incr(self, table, key, *a))
+    texts = [text for _, text in articles[:24]]
+    with (Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="ids-a") as a,
+          Deduplicator(backend="redis", redis_url=redis_cluster, redis_prefix="ids-a") as b):
+        verdicts = [(a if n % 2 else b).check(f"https://news.test/a{n}", text=text) for n, text in enumerate(texts)]
+        after = a.index.read(lambda txn: txn.next_doc_id_now())
+    ids = [v.doc_id for v in verdicts if v.action == "keep"]
+    assert None not in ids and len(set(ids)) == len(ids) >= 12, verdicts
+    assert counted.count(b"next_id") == 2  # (one block a crawler: 12 pages each)
+    assert after is not None and after > max(ids)

@@ -183,7 +183,7 @@ class SpreadTxn(BufferedTxn):
         return value
 
     def sequence(self, table, key, by=1, start=0):
-        return self.incr(table, key, by, start)
+        return self.s.ids.next(table, key, by, start, lambda n: self.incr(table, key, n, start))
 
     # -- claims (core/decide/claims.py: the order of pages filed at once) ----------------------
     def claim(self, doc_id: int) -> int:

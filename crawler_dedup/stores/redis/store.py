@@ -55,6 +55,9 @@ class RedisStore:
         self.meta_key = b"{" + self.prefix_b + b"}:m"  # the meta table, counters and claims (spread.py)
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         self.journal: Any = None  # spread: this process's write journal (journal.py)
+        from .ids import IdBlocks
+
+        self.ids = IdBlocks()  # doc ids taken in blocks (ids.py)
         import redis
 
         self.redis = redis

@@ -126,10 +126,11 @@ class _RedisTxn(BufferedTxn):
         return None if got is None else int(got)
 
     def sequence(self, table, key, by=1, start=0):
-        """INCR outside the transaction: never conflicts, never rolled back (ids may skip)."""
+        """INCR outside the transaction: never conflicts, never rolled back (ids may skip; taken in blocks: ids.py)."""
         self._kind(table, SINGLE)
         self._change()
-        return int(self.conn.run([("INCRBY", self.s.k("q", table, bytes(key)), by)])[0]) + start
+        name = self.s.k("q", table, bytes(key))
+        return self.s.ids.next(table, key, by, start, lambda n: int(self.conn.run([("INCRBY", name, n)])[0]) + start)
 
     # -- both -----------------------------------------------------------------------------
     def _pending_keys(self, table: str) -> set[bytes]:
