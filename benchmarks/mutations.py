@@ -8,7 +8,8 @@ Each mutation names the fix it reverts: those of the crawl features' meeting poi
 copy's 304, https over http, a withdrawn update's URL on the cluster, a replaced URL kept as a
 known copy, a URL replaced back), of the new user's walk (a settings change reaching known
 copies, a dry run that changes nothing) and of killed crawls (a killed run's pages passed on again,
-with the replacements it made). Fixes outside a crawl's decisions (feeds, relative
+with the replacements it made, one killed between a commit and its telling) and of the long
+model runs (a known copy's 304 re-pointed, an unchanged page passed on again). Fixes outside a crawl's decisions (feeds, relative
 folders, exit codes) have tests of their own, named in the last column and run too. A cluster
 mutation runs the model on a Redis Cluster's spread layout (the test starts one: redis-server
 must be installed) with a quarter of the sequences, as CI does.
@@ -106,6 +107,20 @@ MUTATIONS = (
              "its kept page's run ended", "core/index/revalidation.py",
              "        if killed and not found.copy_of:", "        if False:",
              tests="tests/test_crawl_model.py::test_a_url_whose_entry_a_killed_crawl_wrote_is_asked_with_its_validators_again"),
+    Mutation("killed-after-commit", "a replacement of an earlier crawl's page is carried by the replacing record too "
+             "(told at once, a kill between the commit and the telling lost it: the fault run's recall miss)",
+             "core/index/held.py", "    if gone:\n        chain =", "    if gone and gone.get(\"run\") == run:\n        chain =",
+             tests="tests/test_crawl_model.py::test_a_crawl_killed_between_a_replacements_commit_and_its_telling_tells_it_after"),
+    Mutation("passed-on-this-run", "an unchanged page passed on again is this run's (DEDUP_UNCHANGED=keep: a page "
+             "replacing it later in the crawl told storage before its item got there)", "core/decide/rules.py",
+             "    passed = verdict.action == Action.KEEP and not cfg.dry_run and prior.run != p.judging.run",
+             "    passed = False",
+             tests="tests/test_crawl_model.py::test_a_page_passed_on_unchanged_then_replaced_in_the_same_crawl_leaves_storage"),
+    Mutation("copy-304-repoint", "a known copy's 304 dropped against another record than its entry names re-points "
+             "the entry (else the next crawl downloads it in full)", "core/index/fetches.py",
+             "            return replace(self, body=None, keep_copy=False, asked=True) if self.copy_of else None",
+             "            return None",
+             tests="tests/test_crawl_model.py::test_a_known_copys_304_dropped_against_the_page_replacing_its_own_names_that_page_after"),
     Mutation("canonical-anew", "the same text naming another rel=canonical is filed again (an update)",
              "core/decide/rules.py",
              "    if same is None or (cfg.canonical and not p.fp.not_modified and _names_anew(p.verdict, prior)):",

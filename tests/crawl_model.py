@@ -277,6 +277,7 @@ class Crawled:
     lines: list[dict] = field(default_factory=list)  # (the oracle's) its drop-log lines
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
     recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
+    cut: str | None = None  # a killed crawl's last URL, killed between its commit and its recording
 
 
 async def _in_worker(pool, fn, *args):
@@ -299,14 +300,16 @@ class Model:
 
     def crawl(self, order: list[str] | None = None, settings: dict | None = None, leaf: bool = True,
               item_html: bool = False, crawlers: int = 1, dry_run: bool = False,
-              kill: tuple[int, float] | None = None) -> Crawled:
+              kill: tuple[int, float] | tuple[int, float, bool] | None = None) -> Crawled:
         """One crawl of `order` (default: every live URL); `crawlers` > 1: that many crawler
         processes at once over the same index, the URLs dealt out in turn, storage shared.
         `kill` (asked, reached): the process killed after its first `asked` URLs (their decisions
         committed, as a group commit holds each response until its commit), the spider never
         closed, the run never ended, and only the first `reached` share of the items it passed on
-        written to storage (a feed's buffer, the pipelines' queue lost with the process). The
-        page_superseded signals it sent are applied (a deletion is done when it is told)."""
+        written to storage (a feed's buffer, the pipelines' queue lost with the process); with a
+        third element True, the kill came between the last URL's commit and its recording (no
+        drop-log line, no signal, no item of it). The page_superseded signals it sent are applied
+        (a deletion is done when it is told)."""
         import importlib
 
         modules = [importlib.import_module(m) for m in CLOCKED]
@@ -324,6 +327,7 @@ class Model:
                            killed=kill is not None, crawlers=crawlers)
             if kill is not None:
                 assert crawlers == 1 and not dry_run
+                done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None
                 self.storage, before = {}, dict(self.storage)
                 self._crawl(urls[:kill[0]], leaf, item_html, done)
                 reach = int(len(done.stored) * kill[1])
@@ -367,6 +371,9 @@ class Model:
             crawler.signals.connect(superseded, signal=page_superseded)
             ext = DedupExtension.of(crawler)
             ext.spider_opened(None)
+            if done.cut is not None:  # (the process is gone once the last URL's commit is durable)
+                record, cut = ext.recorder.record, done.cut
+                ext.recorder.record = lambda verdict, *a, **k: verdict if verdict.url == cut else record(verdict, *a, **k)
             try:
                 mw = DedupMiddleware.from_crawler(crawler)
                 smw = DedupSpiderMiddleware.from_crawler(crawler)
@@ -430,11 +437,14 @@ class Model:
             try:
                 out = await mw.process_response(request, response)
             except IgnoreRequest:
-                done.dropped.append(url)
+                if url != done.cut:
+                    done.dropped.append(url)
                 return
             if isinstance(out, Request):
                 request = out
                 continue
+            if url == done.cut:
+                return  # (killed after its commit: nothing of it reached the spider)
             if out.status != 200:
                 return
             number = self.site.urls[url]
