@@ -239,3 +239,43 @@ def test_a_mover_killed_between_copy_and_taking_back_brings_no_removed_entry_bac
         growth.move(store, names, 0)  # the lease ran out: another mover takes the shards over
         report = verify(index)
         assert report.ok, report.problems
+
+
+def test_a_killed_crawlers_page_that_never_claimed_has_its_second_look_when_passed_on_again(cluster, monkeypatch):
+    """Found by the fault run: a crawler filed a page and was killed before its claim; a copy of it
+    filed by another crawler at the same moment had its second look then, which leaves out a page
+    neither claimed nor settled: it stayed. The killed crawler's page, passed on again by the
+    crawl run again (its page of a killed run, unchanged), stayed too: both kept. Passed on again
+    while young enough that no drop against it can have stood, it has its second look then."""
+    import json
+    import subprocess
+
+    from crawler_dedup.core.index import neardup
+    from crawler_dedup.core.index.neardup import _open_run
+
+    text = words(0, 200)
+    a, b = "https://a.example/p", "https://b.example/p"
+    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two:
+        race = Race(monkeypatch, 2, order=[0, 1])
+        in_turn = claims.confirm
+
+        def killed_before_its_claim(index, judging, page, verdict, *args, **kw):
+            if race.local.me == 0:
+                race.next_turn(0)
+                return verdict
+            return in_turn(index, judging, page, verdict, *args, **kw)
+        monkeypatch.setattr(claims, "confirm", killed_before_its_claim)
+        first, second = race.run([lambda: one.check(a, text=text, title="P"), lambda: two.check(b, text=text, title="P")])
+        monkeypatch.undo()
+        assert (first.action, second.action) == (Action.KEEP, Action.KEEP)  # (the race: both filed)
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        run, one.run = one.run, 0  # (killed: its run never ends)
+        marker = {"host": __import__("socket").gethostname(), "pid": gone.pid, "beat": neardup.time.time()}
+        one.index.write(lambda txn: txn.meta_put(_open_run(run), json.dumps(marker).encode()))
+    with Deduplicator(**cluster) as again:
+        v = again.check(a, text=text, title="P")
+        assert (v.action, v.duplicate_of, v.rule) == (Action.DROP, b, "claim"), v
+        kept = again.index.read(lambda t: [again.index.by_url(t, u) for u in (a, b)])
+        assert kept[0] is None and kept[1] is not None
+        assert verify(again.index).ok

@@ -18,14 +18,7 @@ from ..config import DedupConfig
 from ..exceptions import ConfigError, DedupError, ModelError, StoreDamaged, StoreError
 from .page.boilerplate import template_keys
 from .page.extract import canonical_link, page_title
-from .page.fingerprint import (
-    Fingerprinted,
-    extract_parsed,
-    extract_step,
-    fingerprint,
-    fingerprint_html,
-    fp_hex,
-)
+from .page.fingerprint import Fingerprinted, extract_parsed, extract_step, fingerprint, fingerprint_html, fp_hex
 from .page.plugins import Plugin, conceptual_plugin, feature_plugin, is_pure
 from .page.site import canonical_url
 from .page.visible import page_view
@@ -36,7 +29,7 @@ from .index.records import DocRecord, Extra, canonical_key
 from .index.tables import choose_plan
 from .index.txn import IndexTxn
 from .decide.churn import churn_digest, mask
-from .decide.claims import AGAIN_MAX, second_looks
+from .decide.claims import AGAIN_MAX, second_looks, unsettled
 from .decide.lookups import TxnLookups
 from .decide.matching import thin_view
 from .decide.measures import KeptTexts
@@ -106,6 +99,7 @@ class Deduplicator:
         self.rules = RULES  # the chain (rules.py); a benchmark may put a rule of its own in it
         self.filed: int | None = None  # the doc id the last decision filed
         self._looked: DocRecord | None = None  # the last decision's URL's kept page: claims
+        self._recheck: int | None = None  # a killed run's page passed on again that never had its second look: claims
         self._deferred: tuple[int, ...] = ()  # what the last filed page replaces, where claims take it out
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -299,11 +293,13 @@ class Deduplicator:
                     fp = page.fp
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
-                self.filed = None
+                self.filed = self._recheck = None
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched))
                 if self.filed is not None:
                     filed.append((len(out) - 1, self.filed, self._looked, self._deferred))
+                elif self._recheck is not None:
+                    filed.append((len(out) - 1, self._recheck, None, ()))
             if self.run and time.time() - self._renewed > RUN_LEASE / 4:  # (not renewed for RUN_LEASE: killed)
                 self._renewed = time.time()
                 self.index.beat(txn, self.run)  # type: ignore[union-attr]
@@ -385,6 +381,7 @@ class Deduplicator:
         assert index is not None
         if decision.resend is not None:
             verdict = held.resent(index, txn, verdict, decision.resend, self.run)
+            self._recheck = decision.resend.doc_id if unsettled(index, txn, decision.resend) else None
         elif decision.passed_on is not None:
             held.passed_on(txn, decision.passed_on, self.run)
         if not decision.file:

@@ -149,6 +149,18 @@ class Racing:
         return next((d for d in found if d is not None and canonical_url(d.url) == mine), None)
 
 
+def unsettled(index: NearDupIndex, txn, prior: DocRecord) -> bool:
+    """A killed run's page passed on again that never had its second look (the run was killed
+    between its commit and its claim) and is young enough that no drop against it can have stood:
+    it has its second look now, so a copy another crawler kept at the same moment does not stay
+    beside it. Only on a store whose writes are not transactions (claims)."""
+    if getattr(index.store, "serializable", True) or prior.doc_id is None:
+        return False
+    if prior.time < time.time() - windows(index)[0]:
+        return False  # (drops against it may have stood: it stays, as the claims' design says)
+    return txn.claims([prior.doc_id])[0] is None
+
+
 def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: list[Verdict],
                  filed: list[tuple[int, int, DocRecord | None, tuple[int, ...]]],
                  site_of: Callable[[Verdict, Fingerprinted], SitePage | None],
@@ -170,6 +182,10 @@ def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: l
             out[i] = confirm(index, judging, page, verdicts[i], doc_id, lookups, prior, first_remove)
         except (DedupError, OSError) as exc:
             out[i] = failed(verdicts[i], Failure.STORE, exc)
+        if verdicts[i].resent and out[i].action == Action.KEEP:  # (a killed run's page that stays: passed on
+            # again, telling what its verdict tells, and what its second look replaced too)
+            out[i] = verdicts[i].but(superseded=held.joined(verdicts[i].superseded, out[i].superseded)
+                                     if out[i].superseded != verdicts[i].superseded else verdicts[i].superseded)
     for i, verdict in enumerate(out):
         if not verdict.is_duplicate or verdict.doc_id is None:
             continue
