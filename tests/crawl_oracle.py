@@ -43,6 +43,9 @@ from urllib.parse import parse_qsl, urlsplit
 from .crawl_model import HOST, MIRROR, Crawled, Model, article_of, clean_url, is_print, variant_url
 
 APART = 0.97  # a DEDUP_SCORE_THRESHOLD under which a print version (resemblance ~0.75) is no copy
+# docs/recrawls.md: a revisit whose new text copies another URL's kept page is dropped, and the
+# URL's old entry stays, as storage still holds its old item (a page twice, by design)
+REVISIT_COPY = "a revisit now a copy of another URL's page: its old item stays"
 DROPS = ("exact", "near", "conceptual")
 
 
@@ -126,6 +129,14 @@ class Oracle:
                 self.tags[url] = "stored while allow-listed"
             elif threshold >= APART:
                 self.apart.add(url)  # (stored while print versions and their pages were two pages)
+        for url in done.stored:
+            if self.tags.get(url) == REVISIT_COPY:
+                del self.tags[url]
+        for r in lines:  # (a stored URL whose new version copies another URL's page: dropped, its old item stays)
+            url = r["url"]
+            if (r["action"] == "dropped" and r["reason"] in DROPS and url in self.model.storage
+                    and url in done.served and done.served[url] != self.model.storage[url]):
+                self.tags[url] = REVISIT_COPY
         lined = {r["url"] for r in done.lines}  # (a killed crawl's kept pages: fetched, never dropped)
         for url, status in done.statuses.items():
             if (status == 200 and url in self.model.site.urls and not is_print(url)

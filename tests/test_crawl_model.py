@@ -26,8 +26,8 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited, variant_url,
-                          write_graded_model)
+from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited, is_print,
+                          variant_url, write_graded_model)
 from .crawl_oracle import Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
@@ -238,6 +238,13 @@ class Crawls(RuleBasedStateMachine):
             for url in first:
                 self.site.add_url(url, n)
             order = [*first, clean_url(n), *(u for u in order if article_of(u) != n)]
+        if cut:  # (the kill cuts off the clean URL of a page an earlier crawl stored under another URL)
+            others = sorted(u for u in self.model.storage if u != clean_url(article_of(u)) and not is_print(u)
+                            and clean_url(article_of(u)) in self.site.urls)
+            if others:
+                target = clean_url(article_of(others[rnd.randrange(len(others))]))
+                order = [u for u in order if u != target]
+                order.insert(min(asked, len(order) + 1) - 1, target)
         self.oracle.before_crawl(False)
         self.oracle.after(self.model.crawl(order, self.settings, kill=(asked, reached, cut)))
         self.crawled += 1
