@@ -238,7 +238,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_UNCHANGED", CHOICE, "drop", choices=("drop", "keep"), doc=(
         "a revisit with the same words (churn aside: dates, times, counters): `drop` (a drop-log line "
         "with `reason: unchanged`; the spider still parses it and follows its links, its items are "
-        "dropped) or `keep` (passed on, counted in `dedup/revisits/unchanged`)")),
+        "dropped) or `keep` (passed on, counted in `dedup/revisits/unchanged`; its index record is marked this "
+        "crawl's, one write a page, so a page replacing it later in the crawl is told to storage after its item)")),
     Setting("DEDUP_VERIFIER", VERIFIER, "resemblance", choices=VERIFIER_NAMES, doc=(
         "`resemblance` (min-hash, seed 003), `qgram` (character 4-gram overlap, seed 004; use a threshold "
         "of 0.7), `swlr` (LCS of shingle sequences, seed 002), or a dotted path to a `Verifier` subclass "
