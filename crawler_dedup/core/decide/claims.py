@@ -85,6 +85,7 @@ class Racing:
         self.inner, self.txn, self.own, self.order, self.now = look, txn, own, order, now
         self.settled_after = settled_after
         self.site = look.site
+        look.claims_ahead = True
         if look.site is not None:  # the site's pages under its headline: those before it only
             look.site.page.visible = self._before_ids
         self._claims: dict[int, Claim | None] = {}

@@ -48,6 +48,7 @@ class TxnLookups:
     def __init__(self, index: NearDupIndex, txn: IndexTxn, config, site: SitePage | None):
         self.index, self.txn, self.config, self._site = index, txn, config, site
         self.site = SiteInTxn(site, txn, config.shingle) if site is not None else None
+        self.claims_ahead = False  # (a second look's: the records' claims ride with them, claims.Racing)
 
     def prefetch(self, url: str | None, fp, title: str | None = None) -> None:
         """Everything the page's decision reads first, in one go (a networked store's round trip)."""
@@ -69,7 +70,8 @@ class TxnLookups:
         ids = [d for d in (index.url_id(txn, url) if url else None, txn.exact_get(fp.digest) if fp.digest else None)
                if d is not None]
         ids += self._candidate_ids(fp, near, titled=False)[:MAX_VERIFIED]
-        txn.prefetch_more(doc_ids=list(dict.fromkeys(ids)))
+        ids = list(dict.fromkeys(ids))
+        txn.prefetch_more(doc_ids=ids, claims=ids if self.claims_ahead else [])
 
     def headed(self, title: str | None) -> list[DocRecord]:
         return self.index.headed(self.txn, title)

@@ -79,9 +79,14 @@ class IndexTxn:
         """Whether prefetch reads (a networked store): then the next steps' reads are hinted too."""
         return bool(getattr(self.raw, "reads_ahead", False))
 
-    def prefetch_more(self, fps: list[int] = (), doc_ids: list[int] = ()) -> None:  # type: ignore[assignment]
-        """A hint: these fingerprints' doc ids and these records are read next (one round trip)."""
-        self.raw.prefetch([("docs", u64(d)) for d in doc_ids], [("fps", u64(f)) for f in fps])
+    def prefetch_more(self, fps: list[int] = (), doc_ids: list[int] = (),  # type: ignore[assignment]
+                      claims: list[int] = ()) -> None:  # type: ignore[assignment]
+        """A hint: these fingerprints' doc ids and these records (and these pages' claims, on a
+        store with claims) are read next (one round trip)."""
+        single = [("docs", u64(d)) for d in doc_ids]
+        if claims and hasattr(self.raw, "claim_places"):
+            single += self.raw.claim_places(claims)
+        self.raw.prefetch(single, [("fps", u64(f)) for f in fps])
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
