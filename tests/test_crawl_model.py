@@ -26,7 +26,7 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited, is_print,
+from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited,
                           variant_url, write_graded_model)
 from .crawl_oracle import Oracle
 
@@ -239,7 +239,8 @@ class Crawls(RuleBasedStateMachine):
                 self.site.add_url(url, n)
             order = [*first, clean_url(n), *(u for u in order if article_of(u) != n)]
         if cut:  # (the kill cuts off the clean URL of a page an earlier crawl stored under another URL)
-            others = sorted(u for u in self.model.storage if u != clean_url(article_of(u)) and not is_print(u)
+            others = sorted(u for u in self.model.storage if ("?" in u or ";" in u or u.startswith("http:"))
+                            and self.site.articles[article_of(u)].canonical in (None, "clean")
                             and clean_url(article_of(u)) in self.site.urls)
             if others:
                 target = clean_url(article_of(others[rnd.randrange(len(others))]))
