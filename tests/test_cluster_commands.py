@@ -192,3 +192,20 @@ def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, 
     assert None not in ids and len(set(ids)) == len(ids) >= 12, verdicts
     assert counted.count(b"next_id") == 2  # (one block a crawler: 12 pages each)
     assert after is not None and after > max(ids)
+
+
+def test_id_blocks_are_taken_anew_after_a_slot_moved_or_a_failover():
+    """A failover may lose the counter's last INCRBY (replication is asynchronous): the ids left of
+    a block taken before are not used after the store learns the cluster moved (RedisStore.moved)."""
+    from crawler_dedup.stores.redis.ids import IdBlocks
+
+    counter = [0]
+
+    def incr(n):
+        counter[0] += n
+        return counter[0]
+    ids = IdBlocks(block=4)
+    assert [ids.next("meta", b"next_id", 1, 0, incr) for _ in range(3)] == [1, 2, 3]
+    ids.clear()
+    counter[0] = 2  # (rolled back past the block)
+    assert ids.next("meta", b"next_id", 1, 0, incr) == 3 and counter[0] == 6

@@ -511,3 +511,25 @@ def test_show_says_a_known_copy_was_dropped_again_on_a_304():
     line = why({"reason": "near", "measure": "not-modified", "similarity": 1.0, "url": "https://b/1",
                 "duplicate_of": "https://a/1"}, DedupConfig())
     assert line.startswith("near: dropped again without a download") and "304" in line
+
+
+def test_a_known_copys_re_pointed_entry_is_written_again_when_its_transaction_runs_again(tmp_path):
+    """A transaction is run again after a conflict, a slot move or a grown map, with the page's
+    entry as read for its 304: re-pointing that entry once changed the entry itself, so the run
+    again found nothing to write, and the copy kept naming the record gone (a review's find)."""
+    from crawler_dedup.core.index.revalidation import file_fetch
+    from crawler_dedup.core.verdict import Action, Reason, Verdict
+
+    url = "https://site.test/copy"
+    entry = Fetch(etag='"e1"', doc_id=3, copy_of=True, asked=True)
+    verdict = Verdict(url=url, action=Action.DROP, reason=Reason.EXACT, doc_id=6, duplicate_of="https://site.test/kept")
+
+    def aborted(txn):
+        file_fetch(txn, verdict, entry, 1_000.0, filed=None, run=2, max_age=0)
+        raise RuntimeError("run again")
+    with Deduplicator(dir=str(tmp_path / "idx")) as d:
+        with pytest.raises(RuntimeError):
+            d.index.write(aborted)
+        d.index.write(lambda txn: file_fetch(txn, verdict, entry, 1_000.0, filed=None, run=2, max_age=0))
+        got = d.index.read(lambda txn: txn.fetch_get(url_key(url)))
+    assert got is not None and Fetch.decode(got).doc_id == 6 and Fetch.decode(got).copy_of

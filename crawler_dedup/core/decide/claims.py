@@ -183,8 +183,9 @@ def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: l
             out[i] = confirm(index, judging, page, verdicts[i], doc_id, lookups, prior, first_remove)
         except (DedupError, OSError) as exc:
             out[i] = failed(verdicts[i], Failure.STORE, exc)
-        if verdicts[i].resent and out[i].action == Action.KEEP:  # (a killed run's page that stays: passed on
-            # again, telling what its verdict tells, and what its second look replaced too)
+        if (verdicts[i].resent and out[i].action == Action.KEEP and out[i].doc_id == doc_id
+                and out[i].error is None and out[i].skipped is None):  # (a killed run's page that stays filed:
+            # passed on again, telling what its verdict tells, and what its second look replaced too)
             out[i] = verdicts[i].but(superseded=held.joined(verdicts[i].superseded, out[i].superseded)
                                      if out[i].superseded != verdicts[i].superseded else verdicts[i].superseded)
     for i, verdict in enumerate(out):
@@ -224,7 +225,9 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
             before = racing.same_url(page.verdict.url, page.fp)  # (a revisit of a page filed at the same moment)
         second = Page(page.verdict, page.fp, page.stage, page.now, racing, judging, prior=before)
         decision = decide(second)
-        late = time.time() - page.now > confirm_by  # (drops against it may have stood: it stays)
+        own = index.doc(txn, doc_id)  # (a killed run's page passed on again was filed before this page's now)
+        filed_at = min(page.now, own.time) if own is not None else page.now
+        late = time.time() - filed_at > confirm_by  # (drops against it may have stood: it stays)
         if decision.file or late:
             final = decision if decision.file else None
             remove = final.remove if final is not None else first_remove

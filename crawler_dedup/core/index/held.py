@@ -63,8 +63,7 @@ def passed_on(txn, prior: DocRecord, run: int) -> None:
     now `run`'s, like a page this run filed, so a page replacing it later in the run tells storage
     at the close, after its item (sent at once, the deletion could come first and the item after
     it), and a kill before the close leaves that told again (hold)."""
-    prior.run = run
-    prior.extras.pop(Extra.HELD, None)  # (told at its own run's close)
+    prior.run = run  # (its note of replacements stays: its run may be one killed and not known yet)
     txn.doc_put(int(prior.doc_id or 0), prior.encode())
 
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -208,9 +209,10 @@ def _file_copy(txn: IndexTxn, verdict: Verdict, fetched: Fetch, now: float, run:
         verdict.canonical and verdict.duplicate_of and canonical_url(verdict.canonical) == canonical_url(verdict.duplicate_of))
     if fetched.asked and (fetched.doc_id, fetched.near, fetched.named) == (doc_id, near, named):
         return  # (its 304 dropped it against the page its entry names: nothing new)
-    fetched.doc_id, fetched.run, fetched.copy_of, fetched.near, fetched.named = doc_id, run, True, near, named
-    fetched.kept, fetched.keep_copy, fetched.copy = now, False, None
-    txn.fetch_put(key, fetched.encode())
+    # (a copy, not `fetched` itself: a transaction run again compares with the entry as read)
+    entry = replace(fetched, doc_id=doc_id, run=run, copy_of=True, near=near, named=named, kept=now, keep_copy=False,
+                    copy=None)
+    txn.fetch_put(key, entry.encode())
 
 
 def take_out(index: NearDupIndex, txn: IndexTxn, remove: list[int], superseded: dict | None, conditional: bool,

@@ -20,6 +20,11 @@ class IdBlocks:
         self._lock = threading.Lock()
         self._left: dict[tuple, list[int]] = {}  # (table, key, by, start) -> [next value, last value]
 
+    def clear(self) -> None:
+        """Forget the blocks (a failover may have rolled the counter back past them; closed)."""
+        with self._lock:
+            self._left.clear()
+
     def next(self, table: str, key: bytes, by: int, start: int, incr: Callable[[int], int]) -> int:
         """The next value of the counter, as sequence(table, key, by, start) would return it;
         `incr(n)` adds n to the store's counter (start when absent) and returns its new value."""

@@ -259,6 +259,7 @@ class RedisStore:
 
     def moved(self) -> None:
         """The cluster moved the slot: learn its new node for the next transaction."""
+        self.ids.clear()  # (a failover may have lost the counter's last INCRBY: take a block anew)
         if self.cluster:
             try:
                 self.client.nodes_manager.initialize()
@@ -278,6 +279,7 @@ class RedisStore:
                 raise StoreError(f"two tables of the Redis index {self.location} share a field code")
 
     def close(self) -> None:
+        self.ids.clear()
         if self.journal is not None and self.client is not None:
             try:
                 self.journal.close()
