@@ -33,6 +33,7 @@ from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
+from crawler_dedup.core.index.neardup import RUN_LEASE
 from crawler_dedup.scrapy.extension import DedupExtension
 from crawler_dedup.scrapy.middleware import DedupMiddleware, DedupSpiderMiddleware
 from crawler_dedup.scrapy.pipeline import DedupPipeline
@@ -220,9 +221,10 @@ class Site:
         return email.utils.parsedate_to_datetime(modified) <= asked_at
 
 
-def killed(ext: DedupExtension) -> None:
+def killed(ext: DedupExtension, elsewhere: bool | None = None) -> None:
     """What a killed crawl leaves: its committed decisions and drop-log lines (written a line at a
-    time), no signal held for the spider's close, and its run open under a process that is gone."""
+    time), no signal held for the spider's close, and its run open under a process that is gone
+    (`elsewhere`: in another container, known killed only once its lease runs out; None: either)."""
     import json
     import os
     import socket
@@ -250,7 +252,8 @@ def killed(ext: DedupExtension) -> None:
     # another process's again by then: pids wrap at 32768 on a busy machine)
     from crawler_dedup.core.index import neardup
 
-    who = {"host": socket.gethostname(), "pid": gone.pid} if run % 2 else {"host": "crawler-elsewhere", "pid": os.getpid()}
+    here = bool(run % 2) if elsewhere is None else not elsewhere
+    who = {"host": socket.gethostname(), "pid": gone.pid} if here else {"host": "crawler-elsewhere", "pid": os.getpid()}
     marker = json.dumps({**who, "beat": neardup.time.time()}).encode()
     with Deduplicator(ext.config).open(new_run=False) as after:
         assert after.index is not None
@@ -278,6 +281,9 @@ class Crawled:
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
     recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
     cut: str | None = None  # a killed crawl's last URL, killed between its commit and its recording
+    width: int | None = None  # downloads at once (None: 1 to 3 by the number of URLs)
+    late: str | None = None  # a URL whose response came after a run's lease ran out
+    early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
 
 
 async def _in_worker(pool, fn, *args):
@@ -297,10 +303,12 @@ class Model:
         self.clock = FakeClock()
         self.crawls: list[Crawled] = []
         self.lock = threading.Lock()  # (crawlers at once share storage)
+        self.elsewhere: bool | None = None  # a killed crawl's container (None: by its run's number)
 
     def crawl(self, order: list[str] | None = None, settings: dict | None = None, leaf: bool = True,
               item_html: bool = False, crawlers: int = 1, dry_run: bool = False,
-              kill: tuple[int, float] | tuple[int, float, bool] | None = None) -> Crawled:
+              kill: tuple[int, float] | tuple[int, float, bool] | None = None, width: int | None = None,
+              gap: float = DAY, late: str | None = None) -> Crawled:
         """One crawl of `order` (default: every live URL); `crawlers` > 1: that many crawler
         processes at once over the same index, the URLs dealt out in turn, storage shared.
         `kill` (asked, reached): the process killed after its first `asked` URLs (their decisions
@@ -309,12 +317,15 @@ class Model:
         written to storage (a feed's buffer, the pipelines' queue lost with the process); with a
         third element True, the kill came between the last URL's commit and its recording (no
         drop-log line, no signal, no item of it). The page_superseded signals it sent are applied
-        (a deletion is done when it is told)."""
+        (a deletion is done when it is told). `width`: downloads at once (default 1 to 3, by the
+        number of URLs), each batch's decisions in one group commit. `gap`: the time since the last
+        crawl; `late`: a URL whose response takes longer than a run's lease (RUN_LEASE): a killed
+        run still taken for alive when its request is sent is known killed by its response."""
         import importlib
 
         modules = [importlib.import_module(m) for m in CLOCKED]
         saved = [m.time for m in modules]  # type: ignore[attr-defined]
-        self.clock.offset += DAY
+        self.clock.offset += gap
         for m in modules:
             m.time = self.clock  # type: ignore[attr-defined]
         extension = importlib.import_module("crawler_dedup.scrapy.extension")
@@ -324,7 +335,7 @@ class Model:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
             done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls),
-                           killed=kill is not None, crawlers=crawlers)
+                           killed=kill is not None, crawlers=crawlers, width=width, late=late)
             if kill is not None:
                 assert crawlers == 1 and not dry_run
                 done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None
@@ -391,14 +402,14 @@ class Model:
                             ext.commits.flush()
 
                 async def all_of_them():
-                    width = random.Random(len(urls)).choice((1, 2, 3))  # downloads at once
+                    width = done.width or random.Random(len(urls)).choice((1, 2, 3))  # downloads at once
                     for i in range(0, len(urls), width):
                         inflight[0] = len(urls[i:i + width])
                         await asyncio.gather(*(one(u) for u in urls[i:i + width]))
                 asyncio.run(all_of_them())
             finally:
                 if done.killed:
-                    killed(ext)
+                    killed(ext, self.elsewhere)
                 else:
                     ext.spider_closed(None, "finished")
                     ext.engine_stopped()
@@ -420,6 +431,11 @@ class Model:
                 asked.add(cleaned.url)
                 request, url = cleaned, cleaned.url
                 mw.process_request(request)
+            if url == done.late:
+                self.clock.offset += RUN_LEASE + 1  # (the kill's lease runs out while it is on its way)
+                done.late = ""
+            elif done.late:
+                done.early.add(url)
             response = self.site.answer(request)
             done.statuses[url] = response.status
             if response.status == 301:  # RedirectMiddleware (600) answers it before ours (100) sees it

@@ -691,3 +691,23 @@ def test_a_crawl_killed_between_a_replacements_commit_and_its_telling_tells_it_a
     assert set(model.storage) == {tracking}
     again = _checked(model, oracle, [clean_url(1), tracking], {})
     assert (tracking, clean_url(1)) in again.removed and set(model.storage) == {clean_url(1)}
+
+
+def test_a_page_replacing_one_of_a_crawl_killed_elsewhere_before_its_lease_ran_out_tells_that_crawls_replacements(tmp_path):
+    """Found by the machine once a crawl could start again within a killed crawl's lease: a crawl
+    in another container kept a page's session URL, then its feed URL, then its clean URL, each
+    replacing the one before (the signals held for its close, lost with the kill; every item
+    written). A minute later the next crawl meets the URL the page's rel=canonical names first: it
+    replaced the clean URL, but the killed run still looked alive (its lease had not run out), so
+    its replacements were left for its close, which never came: three URLs of the page stayed."""
+    model = Model(tmp_path, _site("tracking", "tracking", "tracking2", "session"))
+    oracle = Oracle(model)
+    session, feed, named = variant_url(1, "session"), variant_url(1, "tracking2"), variant_url(1, "tracking")
+    model.elsewhere = True
+    oracle.after(model.crawl([session, feed, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, kill=(3, 1.0)))
+    model.elsewhere = None
+    assert set(model.storage) == {session, feed, clean_url(1)}
+    oracle.before_crawl(False)
+    done = model.crawl([named, session, feed, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, gap=60.0)
+    oracle.after(done)
+    assert set(model.storage) == {named}

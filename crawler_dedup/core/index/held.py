@@ -74,10 +74,12 @@ def told(index, txn, verdict, prior: DocRecord):
 
 
 def replaced_killed(index, txn, verdict, run: int):
-    """`verdict`, which superseded a page a killed run kept, telling storage what that page had
-    superseded in its run too (its signal was lost with the run; the record goes now)."""
+    """`verdict`, which superseded a page a run not ended kept, telling storage what that page had
+    superseded in its run too: the record goes now, and the run may be killed before its close
+    tells it, or already be while its lease runs (a crawl in another container taken for alive:
+    its signals never came). A run alive tells it again at its close (a deletion twice, harmless)."""
     gone = verdict.superseded
-    if not gone or not gone.get("held") or gone.get("run") in (None, run) or not index.run_killed(txn, gone["run"]):
+    if not gone or not gone.get("held") or gone.get("run") in (None, run) or not index.run_open(txn, gone["run"]):
         return verdict
     rest = [g for g in gone["held"] if index.by_url(txn, g["url"]) is None]
     return verdict.but(superseded={**gone, "chain": [*gone.get("chain", ()), *rest]}) if rest else verdict

@@ -139,6 +139,10 @@ class NearDupIndex:
     def end_run(self, txn, run: int) -> None:
         txn.meta_delete(_open_run(run))
 
+    def run_open(self, txn, run: int) -> bool:
+        """The run has not ended: still running, or killed (known yet or not)."""
+        return txn.meta_get(_open_run(run)) is not None
+
     def run_killed(self, txn, run: int) -> bool:
         """The run never ended and is gone: its process is dead on this host, or its marker was
         not renewed for RUN_LEASE (a crawl on another host or container, where a pid says nothing).
