@@ -5,7 +5,9 @@ back; a server that honours ETags, Last-Modified dates or neither, of the page o
 (a new rel=canonical keeps them), and redirects http to https;
 DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT, DEDUP_UNCHANGED,
 DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_WORKERS changed between crawls; partial
-recrawls, dry runs, crawls killed mid-way, index compact and rebuild between crawls), crawls it through the middleware,
+recrawls, dry runs, crawls killed mid-way (and crawled again within the killed run's lease), a page's
+preferred URL appearing where the page is stored under another (in one download batch with its copies, in any
+order), index compact and rebuild between crawls), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
 after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
 On LMDB and on a Redis Cluster's spread layout. benchmarks/model_crawls.py runs the same machine
@@ -182,10 +184,10 @@ class Crawls(RuleBasedStateMachine):
                          "DEDUP_UNCHANGED": unchanged, "DEDUP_WINDOW": window}
 
     # -- steps: a few changes, then a crawl, checked ------------------------------------------------
-    def _crawl(self, order: list[str], leaf=True, item_html=False, crawlers=1, dry_run=False):
+    def _crawl(self, order: list[str], leaf=True, item_html=False, crawlers=1, dry_run=False, width=None):
         self.oracle.before_crawl(dry_run)
         done = self.model.crawl(order, self.settings, leaf=leaf, item_html=item_html, crawlers=crawlers,
-                                dry_run=dry_run)
+                                dry_run=dry_run, width=width)
         self.crawled += 1
         self.oracle.after(done)
         return done
@@ -207,9 +209,10 @@ class Crawls(RuleBasedStateMachine):
     @rule(changes=st.lists(st.one_of(CHANGES, SERVER), max_size=3), seed=st.integers(0, 2**16), asked=st.integers(1, 12),
           reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans(),
           settle=st.booleans(), renamed=st.booleans(), revisit=st.sampled_from((None, None, None, "drop")),
-          cut=st.sampled_from((False, False, True)))
+          cut=st.sampled_from((False, False, True)), leaf=st.sampled_from((True, True, False)),
+          soon=st.booleans())
     def killed(self, changes, seed, asked, reached, between=(), lead=False, settle=False, renamed=False, revisit=None,
-               cut=False):
+               cut=False, leaf=True, soon=False):
         """A crawl killed after its first URLs (the server's validators often changed before it),
         with none, half or all of its items written to
         storage; the site edited (or not) before the same crawl again, whole: what the killed run
@@ -221,7 +224,11 @@ class Crawls(RuleBasedStateMachine):
         killed crawl never met and the next crawl meets first: it replaces the page the killed run
         kept, with that run's replacements. `revisit`: DEDUP_REVISIT set so for the killed crawl and
         on (a revisit that checks no URL meeting a killed run's pages). `cut`: the kill came between
-        the last URL's commit and its recording (its drop-log line, its signal, its item)."""
+        the last URL's commit and its recording (its drop-log line, its signal, its item). `leaf`
+        False: pages to follow links on, whose responses are kept (a killed run's page then gets a 304
+        the next crawl, and is passed on again from its copy). `soon`: the crawl again a minute
+        after the kill, the killed run's lease running out while the response of one of its pages
+        whose item was lost is on its way (sent with its validators while the run looked alive, answered once known killed)."""
         for name, *args in changes:
             getattr(self, name)(*args)
         if revisit is not None:
@@ -230,7 +237,7 @@ class Crawls(RuleBasedStateMachine):
         order = sorted(self.site.urls) + sorted(self.site.removed)
         rnd.shuffle(order)
         n = 0
-        if lead and len(self.site.articles) < 6:  # (a new page under its session and tracking URLs first)
+        if (lead or soon) and len(self.site.articles) < 8:  # (a new page under its session and tracking URLs first)
             n = self._article("tracking" if renamed else None, 0)
             if renamed:  # (the URL it names is served, and not met before the kill)
                 self.site.add_url(variant_url(n, "tracking"), n)
@@ -247,18 +254,88 @@ class Crawls(RuleBasedStateMachine):
                 order = [u for u in order if u != target]
                 order.insert(min(asked, len(order) + 1) - 1, target)
         self.oracle.before_crawl(False)
-        self.oracle.after(self.model.crawl(order, self.settings, kill=(asked, reached, cut)))
+        self.model.elsewhere = True if soon else None  # (a lease to run out)
+        reached = 0.0 if soon else reached  # (its items lost: only a page passed on again reaches storage)
+        leaf = leaf or soon  # (no copy kept: a 304 from a run found killed meanwhile leaves nothing to pass on)
+        try:
+            cut_off = self.model.crawl(order, self.settings, leaf=leaf, kill=(asked, reached, cut))
+        finally:
+            self.model.elsewhere = None
+        self.oracle.after(cut_off)
         self.crawled += 1
-        for name, *args in between:
+        for name, *args in () if soon else between:  # (a minute later: the site as it was)
             getattr(self, name)(*args)
         order = sorted(set(self.site.urls) | set(order))
         rnd.shuffle(order)
         if n and renamed:
             named = variant_url(n, "tracking")
             order = [named, *(u for u in order if u != named)]
-        first = self._crawl(order)
+        fetched = sorted(u for u, s in cut_off.statuses.items()  # (kept by the killed run, its item lost first)
+                         if s == 200 and u in self.site.urls and u != cut_off.cut
+                         and u not in cut_off.dropped and u not in {r["url"] for r in cut_off.lines if r["action"] != "kept"})
+        fetched = [u for u in fetched if u not in self.model.storage]  # (lost unless passed on again)
+        if soon and fetched:
+            late = fetched[rnd.randrange(len(fetched))]  # (met first of its page's URLs: none replaced it before)
+            order.remove(late)
+            order.insert(next(i for i, u in enumerate([*order, late]) if u == late or article_of(u) == article_of(late)), late)
+            self.oracle.before_crawl(False)
+            first = self.model.crawl(order, self.settings, leaf=leaf, gap=60.0, late=late)
+            self.oracle.after(first)
+            self.crawled += 1
+        else:
+            first = self._crawl(order, leaf)
         if settle:
-            self.oracle.settled(self._crawl(list(reversed(order))), first)
+            self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
+
+    APPEARS = dict(canonical=st.sampled_from((None, None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
+                   copies=st.sampled_from((0, 1)), place=st.sampled_from((1, 2, 0)), keep=st.booleans(),
+                   kill=st.sampled_from((False, False, True)), reached=st.sampled_from((0.0, 1.0)), seed=st.integers(0, 2**16))
+
+    @initialize(**APPEARS)
+    def begin(self, **scenario):
+        """Every sequence meets one preferred URL appearing early (the rule below, later, meets the
+        settings and the site as the sequence left them)."""
+        self.appears(**scenario)
+
+    @rule(**APPEARS)
+    def appears(self, canonical, kinds, copies, place, keep, kill, reached, seed):
+        """A page's preferred URL appears where the page is stored under another (the clean URL, or
+        the URL its rel=canonical names, first served now): one crawl stores the page under a
+        variant (a copy under another URL dropped, or not), the next meets the preferred URL beside
+        them, in any order, in one download batch, so one group commit (under DEDUP_UNCHANGED=keep
+        or not; or killed right after the preferred URL's commit, then crawled again whole); then
+        the same crawl again, nothing changed, checked as settled."""
+        if len(self.site.articles) >= 10:
+            return
+        n = self._article(canonical, 0)
+        preferred = variant_url(n, "tracking") if canonical else clean_url(n)
+        del self.site.urls[clean_url(n)]  # (served from the next crawl on, when preferred)
+        met = [variant_url(n, kind) for kind in kinds[:1 + copies]]
+        for url in met:
+            self.site.add_url(url, n)
+        rnd = random.Random(seed)
+        order = sorted(self.site.urls)
+        rnd.shuffle(order)
+        self._crawl(order)
+        self.site.add_url(preferred, n)
+        if canonical:  # (its clean URL served again too, a copy of the page its rel=canonical names)
+            self.site.add_url(clean_url(n), n)
+        rest = [u for u in sorted(self.site.urls) if u not in met and u != preferred]
+        rnd.shuffle(rest)
+        first = list(met)
+        first.insert(min(place, len(first)), preferred)  # (the preferred URL before, between or after them)
+        order = [*first, *rest]
+        settings = {**self.settings, **({"DEDUP_UNCHANGED": "keep"} if keep else {})}
+        if kill:  # (right after the preferred URL's commit: nothing of it recorded)
+            self.oracle.before_crawl(False)
+            self.oracle.after(self.model.crawl(order, settings, kill=(first.index(preferred) + 1, reached, True)))
+            self.crawled += 1
+        saved, self.settings = self.settings, settings
+        try:
+            before = self._crawl(order, width=3)
+            self.oracle.settled(self._crawl(order, width=3), before)
+        finally:
+            self.settings = saved
 
     @rule(seed=st.integers(0, 2**16), named=st.one_of(st.none(), st.sampled_from(SETTINGS), st.sampled_from(SETTINGS[:4])),
           changes=st.lists(CHANGES, max_size=2))  # (a threshold changed often: known copies must follow it)
@@ -286,7 +363,7 @@ class Crawls(RuleBasedStateMachine):
     @invariant()
     def nothing_lost(self):
         if self.crawled:
-            assert {a for a, _ in self.model.storage.values()} >= self.oracle.seen
+            assert {a for a, _ in self.model.storage.values()} >= self.oracle.seen - self.oracle.waiting
 
 
 class ClusterCrawls(Crawls):
