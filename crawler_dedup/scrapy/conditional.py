@@ -115,6 +115,7 @@ async def not_modified(rt, request: Request, response, sent: dict, duplicate: ty
     page = entry.page()
     if page is None and (passed_on or never_drop or not (leaf or entry.copy_of)):  # (its copy went, or is damaged)
         return refetch(rt, request, sent)
+    fp.bodiless = page is None  # (a killed run's page found killed only now: asked in full, not resent from nothing)
     verdict = await rt.check_not_modified(request.url, fp, never_drop, entry.renewed(headers_of(response)))
     request.meta["dedup_fingerprint"] = verdict.fingerprint
     if verdict.revisit:

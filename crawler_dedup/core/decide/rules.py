@@ -176,7 +176,11 @@ def revisit(p: Page) -> Decision | None:
         same = replace(same, measure="not-modified")
     verdict = matched(p.verdict, same, Action.KEEP).but(revisit=Revisit.UNCHANGED)
     if killed():
-        # filed by a crawl that was killed: it may never have reached storage, pass it on
+        # filed by a crawl that was killed: it may never have reached storage, pass it on; from a
+        # 304 with no copy (its run found killed after the request went out) asked in full first,
+        # the record left to that run (made this run's now, the full page would be its own revisit)
+        if p.fp.not_modified and p.fp.bodiless:
+            return Decision(p.verdict.but(skipped=Skip.REFETCH))
         return Decision(verdict.but(resent=True), resend=prior)
     if cfg.revisit == "update" and cfg.unchanged == "drop" and not verdict.never_drop:
         text = p.fp.text if cfg.store_text and same.measure not in ("exact", "not-modified") else None
