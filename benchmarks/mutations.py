@@ -8,8 +8,9 @@ Each mutation names the fix it reverts: those of the crawl features' meeting poi
 copy's 304, https over http, a withdrawn update's URL on the cluster, a replaced URL kept as a
 known copy, a URL replaced back), of the new user's walk (a settings change reaching known
 copies, a dry run that changes nothing) and of killed crawls (a killed run's pages passed on again,
-with the replacements it made, one killed between a commit and its telling) and of the long
-model runs (a known copy's 304 re-pointed, an unchanged page passed on again). Fixes outside a crawl's decisions (feeds, relative
+with the replacements it made, one killed between a commit and its telling, a 304 answered after
+the killed run's lease ran out) and of the long model runs (a known copy's 304 re-pointed, an
+unchanged page passed on again). Fixes outside a crawl's decisions (feeds, relative
 folders, exit codes) have tests of their own, named in the last column and run too. A cluster
 mutation runs the model on a Redis Cluster's spread layout (the test starts one: redis-server
 must be installed) with a quarter of the sequences, as CI does.
@@ -72,9 +73,9 @@ MUTATIONS = (
     Mutation("killed-run-resend", "an unchanged page filed by a killed run is passed on again (its item may never "
              "have reached storage)", "core/decide/rules.py",
              "    if killed():\n        # filed by a crawl that was killed", "    if False:\n        # filed by a crawl that was killed"),
-    Mutation("killed-run-304", "a 304 for a page a killed run filed passes it on from its copy (observable only "
-             "in a race: a leaf page keeps no copy, so a killed run's leaf URL is asked without validators, unless "
-             "its run is found killed between the request and the 304)",
+    Mutation("killed-run-304", "a 304 for a page a killed run filed passes it on (from its copy, or downloaded "
+             "again: a leaf page keeps none; it matters in a race, a killed run's leaf URL asked with validators "
+             "while the run looks alive and its 304 answered once its lease ran out: the model's `soon` kills)",
              "core/index/revalidation.py",
              "    passed_on = killed or cfg.unchanged", "    passed_on = cfg.unchanged"),
     Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "

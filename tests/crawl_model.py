@@ -284,6 +284,7 @@ class Crawled:
     width: int | None = None  # downloads at once (None: 1 to 3 by the number of URLs)
     late: str | None = None  # a URL whose response came after a run's lease ran out
     early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
+    aged: set[str] = field(default_factory=set)  # (the oracle's) URLs downloaded in full as their validators aged out
 
 
 async def _in_worker(pool, fn, *args):

@@ -27,7 +27,9 @@ After every crawl (`Oracle.after`):
   out when the crawl after starts within it (the run looks alive: its pages met before the lease
   ran out are left to it), those met after it (or whose response came after it) at once.
 After two full crawls with the same settings and no change (`Oracle.settled`):
-- the second downloads nothing again where the server answers validators (LMDB keeps copies);
+- the second downloads nothing again where the server answers validators (LMDB keeps copies),
+  but a URL first downloaded longer ago than DEDUP_CONDITIONAL_MAX_AGE (30 days; its entry's
+  full download may be that old);
 - the preferred URL is stored: the one the article's rel=canonical names (DEDUP_CANONICAL), else
   the cleanest of its URLs (DEDUP_PREFER_CLEAN_URL: no session parameter, https, fewer tracking
   parameters, a shorter query, a shorter URL), unless a mirror or print copy of it stands for it;
@@ -48,6 +50,7 @@ APART = 0.97  # a DEDUP_SCORE_THRESHOLD under which a print version (resemblance
 # docs/recrawls.md: a revisit whose new text copies another URL's kept page is dropped, and the
 # URL's old entry stays, as storage still holds its old item (a page twice, by design)
 REVISIT_COPY = "a revisit now a copy of another URL's page: its old item stays"
+MAX_AGE = 30 * 86_400  # DEDUP_CONDITIONAL_MAX_AGE's default (docs/settings.md): then a URL is downloaded in full
 DROPS = ("exact", "near", "conceptual")
 
 
@@ -87,6 +90,7 @@ class Oracle:
         self.read = 0  # drop-log lines read so far
         self.learned: dict[int, str | None] = {}  # article -> its rel=canonical when last downloaded in full
         self.before: tuple | None = None  # (storage, index bytes) before a dry run
+        self.full: dict[str, float] = {}  # URL -> the model's clock when first answered 200
 
     # -- helpers ---------------------------------------------------------------------------
     def follow(self, url: str) -> str:
@@ -149,6 +153,14 @@ class Oracle:
                 if n in self.learned and self.learned[n] != canonical:
                     done.recanonical.add(n)  # (its kept page filed again: an update of the index only)
                 self.learned[n] = canonical
+        now = self.model.clock.offset
+        # (DEDUP_CONDITIONAL_MAX_AGE counts from the full download its entry recorded, which only an
+        # unchanged one past half that age renews, and none under DEDUP_REVISIT=drop: the oracle
+        # cannot tell when, so a URL first downloaded that long ago may be downloaded again)
+        for url, status in done.statuses.items():
+            if status == 200:
+                if now - self.full.setdefault(url, now) > MAX_AGE - 2 * 86_400:
+                    done.aged.add(url)
         for article, version in done.served.values():
             if self.versions.get(article, version) != version:
                 done.changed.add(article)
@@ -245,7 +257,7 @@ class Oracle:
             stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in before.updated | before.recanonical}
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
                            and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
-                           and u not in stale)
+                           and u not in stale and u not in done.aged)
             assert not again, f"downloaded again with nothing changed (the server answers 304): {again}"
         threshold = _score_threshold(cfg)
         fetched = {u for u, s in done.statuses.items() if s in (200, 304) and u in site.urls}

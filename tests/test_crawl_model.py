@@ -210,7 +210,7 @@ class Crawls(RuleBasedStateMachine):
           reached=st.sampled_from((0.0, 0.5, 1.0)), between=st.lists(BETWEEN, max_size=2), lead=st.booleans(),
           settle=st.booleans(), renamed=st.booleans(), revisit=st.sampled_from((None, None, None, "drop")),
           cut=st.sampled_from((False, False, True)), leaf=st.sampled_from((True, True, False)),
-          soon=st.booleans())
+          soon=st.sampled_from((False, False, True)))
     def killed(self, changes, seed, asked, reached, between=(), lead=False, settle=False, renamed=False, revisit=None,
                cut=False, leaf=True, soon=False):
         """A crawl killed after its first URLs (the server's validators often changed before it),
@@ -255,7 +255,6 @@ class Crawls(RuleBasedStateMachine):
                 order.insert(min(asked, len(order) + 1) - 1, target)
         self.oracle.before_crawl(False)
         self.model.elsewhere = True if soon else None  # (a lease to run out)
-        reached = 0.0 if soon else reached  # (its items lost: only a page passed on again reaches storage)
         leaf = leaf or soon  # (no copy kept: a 304 from a run found killed meanwhile leaves nothing to pass on)
         try:
             cut_off = self.model.crawl(order, self.settings, leaf=leaf, kill=(asked, reached, cut))
@@ -296,6 +295,12 @@ class Crawls(RuleBasedStateMachine):
         """Every sequence meets one preferred URL appearing early (the rule below, later, meets the
         settings and the site as the sequence left them)."""
         self.appears(**scenario)
+
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5)))
+    def begin_killed(self, seed, asked, reached):
+        """And one crawl killed in another container, its items (some) lost, crawled again a minute
+        later, within its lease (`killed`, `soon`)."""
+        self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=True, soon=True)
 
     @rule(**APPEARS)
     def appears(self, canonical, kinds, copies, place, keep, kill, reached, seed):
@@ -788,3 +793,21 @@ def test_a_page_replacing_one_of_a_crawl_killed_elsewhere_before_its_lease_ran_o
     done = model.crawl([named, session, feed, clean_url(1)], {"DEDUP_CLEAN_REQUESTS": False}, gap=60.0)
     oracle.after(done)
     assert set(model.storage) == {named}
+
+
+def test_a_killed_crawls_page_whose_304_comes_after_its_lease_ran_out_is_passed_on_from_its_full_page():
+    """Found by the machine: a crawl in another container kept a page (a leaf: no copy) and was
+    killed before its item was stored; the next crawl, a minute later, sent the page's validators
+    (the run looked alive) and the lease ran out before its 304 was decided. The decision passed it
+    on again (the run was killed) and made its record this run's, but with nothing to pass on the
+    page was asked again in full, and that response was this run's unchanged page: dropped, and
+    dropped by every crawl after. The 304 now asks in full first and leaves the record to that run."""
+    machine = Crawls()
+    try:
+        machine.start(more=[(None, "http"), ("clean", "print")], kind="tracking", requests=True, other=3, canonical="clean")
+        machine.begin_killed(asked=7, seed=65535, reached=0.0)
+        machine.begin(canonical=None, reached=1.0, kill=False, kinds=["http", "tracking2", "session", "mirror"],
+                      place=0, keep=False, seed=65536, copies=0)
+        assert 2 in {a for a, _ in machine.model.storage.values()}
+    finally:
+        machine.teardown()
