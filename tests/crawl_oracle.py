@@ -178,8 +178,8 @@ class Oracle:
         # a crawl started within a killed run's lease takes it for alive until the lease runs out: a
         # page that run kept (its item lost), met before then, is left to it as an unchanged revisit,
         # and passed on again by the first crawl after (docs/recrawls.md); met after, now
-        met = {a for a, _ in done.served.values()}  # (after the lease: passed on again by now)
-        self.waiting = ((self.waiting - met) | {article_of(u) for u in done.early}) - have
+        # (a whole crawl after the lease passed them on again; a partial one may meet only a copy)
+        self.waiting = ((set() if done.full else self.waiting) | {article_of(u) for u in done.early}) - have
         lost = sorted(self.seen - have - self.waiting)
         assert not lost, f"articles with no URL in storage: {lost}; storage {sorted(storage)}"
         self._lines(done, lines, threshold)
