@@ -79,7 +79,8 @@ class Oracle:
     def __init__(self, model: Model):
         self.model = model
         self.seen: set[int] = set()  # articles a crawl was served (200 or 304)
-        self.waiting: set[int] = set()  # articles a killed run kept that its lease still hid (see `after`)
+        self.left: set[int] = set()  # articles of a killed run's pages met while its lease still hid the kill
+        self.waiting: set[int] = set()  # those not in storage (see `after`)
         self.replaced: dict[str, str] = {}  # URL -> the URL storage was told replaced it
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.windowed = False
@@ -178,8 +179,10 @@ class Oracle:
         # a crawl started within a killed run's lease takes it for alive until the lease runs out: a
         # page that run kept (its item lost), met before then, is left to it as an unchanged revisit,
         # and passed on again by the first crawl after (docs/recrawls.md); met after, now
-        # (a whole crawl after the lease passed them on again; a partial one may meet only a copy)
-        self.waiting = ((set() if done.full else self.waiting) | {article_of(u) for u in done.early}) - have
+        # (a whole crawl after the lease passed them on again, and told what that run replaced; a
+        # partial one may meet only a copy)
+        self.left = (set() if done.full else self.left) | {article_of(u) for u in done.early}
+        self.waiting = self.left - have
         lost = sorted(self.seen - have - self.waiting)
         assert not lost, f"articles with no URL in storage: {lost}; storage {sorted(storage)}"
         self._lines(done, lines, threshold)
@@ -220,8 +223,8 @@ class Oracle:
         by_page: dict[int, list[str]] = defaultdict(list)  # (an older version under another URL: twice too)
         gone = self.model.site.removed  # (a URL that answers 404 now: its page stays kept under it, the
         # index never learns of the 404; the page's live URLs are its copies until edits drift apart)
-        for url, (article, _) in self.model.storage.items():
-            if url not in self.tags and url not in gone:
+        for url, (article, _) in self.model.storage.items():  # (a killed run's replacements left to it: told later)
+            if url not in self.tags and url not in gone and article not in self.left:
                 by_page[article].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
