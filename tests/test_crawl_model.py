@@ -296,11 +296,33 @@ class Crawls(RuleBasedStateMachine):
         settings and the site as the sequence left them)."""
         self.appears(**scenario)
 
-    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5)))
-    def begin_killed(self, seed, asked, reached):
-        """And one crawl killed in another container, its items (some) lost, crawled again a minute
-        later, within its lease (`killed`, `soon`)."""
-        self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=True, soon=True)
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0)),
+                renamed=st.booleans(), server=st.booleans(), settle=st.booleans())
+    def begin_killed(self, seed, asked, reached, renamed=False, server=False, settle=False):
+        """And one crawl killed in another container, its items (some, or all) lost, crawled again
+        a minute later, within its lease (`killed`, `soon`); `renamed`: the new page the killed run
+        replaced in turn (its rel=canonical names a URL met first next); `server`: the server's
+        validators changed first (the killed run writes new ones for pages an ended run kept);
+        `settle`: then checked as settled."""
+        kind = "last-modified" if self.site.validators != "last-modified" else "etag"
+        self.killed(changes=[("server", True, kind, False)] if server else [], seed=seed, asked=asked,
+                    reached=reached, lead=True, soon=True, renamed=renamed, settle=settle)
+
+    @initialize(seed=st.integers(0, 2**16), which=_which, canonical=st.sampled_from(("tracking", "other", None)))
+    def begin_renamed(self, seed, which, canonical):
+        """And a kept page, its copies dropped, that names another rel=canonical with the same text
+        (its tracking URL, another page, or none), then two crawls checked as settled."""
+        if not self.site.articles:  # (before `start`: a page and a copy of its own)
+            self._article(None, 0)
+            self.add_variant(0, "tracking2")
+        order = sorted(self.site.urls)
+        random.Random(seed).shuffle(order)
+        self._crawl(order)
+        self.set_canonical(which, canonical, seed)
+        order = sorted(self.site.urls)  # (the URL it names may be served only now)
+        random.Random(seed + 1).shuffle(order)
+        first = self._crawl(order)
+        self.oracle.settled(self._crawl(list(reversed(order))), first)
 
     @rule(**APPEARS)
     def appears(self, canonical, kinds, copies, place, keep, kill, reached, seed):
