@@ -286,7 +286,7 @@ class Crawls(RuleBasedStateMachine):
         if settle:
             self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
 
-    APPEARS = dict(canonical=st.sampled_from((None, None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
+    APPEARS = dict(canonical=st.sampled_from((None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
                    copies=st.sampled_from((0, 1)), place=st.sampled_from((1, 2, 0)), keep=st.booleans(),
                    kill=st.sampled_from((False, False, True)), reached=st.sampled_from((0.0, 1.0)), seed=st.integers(0, 2**16))
 
@@ -296,14 +296,17 @@ class Crawls(RuleBasedStateMachine):
         settings and the site as the sequence left them)."""
         self.appears(**scenario)
 
-    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0)),
-                renamed=st.booleans(), server=st.booleans(), settle=st.booleans())
-    def begin_killed(self, seed, asked, reached, renamed=False, server=False, settle=False):
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0, 1.0)),
+                renamed=st.booleans(), server=st.booleans(), settle=st.booleans(), requests=st.booleans())
+    def begin_killed(self, seed, asked, reached, renamed=False, server=False, settle=False, requests=True):
         """And one crawl killed in another container, its items (some, or all) lost, crawled again
         a minute later, within its lease (`killed`, `soon`); `renamed`: the new page the killed run
         replaced in turn (its rel=canonical names a URL met first next); `server`: the server's
         validators changed first (the killed run writes new ones for pages an ended run kept);
-        `settle`: then checked as settled."""
+        `settle`: then checked as settled; `requests` False: tracking and session URLs downloaded as
+        they are (so the killed run replaces them in turn), from then on."""
+        if not requests:
+            self.setting(("DEDUP_CLEAN_REQUESTS", False))
         kind = "last-modified" if self.site.validators != "last-modified" else "etag"
         self.killed(changes=[("server", True, kind, False)] if server else [], seed=seed, asked=asked,
                     reached=reached, lead=True, soon=True, renamed=renamed, settle=settle)
