@@ -174,6 +174,30 @@ def test_threads_sharing_a_store_keep_a_journal_each(redis_cluster):
             slot.pending = None
 
 
+def test_within_a_decision_a_journals_deletion_rides_on_the_next_round_trip_and_is_sent_at_its_end(redis_cluster):
+    """A page's decision (store.deferring()) spares a round trip a commit: its journal's deletion
+    goes with the thread's next round trip (a filing's claim), and whatever is still due when the
+    decision ends is sent then; outside one, a commit deletes its journal at once. The journal of
+    a commit applied whole never outlives the decision that wrote it."""
+    with Deduplicator(**_settings(redis_cluster, "journal-ride")) as d:
+        index, store = d.index, d.index.store
+        key = store.journal.mine.key
+
+        def there() -> bool:
+            return bool(store.nodes.run([(key, ("EXISTS", key))], wait=5.0)[0])
+
+        index.write(lambda txn: txn.meta_put("x", b"1"))
+        assert not there()  # (outside a decision: deleted by the commit's own last trip)
+        with store.deferring():
+            index.write(lambda txn: txn.meta_put("x", b"2"))
+            assert store.nodes.riders  # (due: not sent yet)
+            assert index.read(lambda txn: txn.meta_get("x")) == b"2"  # (a round trip: it rides on it)
+            assert not store.nodes.riders and not there()
+            index.write(lambda txn: txn.meta_put("x", b"3"))
+        assert not store.nodes.riders and not there()  # (sent as the decision ended)
+        assert store.journal.pending is None
+
+
 class _Buffer:
     """A transaction's buffer as journal.encode reads it (buffer.BufferedTxn's four fields)."""
 

@@ -24,7 +24,7 @@ from .page.site import canonical_url
 from .page.visible import page_view
 from .index import held, revalidation
 from .index.fetches import Fetch
-from .index.neardup import RUN_LEASE, NearDupIndex
+from .index.neardup import RUN_LEASE, NearDupIndex, deciding
 from .index.records import DocRecord, Extra, canonical_key
 from .index.tables import choose_plan
 from .index.txn import IndexTxn
@@ -274,8 +274,10 @@ class Deduplicator:
         commit (group commit): each page sees the pages kept before it, as if checked one by
         one. Fails open like check(): a store failure keeps them all; a failure on one page
         keeps that page only (the batch is run again, a transaction a page)."""
-        if not pages:
-            return []
+        with deciding(self.index):
+            return self._decide_many(pages, _again) if pages else []
+
+    def _decide_many(self, pages: list[Pending], _again: int) -> list[Verdict]:
         # a plugin that learns from kept pages: a page prepared before the earlier pages of its
         # batch were decided is fingerprinted again
         again = len(pages) > 1 and not self.pure

@@ -284,6 +284,8 @@ def settle(index: NearDupIndex, verdict: Verdict, now: float) -> Verdict | str:
     _, settled_after = windows(index)
 
     def look(txn) -> Verdict | str | None:
+        if txn.reads_ahead:  # (the record and its claim in one round trip)
+            txn.prefetch_more(doc_ids=[kept_id], claims=[kept_id])
         doc = index.doc(txn, kept_id)
         if doc is None:
             return AGAIN  # withdrawn (or removed): its place is another's now

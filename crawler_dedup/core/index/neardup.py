@@ -7,6 +7,7 @@ and for the drop log.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -370,3 +371,10 @@ class NearDupIndex:
             if not self.remove(txn, doc_id):
                 txn.time_remove(_, doc_id)  # a stale time entry
         return len(old)
+
+
+def deciding(index: NearDupIndex | None):
+    """A page's decision, its filing to its second looks: a store may send some of its writes
+    with its next round trip within it (Redis's spread layout: a journal's deletion)."""
+    hook = getattr(index.store, "deferring", None) if index is not None else None
+    return hook() if hook is not None else contextlib.nullcontext()

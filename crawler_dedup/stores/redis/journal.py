@@ -19,6 +19,7 @@ beat renewed with a commit at most every BEAT_S.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -110,6 +111,7 @@ class _Slot:
         self.key, self.field = store.prefix_b + b":j:" + token, FIELD + token
         self.beat_at = 0.0
         self.pending: bytes | None = None  # a commit not known to be applied whole
+        self.deferring = False  # within a decision: the journal's deletion rides on the next round trip
 
 
 class Journal:
@@ -160,10 +162,31 @@ class Journal:
             slot.beat_at = now
 
     def end(self) -> None:
-        """The commit's last round trip returned: its journal is done with."""
+        """The commit's last round trip returned: its journal is done with. Within a page's
+        decision (`deferring`) its deletion rides on this thread's next round trip (the claim
+        that follows a filing): a round trip less a kept page; the decision's end sends it, if
+        still due, so a journal of a commit applied whole outlives it by that long at most."""
         slot = self.mine
-        self.s.nodes.run([(slot.key, ("DEL", slot.key))])
         slot.pending = None
+        if slot.deferring:
+            self.s.nodes.ride((slot.key, ("DEL", slot.key)))
+        else:
+            self.s.nodes.run([(slot.key, ("DEL", slot.key))])
+
+    @contextlib.contextmanager
+    def deferring(self):
+        """A page's decision (its filing, claims and second looks): journals' deletions ride on
+        the next round trip; what is still due at its end is sent then."""
+        slot = self.mine
+        if slot.deferring:
+            yield
+            return
+        slot.deferring = True
+        try:
+            yield
+        finally:
+            slot.deferring = False
+            self.s.nodes.flush_riders()
 
     def finish_own(self, make_txn: Callable[[], Any]) -> None:
         """Apply whole a commit of this process that failed half-way (before its next write)."""
@@ -224,6 +247,10 @@ class Journal:
     def close(self) -> None:
         """At a clean close: this process's beat is removed (its journal, if a commit failed, stays
         for the next crawler to finish)."""
+        try:
+            self.s.nodes.flush_riders()
+        except StoreError:
+            pass
         done = [slot.field for slot in list(self.slots.values()) if slot.pending is None and slot.beat_at]
         if done:
             self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, *done))], wait=2.0)

@@ -19,6 +19,7 @@ sent `once`: when its connection broke after it went out, it is not sent again a
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Iterable
 
@@ -55,6 +56,7 @@ class Nodes:
         self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
         self.retried = 0  # batches that needed more than one try (a redirection, a fault)
         self.scripted: bool | None = None  # reads a script a node (READ): every primary runs Redis 7+
+        self.riders: dict[int, list[tuple[bytes, tuple]]] = {}  # a thread's commands for its next round trip
         e = redis_module.exceptions
         # answers that say: ask again (the map, after a refresh, or the node itself, after a pause)
         self._again = (e.TryAgainError, e.ClusterDownError, e.BusyLoadingError, e.ReadOnlyError)
@@ -165,6 +167,13 @@ class Nodes:
         DEDUP_REDIS_RETRY (a failure then is not the store's: later calls still wait)."""
         if not batch:  # (nothing to send: no round trip, none counted)
             return []
+        riding = self.riders.pop(threading.get_ident(), None)
+        if riding:  # (idempotent commands sent with this batch: their replies are not the caller's)
+            try:
+                return self.run([*riding, *batch], [len(riding) + i for i in once], wait)[len(riding):]
+            except BaseException:
+                self.riders.setdefault(threading.get_ident(), [])[:0] = riding
+                raise
         replies: list[Any] = [None] * len(batch)
         todo = list(range(len(batch)))
         single = set(once)
@@ -195,6 +204,20 @@ class Nodes:
         where = "; ".join(f"{node}: {what}" for node, what in faults.items()) or "redirected again and again"
         waited = f"after {self.patience.seconds:g} s (DEDUP_REDIS_RETRY)" if attempt else "at once (a recent failure)"
         raise StoreError(f"Redis Cluster: {len(todo)} of {len(batch)} commands not done {waited}: {where}")
+
+    def ride(self, command: tuple[bytes, tuple]) -> None:
+        """An idempotent (key, command) sent with this thread's next round trip (flush_riders: now)."""
+        self.riders.setdefault(threading.get_ident(), []).append(command)
+
+    def flush_riders(self) -> None:
+        """This thread's riders sent now, if any are still due."""
+        riding = self.riders.pop(threading.get_ident(), None)
+        if riding:
+            try:
+                self.run(riding)
+            except BaseException:
+                self.riders.setdefault(threading.get_ident(), [])[:0] = riding
+                raise
 
     def _try(self, batch, todo: list[int], asking: dict[int, Any], once: set[int], replies: list[Any],
              faults: dict[str, str]) -> tuple[list[int], bool]:

@@ -24,6 +24,7 @@ and DEDUP_WINDOW is left to the keys' expiry.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ import numpy as np
 import xxhash
 
 from ...exceptions import StoreError
-from ..base import MULTI, SINGLE, Claim, u64
+from ..base import MULTI, SINGLE, Claim, from_u64, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
 from .journal import encode
@@ -59,6 +60,7 @@ class SpreadTxn(BufferedTxn):
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
         self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
         self._shard_levels: list[int] | None = None
+        self.claimed = False  # a second look's transaction
 
     # -- keys -------------------------------------------------------------------------------
     def _where(self, table: str, key: bytes) -> tuple[bytes, bytes | None]:
@@ -194,6 +196,10 @@ class SpreadTxn(BufferedTxn):
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         s.map.learn(got[1:])
         self._shard_levels = None
+        self.claimed = True
+        looked = s.looked.get(threading.get_ident())  # (what its filing read, and those pages' claims: one
+        if looked:  # round trip after the claim, not one a step; what is new since is read as asked)
+            self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
         return int(got[0])
 
     def confirm(self, doc_id: int) -> None:
@@ -331,6 +337,8 @@ class SpreadTxn(BufferedTxn):
         s, ttl = self.s, self.s.ttl_ms
         blob = encode(self)
         if blob is not None:  # (noted first: a commit cut off half-way is finished from it, journal.py)
+            if not self.claimed:  # (a filing: its claims' second looks read all this again, claim())
+                s.looked[threading.get_ident()] = [*self.got, *self.single, *self.added, *self.removed]
             s.journal.begin(blob)
         levels = self._levels()
         if len(levels) > 1:

@@ -5,6 +5,7 @@ transaction (txn.py), again when a write conflicted or the cluster moved the ind
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -55,6 +56,7 @@ class RedisStore:
         self.meta_key = b"{" + self.prefix_b + b"}:m"  # the meta table, counters and claims (spread.py)
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         self.journal: Any = None  # spread: this process's write journal (journal.py)
+        self.looked: dict[int, list] = {}  # spread: a thread's last filing reads, read again with its claims
         from .ids import IdBlocks
 
         self.ids = IdBlocks()  # doc ids taken in blocks (ids.py)
@@ -192,6 +194,13 @@ class RedisStore:
         from .spread import claims_kept_s
 
         return BEAT_S + claims_kept_s(self.retry_seconds)
+
+    def deferring(self) -> Any:
+        """A page's decision: on the spread layout its journals' deletions ride on its next round
+        trips (journal.Journal.deferring); elsewhere nothing changes."""
+        if self.spread and self.journal is not None:
+            return self.journal.deferring()
+        return contextlib.nullcontext()
 
     def unfinished_commits(self) -> int:
         """Commits of crawlers gone mid-commit that no crawler has applied yet (spread layout)."""
