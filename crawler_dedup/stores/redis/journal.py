@@ -11,7 +11,8 @@ finds the writer gone (this host, pid namespace and pid dead, or its beat older 
 each looks at open, then every BEAT_S. Each change is idempotent (a put, a delete, a packed-set
 add or remove), so a journal finished twice at once does no harm; finished long after, its puts
 may undo what others wrote since to the same keys (a kill after the commit's last round trip and
-before its journal's deletion, one round trip wide, leaves a journal of a commit applied whole).
+before its journal's deletion leaves a journal of a commit applied whole: within a decision the
+deletion rides on the next round trip, `deferring`, and is sent at the decision's end if still due).
 
 The journals are listed in the meta hash, a field `\\x00j<token>` each (host, pid namespace, pid, beat), the
 beat renewed with a commit at most every BEAT_S.
