@@ -19,7 +19,7 @@ from crawler_dedup.core.decide import claims
 from crawler_dedup.core.index.integrity import verify
 from crawler_dedup.core.verdict import Action
 from crawler_dedup.exceptions import StoreDamaged, StoreError
-from crawler_dedup.stores.redis import spread
+from crawler_dedup.stores.redis import spread, spread_claims
 
 from .test_cluster_decisions import Race
 from .test_sitelines import _words, texts  # noqa: F401  (a fixture)
@@ -172,7 +172,7 @@ def test_claims_are_kept_by_age_not_by_count(cluster, monkeypatch):
 
         claim_all(range(1, 10_060))
         assert all(c is not None for c in d.index.read(lambda t: t.claims([1, 2, 50])))
-        monkeypatch.setattr(spread, "CLAIMS_KEPT_S", -1_000.0)
+        monkeypatch.setattr(spread_claims, "CLAIMS_KEPT_S", -1_000.0)
         monkeypatch.setattr(type(store), "retry_seconds", property(lambda self: 0.0))
         claim_all(range(10_060, 10_070))
         assert d.index.read(lambda t: t.claims([1, 20]))[0] is None

@@ -85,7 +85,6 @@ class Racing:
         self.inner, self.txn, self.own, self.order, self.now = look, txn, own, order, now
         self.settled_after = settled_after
         self.site = look.site
-        look.claims_ahead = True
         if look.site is not None:  # the site's pages under its headline: those before it only
             look.site.page.visible = self._before_ids
         self._claims: dict[int, Claim | None] = {}
@@ -282,6 +281,9 @@ def settle(index: NearDupIndex, verdict: Verdict, now: float) -> Verdict | str:
     if kept_id is None or verdict.reason not in (Reason.NEAR, Reason.EXACT, Reason.CONCEPTUAL):
         return verdict
     _, settled_after = windows(index)
+    known = getattr(index.store, "known_confirmed", None)
+    if known is not None and known(kept_id):  # (read confirmed already: a confirmed page stays)
+        return verdict
 
     def look(txn) -> Verdict | str | None:
         if txn.reads_ahead:  # (the record and its claim in one round trip)

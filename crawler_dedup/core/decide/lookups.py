@@ -48,7 +48,6 @@ class TxnLookups:
     def __init__(self, index: NearDupIndex, txn: IndexTxn, config, site: SitePage | None):
         self.index, self.txn, self.config, self._site = index, txn, config, site
         self.site = SiteInTxn(site, txn, config.shingle) if site is not None else None
-        self.claims_ahead = False  # (a second look's: the records' claims ride with them, claims.Racing)
 
     def prefetch(self, url: str | None, fp, title: str | None = None) -> None:
         """Everything the page's decision reads first, in one go (a networked store's round trip)."""
@@ -71,7 +70,7 @@ class TxnLookups:
                if d is not None]
         ids += self._candidate_ids(fp, near, titled=False)[:MAX_VERIFIED]
         ids = list(dict.fromkeys(ids))
-        txn.prefetch_more(doc_ids=ids, claims=ids if self.claims_ahead else [])
+        txn.prefetch_more(doc_ids=ids, claims=ids)  # (on a store with claims: they ride with the records)
 
     def headed(self, title: str | None) -> list[DocRecord]:
         return self.index.headed(self.txn, title)

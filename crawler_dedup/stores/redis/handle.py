@@ -17,6 +17,7 @@ class StoreHandle(Protocol):
     nodes: Any  # spread: the commands' router (nodes.Nodes)
     map: Any  # spread: the shard count (growth.ShardMap)
     journal: Any  # spread: this process's write journal (journal.Journal)
+    confirmed: set[int]  # spread: pages seen confirmed (spread_claims.SpreadClaims.remember_confirmed)
     looked: dict[int, list]  # spread: (table, key) pairs a thread's last filing read (spread.SpreadTxn.claim)
     ids: Any  # doc ids taken in blocks (ids.IdBlocks)
     prefix_b: bytes

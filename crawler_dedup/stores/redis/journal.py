@@ -143,13 +143,22 @@ class Journal:
         return time.monotonic() - self.looked_at > BEAT_S
 
     def begin(self, blob: bytes) -> None:
-        """Write the journal (and the beat, when due) before the commit changes anything."""
+        """Write the journal (and the beat, when due) before the commit changes anything. Within
+        a decision, once the journal is listed, it rides at the head of the commit's own round
+        trip: its node's commands are sent before any other node's (nodes.py), so a crawler
+        killed while sending has sent the journal before any write it sent."""
         slot = self.mine
         batch: list[tuple[bytes, tuple]] = [(slot.key, ("SET", slot.key, blob))]
         now = time.time()
         if now - slot.beat_at > BEAT_S:
             who = json.dumps({"host": socket.gethostname(), "ns": _pid_space(), "pid": os.getpid(), "beat": now})
             batch.append((self.s.meta_key, ("HSET", self.s.meta_key, slot.field, who)))
+        if slot.deferring and slot.beat_at:  # (listed already: a renewal may ride too)
+            for command in batch:
+                self.s.nodes.ride(command)
+            slot.pending = blob  # (a failed commit is applied whole before the next write)
+            slot.beat_at = now if len(batch) > 1 else slot.beat_at
+            return
         try:
             self.s.nodes.run(batch)
         except StoreError:  # (nothing changed yet: no journal to leave behind, if it can be taken back)
@@ -187,7 +196,10 @@ class Journal:
             yield
         finally:
             slot.deferring = False
-            self.s.nodes.flush_riders()
+            try:
+                self.s.nodes.flush_riders()
+            except StoreError:  # (kept for the next round trip; the decision's verdicts stand)
+                pass
 
     def finish_own(self, make_txn: Callable[[], Any]) -> None:
         """Apply whole a commit of this process that failed half-way (before its next write)."""

@@ -167,13 +167,15 @@ class Nodes:
         DEDUP_REDIS_RETRY (a failure then is not the store's: later calls still wait)."""
         if not batch:  # (nothing to send: no round trip, none counted)
             return []
-        riding = self.riders.pop(threading.get_ident(), None)
-        if riding:  # (idempotent commands sent with this batch: their replies are not the caller's)
-            try:
-                return self.run([*riding, *batch], [len(riding) + i for i in once], wait)[len(riding):]
-            except BaseException:
+        riding = self.riders.pop(threading.get_ident(), None) or []
+        try:  # (commands riding first, their replies not the caller's: a journal, its deletion)
+            return self._run([*riding, *batch], [len(riding) + i for i in once], wait)[len(riding):]
+        except BaseException:
+            if riding:
                 self.riders.setdefault(threading.get_ident(), [])[:0] = riding
-                raise
+            raise
+
+    def _run(self, batch: list[tuple[bytes, tuple]], once: Iterable[int], wait: float | None) -> list[Any]:
         replies: list[Any] = [None] * len(batch)
         todo = list(range(len(batch)))
         single = set(once)

@@ -32,26 +32,18 @@ import numpy as np
 import xxhash
 
 from ...exceptions import StoreError
-from ..base import MULTI, SINGLE, Claim, from_u64, u64
+from ..base import MULTI, SINGLE, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
 from .journal import encode
-from .spread_keys import (FAMILIES, GENERATIONS, MAX_GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, claim_field, escape, family,
+from .spread_claims import SpreadClaims, claims_kept_s  # noqa: F401 (store.py imports it here)
+from .spread_keys import (FAMILIES, GENERATIONS, MAX_GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
 if TYPE_CHECKING:
     from .handle import StoreHandle
 
-CLAIMS_KEPT_S = 60.0  # beside three times DEDUP_REDIS_RETRY: a claim is kept this long, past any race
-# (claims.windows: a filed page has settled after at most three times the retry deadline and 40 s)
-
-
-def claims_kept_s(retry_s: float) -> float:
-    """How long the claims of a spread index are kept (DEDUP_REDIS_RETRY: `retry_s`)."""
-    return 3 * retry_s + CLAIMS_KEPT_S
-
-
-class SpreadTxn(BufferedTxn):
+class SpreadTxn(SpreadClaims, BufferedTxn):
     """A transaction of the spread layout: reads batched per node, writes applied at commit."""
 
     def __init__(self, store: "StoreHandle", writing: bool):
@@ -187,44 +179,6 @@ class SpreadTxn(BufferedTxn):
     def sequence(self, table, key, by=1, start=0):
         return self.s.ids.next(table, key, by, start, lambda n: self.incr(table, key, n, start))
 
-    # -- claims (core/decide/claims.py: the order of pages filed at once) ----------------------
-    def claim(self, doc_id: int) -> int:
-        """The page's order (the one it has when claimed already); the shard map comes with it, so
-        the second look that follows reads every level a page filed before it may be in."""
-        s = self.s
-        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds))]
-        got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
-        s.map.learn(got[1:])
-        self._shard_levels = None
-        self.claimed = True
-        looked = s.looked.get(threading.get_ident())  # (what its filing read, and those pages' claims: one
-        if looked:  # round trip after the claim, not one a step; what is new since is read as asked)
-            self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
-        return int(got[0])
-
-    def confirm(self, doc_id: int) -> None:
-        s = self.s
-        s.nodes.run([(s.meta_key, s.nodes.script("confirm", [s.meta_key], [claim_field(doc_id)]))])
-
-    def claim_places(self, doc_ids: list[int]) -> list[tuple[str, bytes]]:
-        """The claims' entries, for a prefetch (read with the records after this page's claim)."""
-        return [("meta", claim_field(d)) for d in doc_ids]
-
-    def claims(self, doc_ids: list[int]) -> list[Claim | None]:
-        if not doc_ids:
-            return []
-        s = self.s
-        fields = [claim_field(d) for d in doc_ids]
-        read = {f: self.got[("meta", f)] for f in fields if ("meta", f) in self.got}  # (read ahead: claims.Racing)
-        rest = [f for f in fields if f not in read]
-        if rest:
-            read.update(zip(rest, s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, *rest))])[0]))
-        return [None if v is None else Claim(int(bytes(v).rstrip(b"k")), bytes(v).endswith(b"k"))
-                for v in (read[f] for f in fields)]
-
-    def unclaim(self, doc_id: int) -> None:
-        self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, claim_field(doc_id)))])
-
     # -- scans (the after-crawl tools: every entry of a table, listed once) -------------------
     def _listing(self, table: str) -> list[tuple[bytes, bytes]]:
         if table in self.listed:
@@ -335,6 +289,7 @@ class SpreadTxn(BufferedTxn):
         shards grow, removals go to the old level first, then the new one (growth.py: a shard
         being moved takes back what was removed meanwhile)."""
         s, ttl = self.s, self.s.ttl_ms
+        self.remember_confirmed()
         blob = encode(self)
         if blob is not None:  # (noted first: a commit cut off half-way is finished from it, journal.py)
             if not self.claimed:  # (a filing: its claims' second looks read all this again, claim())

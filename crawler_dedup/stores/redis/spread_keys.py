@@ -205,9 +205,12 @@ def shard_name(prefix: bytes, gen: bytes, count: int, shard: int) -> bytes:
     return prefix + b":h" + gen + b":" + str(count).encode() + b":" + shard.to_bytes(4, "big")
 
 
+CLAIM = b"\x00c"  # the start of a claim's field in the meta hash
+
+
 def claim_field(doc_id: int) -> bytes:
     """A claim's field in the meta hash (the index's own meta keys are words, never this)."""
-    return b"\x00c" + str(doc_id).encode()
+    return CLAIM + str(doc_id).encode()
 
 
 def table_code(table: str) -> bytes:

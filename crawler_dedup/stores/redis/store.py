@@ -57,6 +57,7 @@ class RedisStore:
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         self.journal: Any = None  # spread: this process's write journal (journal.py)
         self.looked: dict[int, list] = {}  # spread: a thread's last filing reads, read again with its claims
+        self.confirmed: set[int] = set()  # spread: pages seen confirmed (spread_claims.py)
         from .ids import IdBlocks
 
         self.ids = IdBlocks()  # doc ids taken in blocks (ids.py)
@@ -191,7 +192,7 @@ class RedisStore:
         """Seconds after which a writer that wrote no commit is taken for gone (its beat is renewed
         every BEAT_S; a commit ends within three times DEDUP_REDIS_RETRY plus 60 s)."""
         from .journal import BEAT_S
-        from .spread import claims_kept_s
+        from .spread_claims import claims_kept_s
 
         return BEAT_S + claims_kept_s(self.retry_seconds)
 
@@ -201,6 +202,11 @@ class RedisStore:
         if self.spread and self.journal is not None:
             return self.journal.deferring()
         return contextlib.nullcontext()
+
+    def known_confirmed(self, doc_id: int) -> bool:
+        """A page this process read confirmed (spread layout): it stays, no look needed to settle
+        a drop against it (core/decide/claims.settle)."""
+        return doc_id in self.confirmed
 
     def unfinished_commits(self) -> int:
         """Commits of crawlers gone mid-commit that no crawler has applied yet (spread layout)."""

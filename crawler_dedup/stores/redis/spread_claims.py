@@ -1,0 +1,82 @@
+"""The spread layout's claims (core/decide/claims.py: the order of pages filed at once), a part of
+its transaction (spread.SpreadTxn): a claim and its second look's reads, the confirmation, the
+claims read with the records they belong to, and the pages this process saw confirmed."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..base import Claim, from_u64
+from .spread_keys import CLAIM, claim_field
+
+if TYPE_CHECKING:
+    from .handle import StoreHandle
+
+CLAIMS_KEPT_S = 60.0  # beside three times DEDUP_REDIS_RETRY: a claim is kept this long, past any race
+# (claims.windows: a filed page has settled after at most three times the retry deadline and 40 s)
+SEEN_MAX = 100_000  # pages remembered confirmed (then forgotten: a drop against one looks again)
+
+
+def claims_kept_s(retry_s: float) -> float:
+    """How long the claims of a spread index are kept (DEDUP_REDIS_RETRY: `retry_s`)."""
+    return 3 * retry_s + CLAIMS_KEPT_S
+
+
+class SpreadClaims:
+    """The claims' part of a spread transaction (its reads are the transaction's `_fetch`)."""
+
+    s: "StoreHandle"
+    got: dict[tuple[str, bytes], Any]
+    claimed: bool
+    _shard_levels: list[int] | None
+
+    def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
+        raise NotImplementedError
+
+    def claim(self, doc_id: int) -> int:
+        """The page's order (the one it has when claimed already); the shard map comes with it, so
+        the second look that follows reads every level a page filed before it may be in."""
+        s = self.s
+        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds))]
+        got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
+        s.map.learn(got[1:])
+        self._shard_levels = None
+        self.claimed = True
+        looked = s.looked.get(threading.get_ident())  # (what its filing read, and those pages' claims: one
+        if looked:  # round trip after the claim, not one a step; what is new since is read as asked)
+            self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
+        return int(got[0])
+
+    def confirm(self, doc_id: int) -> None:
+        s = self.s
+        s.nodes.run([(s.meta_key, s.nodes.script("confirm", [s.meta_key], [claim_field(doc_id)]))])
+
+    def claim_places(self, doc_ids: list[int]) -> list[tuple[str, bytes]]:
+        """The claims' entries, for a prefetch (read with the records they belong to)."""
+        return [("meta", claim_field(d)) for d in doc_ids]
+
+    def claims(self, doc_ids: list[int]) -> list[Claim | None]:
+        if not doc_ids:
+            return []
+        s = self.s
+        fields = [claim_field(d) for d in doc_ids]
+        read = {f: self.got[("meta", f)] for f in fields if ("meta", f) in self.got}  # (read ahead with the records)
+        rest = [f for f in fields if f not in read]
+        if rest:
+            read.update(zip(rest, s.nodes.run([(s.meta_key, ("HMGET", s.meta_key, *rest))])[0]))
+        return [None if v is None else Claim(int(bytes(v).rstrip(b"k")), bytes(v).endswith(b"k"))
+                for v in (read[f] for f in fields)]
+
+    def unclaim(self, doc_id: int) -> None:
+        self.s.nodes.run([(self.s.meta_key, ("HDEL", self.s.meta_key, claim_field(doc_id)))])
+
+    def remember_confirmed(self) -> None:
+        """The pages whose claims this transaction read confirmed: they stay (a confirmed page
+        never withdraws), so a drop against one needs no look to settle (claims.settle)."""
+        seen = self.s.confirmed
+        for (table, field), value in self.got.items():
+            if table == "meta" and field.startswith(CLAIM) and value is not None and bytes(value).endswith(b"k"):
+                if len(seen) >= SEEN_MAX:
+                    seen.clear()
+                seen.add(int(field[len(CLAIM):]))
