@@ -56,6 +56,52 @@ def _die_after_first_trip(url: str, prefix: str, articles: list[str], commit: in
     raise AssertionError("not killed")
 
 
+def _die_after_first_node(url: str, prefix: str, articles: list[str]) -> None:
+    """File the pages, then a new one, and die (SIGKILL) in its commit's round trip as soon as
+    the first node's commands are sent, before any other node's."""
+    from crawler_dedup.stores.redis import nodes
+
+    state = {"armed": False}
+    send = nodes.Nodes._send
+
+    def sent(self, node, cmds, ask):
+        out = send(self, node, cmds, ask)
+        writes = [c for c in cmds if (c[0] == "SET" and b":j:" in bytes(c[1])) or c[:2] == ("EVALSHA", self.sha.get("write"))]
+        if state["armed"] and writes:  # (the first node sent that a commit writes to: nothing read back yet)
+            if not any(c[0] == "SET" for c in writes):
+                os._exit(3)  # (a write sent before its journal)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+    nodes.Nodes._send = sent
+    with Deduplicator(**_settings(url, prefix)) as d:
+        for n, text in enumerate(articles[1:]):
+            assert d.check(f"https://site.test/{n + 1}", text=text).action == "keep"
+        state["armed"] = True
+        d.check("https://site.test/0", text=articles[0])
+    raise AssertionError("not killed")
+
+
+def test_a_crawler_killed_after_its_commits_first_node_was_sent_leaves_the_journal(redis_cluster, articles):
+    """Within a decision a commit's journal rides in the commit's own round trip, its node's
+    commands sent before any other node's: a crawler killed after the first node's were sent
+    has sent the journal, so the next crawler applies the commit whole (the page filed, 6)."""
+    texts = [text for _, text in articles[:6]]
+    prefix = "journal-first-node"
+    proc = multiprocessing.get_context("spawn").Process(target=_die_after_first_node,
+                                                         args=(redis_cluster, prefix, texts))
+    proc.start()
+    proc.join(timeout=120)
+    assert proc.exitcode == -signal.SIGKILL, proc.exitcode
+    said = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "verify", "--json", "--redis", redis_cluster,
+                           "-s", f"DEDUP_REDIS_PREFIX={prefix}"], capture_output=True, text=True, timeout=120)
+    assert json.loads(said.stdout)["unfinished_commits"] == 1, said.stdout
+    with Deduplicator(**_settings(redis_cluster, prefix)) as d:  # (opening finishes the killed commit)
+        assert d.index.store.journal.finished == 1
+        report = verify(d.index)
+        assert report.ok and report.pages == 6, report.problems
+
+
 @pytest.mark.parametrize("commit,pages", [(1, 7), (2, 6)])
 def test_a_crawler_killed_in_a_commits_round_trip_leaves_it_to_the_next_crawler(redis_cluster, articles, commit,
                                                                                       pages):
