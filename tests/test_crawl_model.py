@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited,
                           variant_url, write_graded_model)
-from .crawl_oracle import Oracle
+from .crawl_oracle import APART, Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
 CANONICALS = (None, "clean", "tracking", "tracking", "other")
@@ -290,11 +290,32 @@ class Crawls(RuleBasedStateMachine):
                    copies=st.sampled_from((0, 1)), place=st.sampled_from((1, 2, 0)), keep=st.booleans(),
                    kill=st.sampled_from((False, False, True)), reached=st.sampled_from((0.0, 1.0)), seed=st.integers(0, 2**16))
 
-    @initialize(**APPEARS)
-    def begin(self, **scenario):
+    @initialize(mirror=st.booleans(), **APPEARS)
+    def begin(self, mirror=False, **scenario):
         """Every sequence meets one preferred URL appearing early (the rule below, later, meets the
-        settings and the site as the sequence left them)."""
+        settings and the site as the sequence left them); `mirror`: the page stored first on the
+        mirror host (a URL no request cleaning touches)."""
+        if mirror:
+            scenario["kinds"] = ["mirror", *(k for k in scenario["kinds"] if k != "mirror")]
         self.appears(**scenario)
+
+    @initialize(seed=st.integers(0, 2**16), threshold=st.sampled_from((APART, 0.99)))
+    def begin_threshold(self, seed, threshold):
+        """And a threshold raised after the print versions were dropped as copies (a new user's
+        walk: their servers answer 304): two crawls, the second checked as settled, under it; the
+        threshold as it was from then on."""
+        if not self.site.articles:  # (before `start`: a page and its print version)
+            self._article(None, 0)
+        self.add_variant(0, "print")
+        order = sorted(self.site.urls)
+        random.Random(seed).shuffle(order)
+        self._crawl(order)
+        saved, self.settings = self.settings, {**self.settings, "DEDUP_SCORE_THRESHOLD": threshold}
+        try:
+            first = self._crawl(order)
+            self.oracle.settled(self._crawl(list(reversed(order))), first)
+        finally:
+            self.settings = saved
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0, 1.0)),
                 renamed=st.booleans(), server=st.booleans(), settle=st.booleans(), requests=st.booleans())
