@@ -258,6 +258,9 @@ class Oracle:
             # (a page updated then, or filed again for a new rel=canonical: its copies' entries
             # name the record the update replaced)
             stale |= {u for u in done.statuses if u in site.urls and site.urls[u] in before.updated | before.recanonical}
+            # (answered while a killed run still looked alive: its copies' entries, which a crawl
+            # knowing it killed asks in full once more, as killed runs' entries are)
+            stale |= before.early
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
                            and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
                            and u not in stale and u not in done.aged)

@@ -669,6 +669,25 @@ def test_a_crawl_killed_in_another_container_is_passed_on_again(tmp_path):
     assert model.storage[clean_url(1)] == (1, 1)
 
 
+def test_a_killed_runs_copy_answered_304_within_its_lease_may_be_asked_in_full_once_after():
+    """Found by a nightly run (an oracle error): a print version kept apart under a raised
+    threshold, the threshold back, then a crawl killed in another container, whose run wrote the
+    print version's entry as a copy's; the crawl a minute later met it while the run still looked
+    alive (304), the next, knowing the run killed, asked it in full once (a killed run's copy entry
+    is asked again): one download, not a crawl that never settles."""
+    machine = Crawls()
+    try:
+        machine.begin(place=1, keep=False, kinds=["tracking2", "session", "http", "mirror"], copies=0, mirror=False,
+                      canonical=None, kill=False, reached=0.0, seed=3)
+        machine.begin_killed(seed=0, asked=2, reached=0.0, requests=False)
+        machine.begin_threshold(seed=7, threshold=0.97)
+        machine.start(kind="tracking", other=0, canonical=None, more=[], requests=False)
+        machine.killed(asked=11, changes=[], reached=0.0, seed=231, settle=True, soon=True)
+        assert set(machine.model.crawls[-1].statuses.values()) <= {200, 304}
+    finally:
+        machine.teardown()
+
+
 def test_each_mutation_of_the_mutation_check_still_reverts_one_place_of_the_package():
     """benchmarks/mutations.py edits the package's source by text: each edit must still meet the
     line it reverts, once, and each test it names must exist (code moves; the check must not go blind)."""
