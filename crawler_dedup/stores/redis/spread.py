@@ -36,7 +36,7 @@ from ..base import MULTI, SINGLE, u64
 from .buffer import BufferedTxn
 from .growth import GROWING, TASK_WAIT_S, move
 from .journal import encode
-from .spread_claims import SpreadClaims, claims_kept_s  # noqa: F401 (store.py imports it here)
+from .spread_claims import SpreadClaims
 from .spread_keys import (FAMILIES, GENERATIONS, MAX_GENERATIONS, OWN_KEYS, PACKABLE, STORE_FIELDS, escape, family,
                           generation_ms, generation_ttl, shard_name, table_code)
 
