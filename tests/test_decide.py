@@ -2,6 +2,7 @@
 rank them in (pure functions: no store, no clock), and the score carried through the verdict to
 the drop log and `show`."""
 
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,8 +23,8 @@ def _doc(doc_id, fingerprint=0, title=None, url=None, shingles=100, **extras):
                      tokens=500, time=1.0, title=title, doc_id=doc_id, shingles=shingles, extras=extras)
 
 
-def _fp(tokens=500, fingerprint=0, digest=b"d" * 16, shingles=100):
-    return SimpleNamespace(tokens=tokens, fingerprint=fingerprint, extras={}, digest=digest, text="a b c",
+def _fp(tokens=500, fingerprint=0, digest=b"d" * 16, shingles=100, text="a b c"):
+    return SimpleNamespace(tokens=tokens, fingerprint=fingerprint, extras={}, digest=digest, text=text,
                            sketch=np.empty(0, np.uint64), shingles=shingles, view=None)
 
 
@@ -109,3 +110,49 @@ def test_a_verdict_is_immutable_and_changed_by_copies():
         assert "acton" in str(exc)
     else:
         raise AssertionError("a misspelt field was accepted")
+
+
+class _Lines:
+    """What a site's lines say of a kept page (rules.SiteEvidence), as a second look may read it changed."""
+
+    def __init__(self, shares):
+        self.shares = shares
+
+    def compare(self, doc):
+        return None
+
+    def boilerplate_shares(self, doc):
+        return self.shares
+
+    def site_parts(self, doc):
+        return frozenset(), frozenset()
+
+    def prefetch(self, docs):
+        pass
+
+
+def test_a_second_look_measures_the_texts_once_and_the_site_lines_again():
+    """A page's measurements against a kept page are made once (by doc id: a record's text never
+    changes under it) and its score once while they stay the same; what the site's lines say is
+    read again each look, so a second look whose lines moved scores the pair as a fresh look would."""
+    from crawler_dedup.core.decide.measures import KeptTexts, measure
+
+    words = [f"w{i % 97}x{i // 97}" for i in range(400)]
+    mine = _fp(text=" ".join(words), shingles=390)
+    mine.measured, mine.title = {}, None
+    doc = _doc(7, url="https://a/y", **{DocRecord.TEXT: zlib.compress(" ".join(words[:380]).encode())})
+    kept = KeptTexts().get(doc, 3)
+    first = measure(Side(mine, None, "https://a/x", 3), doc, kept, _Lines((0.0, 0.0)))
+    assert mine.measured and first["sitelines_page"] == 0.0 and first["resemblance"] > 0.8
+    moved = measure(Side(mine, None, "https://a/x", 3), doc, kept, _Lines((0.6, 0.5)))
+    fresh = _fp(text=" ".join(words), shingles=390)  # (no memo: every measurement made anew)
+    assert moved == measure(Side(fresh, None, "https://a/x", 3), doc, kept, _Lines((0.6, 0.5)))
+    assert (moved["sitelines_page"], moved["sitelines_kept"]) == (0.6, 0.5)
+    model, thresholds = load(), thresholds_for(DedupConfig.from_settings({}), load())
+
+    def scored(fp, lines):
+        return weigh(Side(fp, None, "https://a/x", 3), [doc], set(), lambda f, d: (0.9, 0.9), thresholds, model,
+                     lines, KeptTexts())[0].scored
+
+    again = scored(mine, _Lines((0.6, 0.5)))
+    assert again == scored(fresh, _Lines((0.6, 0.5))) and again != scored(mine, _Lines((0.0, 0.0)))

@@ -130,10 +130,27 @@ def weigh(page: Side, docs: list[DocRecord], headed_ids: set, score: Scorer, thr
             shown = max(m.get("shown_in_kept") or 0.0, m.get("shows_kept") or 0.0)
             if shown < thresholds.visible:
                 continue
-        scored = model.score(m) if model is not None else Scored(0.0, 0.0, (), False)
+        scored = _scored(model, fp, doc, m)
         out.append(Weighed(doc, m, scored, passed, j))
     out.sort(key=lambda w: (-w.scored.logit, w.doc.doc_id or 0))
     return out
+
+
+def _scored(model: Model | None, fp, doc: DocRecord, m: Measures) -> Scored:
+    """The model's score of the measurements, once a page and kept page while they stay the same
+    (a second look, claims.py, scores again only a pair whose site lines moved)."""
+    if model is None:
+        return Scored(0.0, 0.0, (), False)
+    memo = getattr(fp, "measured", None)
+    if memo is None or doc.doc_id is None:
+        return model.score(m)
+    key, values = ("scored", id(model), doc.doc_id), tuple(m.values())
+    hit = memo.get(key)
+    if hit is not None and hit[0] == values:
+        return hit[1]
+    scored = model.score(m)
+    memo[key] = (values, scored)
+    return scored
 
 
 def weighing(w: "Weighed | None", judging, fp) -> Weighing | None:

@@ -108,7 +108,39 @@ class Side:
 def measure(page: Side, doc: DocRecord, kept: Text | None, site=None, sketch_only: bool = False) -> Measures:
     """The measurements of `page` against the kept page `doc` (`kept`: its text as measured, None
     without the stored text). `site`: what the index knows of the page's site (rules.SiteEvidence),
-    or None. `sketch_only`: the texts compared on their sketches (the lookup's first pass)."""
+    or None. `sketch_only`: the texts compared on their sketches (the lookup's first pass). What
+    the two texts alone give is kept on the page by doc id (a record's text never changes under
+    it): a second look (claims.py) measures again only what the site's lines say."""
+    if sketch_only:
+        return _texts(page, doc, kept, sketch_only=True)
+    memo = getattr(page.fp, "measured", None)
+    key = (doc.doc_id, page.w, kept is not None, page.url, page.title)
+    base = memo.get(key) if memo is not None and doc.doc_id is not None else None
+    if base is None:
+        base = _texts(page, doc, kept)
+        if memo is not None and doc.doc_id is not None:
+            memo[key] = base
+    m = dict(base)
+    fp = page.fp
+    if site is not None:
+        own = site.compare(doc)
+        if own is not None and own.removed:
+            m["own_resemblance"], m["own_contained"] = own.resemblance, own.containment
+        m["sitelines_page"], m["sitelines_kept"] = site.boilerplate_shares(doc)
+    if page.template is not None:  # lines kept pages show outside their text count as the site's too
+        if page._template is None:
+            page._template = page.template(fp.text, fp.tokens) or 0.0  # type: ignore[attr-defined]
+        m["sitelines_page"] = max(m["sitelines_page"] or 0.0, page._template)
+        if doc.text is not None:
+            m["sitelines_kept"] = max(m["sitelines_kept"] or 0.0, page.template(doc.text, doc.tokens) or 0.0)
+    site_a, site_b = site.site_parts(doc) if site is not None else (frozenset(), frozenset())
+    m["title"], m["title_words"], m["title_numbers"] = titles(page.title, doc.title, site_a, site_b,
+                                                              same_site=bool(m["same_site"]))
+    return m
+
+
+def _texts(page: Side, doc: DocRecord, kept: Text | None, sketch_only: bool = False) -> Measures:
+    """measure()'s part that reads the two pages only (texts, views, headlines, URLs), not the site's lines."""
     fp = page.fp
     view = getattr(fp, "view", None)
     m: Measures = dict.fromkeys(NAMES)
@@ -128,17 +160,6 @@ def measure(page: Side, doc: DocRecord, kept: Text | None, site=None, sketch_onl
     m["own_resemblance"], m["own_contained"] = m["resemblance"], m["contained"]
     if sketch_only:
         return m
-    if site is not None:
-        own = site.compare(doc)
-        if own is not None and own.removed:
-            m["own_resemblance"], m["own_contained"] = own.resemblance, own.containment
-        m["sitelines_page"], m["sitelines_kept"] = site.boilerplate_shares(doc)
-    if page.template is not None:  # lines kept pages show outside their text count as the site's too
-        if page._template is None:
-            page._template = page.template(fp.text, fp.tokens) or 0.0  # type: ignore[attr-defined]
-        m["sitelines_page"] = max(m["sitelines_page"] or 0.0, page._template)
-        if doc.text is not None:
-            m["sitelines_kept"] = max(m["sitelines_kept"] or 0.0, page.template(doc.text, doc.tokens) or 0.0)
     m["chrome_page"] = float(view.chrome) if view is not None else None
     chrome = doc.extras.get(Extra.CHROME)
     m["chrome_kept"] = chrome[0] / 100 if chrome is not None else None
@@ -154,10 +175,7 @@ def measure(page: Side, doc: DocRecord, kept: Text | None, site=None, sketch_onl
     elif getattr(fp, "known", False) and m["exact"]:
         # the fast path: this page is the kept page's very bytes (or its 304), whose view is that page's
         _itself(m, doc)
-    site_a, site_b = site.site_parts(doc) if site is not None else (frozenset(), frozenset())
     m["same_site"] = 1.0 if same_site(page.url, doc.url) else 0.0
-    m["title"], m["title_words"], m["title_numbers"] = titles(page.title, doc.title, site_a, site_b,
-                                                              same_site=bool(m["same_site"]))
     if kept is not None:
         (m["lead_page"], m["tail_page"], m["lead_kept"], m["tail_kept"],
          m["cut_in_line"]) = placement(page.text, kept)

@@ -53,6 +53,7 @@ class Fingerprinted:
     copy_reason: str | None = None  # a known copy's 304: how it was dropped when last downloaded (exact, near)
     copy_named: bool = False  # and whether it named the page it copies as its rel=canonical then
     bodiless: bool = False  # a 304 with no copy of the page: passing it on asks it again in full
+    measured: dict = field(default_factory=dict, repr=False, compare=False)  # (decide/measures.py) once a kept page
 
 
 def extract_step(html, url: str, max_bytes: int, mode: str = "thorough") -> tuple[Step, object, str | None]:
