@@ -25,7 +25,9 @@ After every crawl (`Oracle.after`):
 - a killed crawl (some of its items never written) is checked by the whole crawl after it: the
   pages it was served are stored then, under one URL each; by the first crawl after its lease ran
   out when the crawl after starts within it (the run looks alive: its pages met before the lease
-  ran out are left to it), those met after it (or whose response came after it) at once.
+  ran out are left to it), those met after it (or whose response came after it) at once; a URL
+  its drop log says it replaced (the signal lost with it) is no revisit's old item left beside
+  the page: storage must be told of it once the page comes back, unchanged or edited.
 After two full crawls with the same settings and no change (`Oracle.settled`):
 - the second downloads nothing again where the server answers validators (LMDB keeps copies),
   but a URL first downloaded longer ago than DEDUP_CONDITIONAL_MAX_AGE (30 days; its entry's
@@ -83,6 +85,7 @@ class Oracle:
         self.waiting: set[int] = set()  # those not in storage (see `after`)
         self.replaced: dict[str, str] = {}  # URL -> the URL storage was told replaced it
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
+        self.owed: set[str] = set()  # URLs a killed run's drop log says it replaced, storage not told yet
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
         self.stored_before: dict[str, tuple[int, int]] = {}  # storage after the last crawl checked
@@ -122,6 +125,7 @@ class Oracle:
         threshold = _score_threshold(cfg)
         allowed = bool(cfg.get("DEDUP_ALLOW"))
         for old, new in done.removed:  # (in order: a URL that replaces another is kept from then on)
+            self.owed.discard(old)
             self.replaced[old] = new
             self.replaced.pop(new, None)
             self.tags.pop(old, None)
@@ -138,11 +142,14 @@ class Oracle:
             elif threshold >= APART:
                 self.apart.add(url)  # (stored while print versions and their pages were two pages)
         for url in done.stored:
+            self.owed.discard(url)  # (kept again: its item is this crawl's)
             if self.tags.get(url) == REVISIT_COPY:
                 del self.tags[url]
+        if done.killed:  # (its replacements were told at its close, which never came)
+            self.owed |= {r["url"] for r in lines if r.get("reason") == "superseded"} - {old for old, _ in done.removed}
         for r in lines:  # (a stored URL whose new version copies another URL's page: dropped, its old item stays)
             url = r["url"]
-            if (r["action"] == "dropped" and r["reason"] in DROPS and url in self.model.storage
+            if (r["action"] == "dropped" and r["reason"] in DROPS and url in self.model.storage and url not in self.owed
                     and url in done.served and done.served[url] != self.model.storage[url]):
                 self.tags[url] = REVISIT_COPY
         lined = {r["url"] for r in done.lines}  # (a killed crawl's kept pages: fetched, never dropped)

@@ -303,8 +303,8 @@ class Crawls(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16), threshold=st.sampled_from((APART, 0.99)))
     def begin_threshold(self, seed, threshold):
         """And a threshold raised after the print versions were dropped as copies (a new user's
-        walk: their servers answer 304): two crawls, the second checked as settled, under it; the
-        threshold as it was from then on."""
+        walk: their servers answer 304): tried in a dry run first, then two crawls, the second
+        checked as settled, under it; the threshold as it was from then on."""
         if not self.site.articles:  # (before `start`: a page and its print version)
             self._article(None, 0)
         self.add_variant(0, "print")
@@ -313,6 +313,8 @@ class Crawls(RuleBasedStateMachine):
         self._crawl(order)
         saved, self.settings = self.settings, {**self.settings, "DEDUP_SCORE_THRESHOLD": threshold}
         try:
+            if self.lmdb:  # (tried first in a dry run, as docs/tuning.md says: it changes nothing)
+                self._crawl(order, dry_run=True)
             first = self._crawl(order)
             self.oracle.settled(self._crawl(list(reversed(order))), first)
         finally:
@@ -332,6 +334,30 @@ class Crawls(RuleBasedStateMachine):
         kind = "last-modified" if self.site.validators != "last-modified" else "etag"
         self.killed(changes=[("server", True, kind, False)] if server else [], seed=seed, asked=asked,
                     reached=reached, lead=True, soon=True, renamed=renamed, settle=settle)
+
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(3, 6), reached=st.sampled_from((0.0, 0.5)),
+                revisit=st.sampled_from((None, "drop")), edit=st.booleans(), requests=st.sampled_from((False, False, True)))
+    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests):
+        """And one crawl killed here, a day before the next (`killed`, `lead`): its new page met
+        under its session and tracking URLs first, replaced in the run by its clean URL, its items
+        (none or half) lost; the page edited or not meanwhile; under DEDUP_REVISIT=drop or not; then
+        checked as settled. The settings as they were from then on."""
+        saved = self.settings
+        if not requests:  # (the session and tracking URLs downloaded, so replaced within the run)
+            self.setting(("DEDUP_CLEAN_REQUESTS", False))
+        try:
+            self.killed(changes=[], seed=seed, asked=asked, reached=reached, between=[("edit", -1)] if edit else [],
+                        lead=True, settle=True, revisit=revisit)
+        finally:
+            self.settings = saved
+
+    @initialize(canonical=st.sampled_from((None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
+                seed=st.integers(0, 2**16))
+    def begin_repointed(self, canonical, kinds, seed):
+        """And a page kept under one URL with a copy under another dropped, whose preferred URL
+        appears first in one download batch beside them (`appears`): the copy's 304 dropped
+        against the page replacing its own; then settled (asked again with its validators)."""
+        self.appears(canonical, kinds, copies=1, place=0, keep=False, kill=False, reached=0.0, seed=seed)
 
     @initialize(seed=st.integers(0, 2**16), which=_which, canonical=st.sampled_from(("tracking", "other", None)))
     def begin_renamed(self, seed, which, canonical):
