@@ -72,7 +72,8 @@ class FakeClock:
 
 
 CLOCKED = ("crawler_dedup.core.dedup", "crawler_dedup.core.index.revalidation", "crawler_dedup.core.index.neardup",
-           "crawler_dedup.core.decide.claims", "crawler_dedup.scrapy.conditional")
+           "crawler_dedup.core.decide.claims", "crawler_dedup.scrapy.conditional",
+           "crawler_dedup.stores.redis.journal")  # (a killed writer's beat ages by the model's days)
 
 
 def article_text(seed: int, words: int = 160) -> list[str]:
@@ -281,10 +282,47 @@ class Crawled:
     updated: set[int] = field(default_factory=set)  # (the oracle's) articles whose stored URL took a new version
     recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
     cut: str | None = None  # a killed crawl's last URL, killed between its commit and its recording
+    inside: bool = False  # (the spread layout) killed inside that commit instead: half its commands sent
+    inside_cut: "_CutInside | None" = None  # (how, while it runs)
     width: int | None = None  # downloads at once (None: 1 to 3 by the number of URLs)
     late: str | None = None  # a URL whose response came after a run's lease ran out
     early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
     aged: set[str] = field(default_factory=set)  # (the oracle's) URLs downloaded in full as their validators aged out
+
+
+class _Killed(BaseException):
+    """The process gone inside a commit (Model.crawl's `kill` with "inside")."""
+
+
+class _CutInside:
+    """While a crawl runs: once `armed` (its last URL's response is being decided), the first
+    round trip that writes (a commit: the spread layout's write script) sends half its commands
+    (the nodes apply theirs each on its own), then the process is gone."""
+
+    def __init__(self):
+        self.armed = False
+
+    def __enter__(self):
+        from crawler_dedup.stores.redis import nodes
+
+        self.saved = run = nodes.Nodes.run
+        cut = self
+
+        def trip(self, batch, *args, **kwargs):
+            write = self.sha.get("write")
+            if cut.armed and write and any(c[:2] == ("EVALSHA", write) for _, c in batch):
+                run(self, batch[:len(batch) // 2], *args, **kwargs)
+                raise _Killed()
+            return run(self, batch, *args, **kwargs)
+
+        nodes.Nodes.run = trip
+        return self
+
+    def __exit__(self, *exc):
+        from crawler_dedup.stores.redis import nodes
+
+        nodes.Nodes.run = self.saved
+        return False
 
 
 async def _in_worker(pool, fn, *args):
@@ -317,7 +355,8 @@ class Model:
         closed, the run never ended, and only the first `reached` share of the items it passed on
         written to storage (a feed's buffer, the pipelines' queue lost with the process); with a
         third element True, the kill came between the last URL's commit and its recording (no
-        drop-log line, no signal, no item of it). The page_superseded signals it sent are applied
+        drop-log line, no signal, no item of it); "inside" (the spread layout), inside that commit,
+        half its commands sent. The page_superseded signals it sent are applied
         (a deletion is done when it is told). `width`: downloads at once (default 1 to 3, by the
         number of URLs), each batch's decisions in one group commit. `gap`: the time since the last
         crawl; `late`: a URL whose response takes longer than a run's lease (RUN_LEASE): a killed
@@ -340,6 +379,7 @@ class Model:
             if kill is not None:
                 assert crawlers == 1 and not dry_run
                 done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None
+                done.inside = done.cut is not None and kill[2] == "inside"
                 self.storage, before = {}, dict(self.storage)
                 self._crawl(urls[:kill[0]], leaf, item_html, done)
                 reach = int(len(done.stored) * kill[1])
@@ -407,7 +447,15 @@ class Model:
                     for i in range(0, len(urls), width):
                         inflight[0] = len(urls[i:i + width])
                         await asyncio.gather(*(one(u) for u in urls[i:i + width]))
-                asyncio.run(all_of_them())
+                if not done.inside:
+                    asyncio.run(all_of_them())
+                else:
+                    with _CutInside() as done.inside_cut:
+                        try:
+                            asyncio.run(all_of_them())
+                        except _Killed:
+                            pass  # (nothing of that commit's pages reached the spider; a page that
+                            # began no commit, a 304 unchanged, is cut after its decision instead)
             finally:
                 if done.killed:
                     killed(ext, self.elsewhere)
@@ -432,6 +480,8 @@ class Model:
                 asked.add(cleaned.url)
                 request, url = cleaned, cleaned.url
                 mw.process_request(request)
+            if url == done.cut and done.inside:
+                done.inside_cut.armed = True
             if url == done.late:
                 self.clock.offset += RUN_LEASE + 1  # (the kill's lease runs out while it is on its way)
                 done.late = ""

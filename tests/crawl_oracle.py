@@ -12,7 +12,9 @@ After every crawl (`Oracle.after`):
   another URL is the page stored twice) are in storage only for a reason the oracle names (a
   print version and its page when either was stored while the threshold kept them apart, a
   print URL stored while allow-listed, a DEDUP_WINDOW that let pages expire, a URL that answers
-  404 now: a limit named in docs/recrawls.md);
+  404 now: a limit named in docs/recrawls.md; the page a crawler killed inside its commit was
+  deciding: filed from its journal, it never had its second look, a limit named in
+  docs/distributed.md);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
@@ -86,6 +88,7 @@ class Oracle:
         self.replaced: dict[str, str] = {}  # URL -> the URL storage was told replaced it
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.owed: set[str] = set()  # URLs a killed run's drop log says it replaced, storage not told yet
+        self.halved: set[int] = set()  # articles a crawler killed inside a commit was deciding (see `after`)
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
         self.stored_before: dict[str, tuple[int, int]] = {}  # storage after the last crawl checked
@@ -145,6 +148,9 @@ class Oracle:
             self.owed.discard(url)  # (kept again: its item is this crawl's)
             if self.tags.get(url) == REVISIT_COPY:
                 del self.tags[url]
+        if done.inside and done.cut:  # (a page filed from a killed writer's journal never had its second
+            # look: what it replaces stays kept beside it, a group kept twice; docs/distributed.md)
+            self.halved.add(article_of(done.cut))
         if done.killed:  # (its replacements were told at its close, which never came)
             self.owed |= {r["url"] for r in lines if r.get("reason") == "superseded"} - {old for old, _ in done.removed}
         for r in lines:  # (a stored URL whose new version copies another URL's page: dropped, its old item stays)
@@ -231,7 +237,7 @@ class Oracle:
         gone = self.model.site.removed  # (a URL that answers 404 now: its page stays kept under it, the
         # index never learns of the 404; the page's live URLs are its copies until edits drift apart)
         for url, (article, _) in self.model.storage.items():  # (a killed run's replacements left to it: told later)
-            if url not in self.tags and url not in gone and article not in self.left:
+            if url not in self.tags and url not in gone and article not in self.left | self.halved:
                 by_page[article].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
