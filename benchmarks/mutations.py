@@ -128,8 +128,8 @@ MUTATIONS = (
              "    if same is None:",
              tests="tests/test_crawl_model.py::test_a_page_whose_rel_canonical_changes_is_filed_again_so_the_url_it_names_replaces_it"),
     Mutation("commit-journal", "a spread commit is noted in a write journal first, so one cut off half-way is applied "
-             "whole later (the cluster model kills crawlers inside a commit too, half its commands sent, but the "
-             "half-filed pages it meets come out the same in storage and in `index verify`: its own tests see it)",
+             "whole later (the cluster model kills crawlers inside a commit, half its commands sent, and runs `index "
+             "verify` after the next crawl)",
              "stores/redis/spread.py",
              "            s.journal.begin(blob)\n", "            pass\n", where="cluster", tests="tests/test_cluster_journal.py"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
