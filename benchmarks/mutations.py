@@ -156,6 +156,8 @@ def run_model(where: str, examples: int) -> tuple[bool, float, str, bool]:
                           timeout=3600)
     took = time.monotonic() - began
     first = next((line.strip()[2:].strip() for line in proc.stdout.splitlines() if line.strip().startswith("E ")), "")
+    if proc.returncode != 0 and not first:  # (no assertion: say how it ended, a crash or a timeout)
+        first = " / ".join(line.strip() for line in (proc.stdout + proc.stderr).splitlines()[-3:])
     # found: the oracle's assertion failed (not a collection error, a fixture or a crash)
     return proc.returncode != 0 and first.startswith("AssertionError"), took, first[:150], proc.returncode != 0
 

@@ -482,12 +482,20 @@ class Crawls(RuleBasedStateMachine):
 class ClusterCrawls(Crawls):
     """On a Redis Cluster, crawlers at once also race on a page rewritten (claims decide)."""
 
-    @initialize(seed=st.integers(0, 2**16), asked=st.integers(1, 6), reached=st.sampled_from((0.0, 0.5, 1.0)),
-                lead=st.booleans())
-    def begin_cut_inside(self, seed, asked, reached, lead):
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 6), reached=st.sampled_from((0.0, 0.5, 1.0)),
+                lead=st.sampled_from((True, False)), requests=st.sampled_from((False, True)))
+    def begin_cut_inside(self, seed, asked, reached, lead, requests):
         """And a crawler killed inside a commit, half its commands sent (`killed`, `cut`), crawled
-        again a day later: that crawl's opening applies the commit whole, from its journal."""
-        self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=lead, cut=True, inside=True)
+        again a day later: that crawl's opening applies the commit whole, from its journal;
+        `requests` False: the new page's session and tracking URLs downloaded as they are (so the
+        commit cut may be one replacing another). The settings as they were from then on."""
+        saved = self.settings
+        if not requests:
+            self.setting(("DEDUP_CLEAN_REQUESTS", False))
+        try:
+            self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=lead, cut=True, inside=True)
+        finally:
+            self.settings = saved
 
     @precondition(lambda self: self.crawled)
     @rule(which=_which, seed=st.integers(0, 2**16))
