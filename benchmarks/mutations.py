@@ -66,7 +66,7 @@ MUTATIONS = (
              "            pass", where="cluster", tests="tests/test_cluster_races.py"),
     Mutation("settings-reach-known-copies", "known copies asked again in full when the deciding settings change",
              "scrapy/conditional.py", " or entry.run < dedup.settings_since:", ":",
-             tests="tests/test_crawl_model.py::test_a_loosened_threshold_reaches_a_known_copy_whose_server_answers_304"),
+             tests="tests/test_crawl_examples.py::test_a_loosened_threshold_reaches_a_known_copy_whose_server_answers_304"),
     Mutation("dry-run-scratch", "a dry run decides on a scratch copy of the index",
              "scrapy/extension.py", "        if cfg.backend != \"lmdb\":\n            return cfg  # (memory: gone at exit anyway)",
              "        if True:\n            return cfg"),
@@ -81,52 +81,52 @@ MUTATIONS = (
     Mutation("killed-run-supersede", "a page passed on again after a kill tells storage of the URL it replaced in "
              "that run (its signal waited for the spider's close)", "core/index/held.py",
              "    return {**gone[0], \"chain\": gone[1:]} if gone else None", "    return None",
-             tests="tests/test_crawl_model.py::test_a_crawl_killed_after_a_cleaner_url_replaced_a_page_it_kept_is_told_again"),
+             tests="tests/test_crawl_examples.py::test_a_crawl_killed_after_a_cleaner_url_replaced_a_page_it_kept_is_told_again"),
     Mutation("killed-run-chain", "a page passed on again after a kill tells storage of the whole chain of URLs "
              "replaced in that run (tracking -> cleaner -> canonical)", "core/decide/rules.py",
              "            \"held\": held_of(doc)}",
              "            \"held\": []}",
-             tests="tests/test_crawl_model.py::test_a_killed_crawls_chain_of_replacements_is_told_whole"),
+             tests="tests/test_crawl_examples.py::test_a_killed_crawls_chain_of_replacements_is_told_whole"),
     Mutation("killed-drop-mode", "DEDUP_REVISIT=drop takes a killed run's page for a revisit (unchanged: passed "
              "on again; edited: an update, not a copy of itself)", "core/decide/rules.py",
              "        if not killed():\n            return None", "        if True:\n            return None",
-             tests="tests/test_crawl_model.py::test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop"),
+             tests="tests/test_crawl_examples.py::test_a_killed_crawls_page_is_passed_on_again_under_revisit_drop"),
     Mutation("killed-update-told", "a killed run's page coming back edited (an update) tells storage of the URLs "
              "it replaced in that run", "core/decide/rules.py",
              "        if killed():  # what the killed run's page superseded", "        if False:  # what the killed run's page superseded",
-             tests="tests/test_crawl_model.py::test_a_killed_crawls_replacement_is_told_when_its_page_comes_back_edited"),
+             tests="tests/test_crawl_examples.py::test_a_killed_crawls_replacement_is_told_when_its_page_comes_back_edited"),
     Mutation("killed-replaced", "a page replacing a killed run's page tells storage of what that page had replaced "
              "in its run", "core/index/held.py", "    return replaced_killed(index, txn, verdict, run)",
-             "    return verdict", tests="tests/test_crawl_model.py::test_a_killed_crawls_replacement_is_told_when_its_page_is_replaced_in_turn"),
+             "    return verdict", tests="tests/test_crawl_examples.py::test_a_killed_crawls_replacement_is_told_when_its_page_is_replaced_in_turn"),
     Mutation("run-lease", "a run whose open marker was not renewed for RUN_LEASE was killed (another host or "
              "container, where its pid says nothing)", "core/index/neardup.py",
              "            if isinstance(beat, (int, float)) and time.time() - beat > RUN_LEASE:",
              "            if False:",
-             tests="tests/test_crawl_model.py::test_a_crawl_killed_in_another_container_is_passed_on_again "
+             tests="tests/test_crawl_examples.py::test_a_crawl_killed_in_another_container_is_passed_on_again "
                    "tests/test_revisit.py::test_a_crawl_killed_in_another_container_is_known_killed_once_its_lease_runs_out"),
     Mutation("killed-entry-validators", "a URL whose last response a killed run wrote keeps its validators when "
              "its kept page's run ended", "core/index/revalidation.py",
              "        if killed and not found.copy_of:", "        if False:",
-             tests="tests/test_crawl_model.py::test_a_url_whose_entry_a_killed_crawl_wrote_is_asked_with_its_validators_again"),
+             tests="tests/test_crawl_examples.py::test_a_url_whose_entry_a_killed_crawl_wrote_is_asked_with_its_validators_again"),
     Mutation("killed-after-commit", "a replacement of an earlier crawl's page is carried by the replacing record too "
              "(told at once, a kill between the commit and the telling lost it: the fault run's recall miss)",
              "core/index/held.py", "    if gone:\n        chain =", "    if gone and gone.get(\"run\") == run:\n        chain =",
-             tests="tests/test_crawl_model.py::test_a_crawl_killed_between_a_replacements_commit_and_its_telling_tells_it_after"),
+             tests="tests/test_crawl_examples.py::test_a_crawl_killed_between_a_replacements_commit_and_its_telling_tells_it_after"),
     Mutation("passed-on-this-run", "an unchanged page passed on again is this run's (DEDUP_UNCHANGED=keep: a page "
              "replacing it later in the crawl told storage before its item got there)", "core/decide/rules.py",
              "    passed = verdict.action == Action.KEEP and not cfg.dry_run and prior.run != p.judging.run",
              "    passed = False",
-             tests="tests/test_crawl_model.py::test_a_page_passed_on_unchanged_then_replaced_in_the_same_crawl_leaves_storage"),
+             tests="tests/test_crawl_examples.py::test_a_page_passed_on_unchanged_then_replaced_in_the_same_crawl_leaves_storage"),
     Mutation("copy-304-repoint", "a known copy's 304 dropped against another record than its entry names re-points "
              "the entry (else the next crawl downloads it in full)", "core/index/fetches.py",
              "            return replace(self, body=None, keep_copy=False, asked=True) if self.copy_of else None",
              "            return None",
-             tests="tests/test_crawl_model.py::test_a_known_copys_304_dropped_against_the_page_replacing_its_own_names_that_page_after"),
+             tests="tests/test_crawl_examples.py::test_a_known_copys_304_dropped_against_the_page_replacing_its_own_names_that_page_after"),
     Mutation("canonical-anew", "the same text naming another rel=canonical is filed again (an update)",
              "core/decide/rules.py",
              "    if same is None or (cfg.canonical and not p.fp.not_modified and _names_anew(p.verdict, prior)):",
              "    if same is None:",
-             tests="tests/test_crawl_model.py::test_a_page_whose_rel_canonical_changes_is_filed_again_so_the_url_it_names_replaces_it"),
+             tests="tests/test_crawl_examples.py::test_a_page_whose_rel_canonical_changes_is_filed_again_so_the_url_it_names_replaces_it"),
     Mutation("commit-journal", "a spread commit is noted in a write journal first, so one cut off half-way is applied "
              "whole later (the cluster model kills crawlers inside a commit, half its commands sent, and runs `index "
              "verify` after the next crawl)",
