@@ -81,19 +81,28 @@ def test_the_template_lines_are_measured_the_same_in_the_second_look(cluster):
 
 class Race:
     """Pages checked at the same moment by several processes: every first look happens before any
-    of them is filed, then the filed pages claim and look again in the order given."""
+    of them is filed, then the filed pages claim and look again in the order given (`files`: and
+    are filed in that order, else at once)."""
 
-    def __init__(self, monkeypatch, n: int, order: list[int]):
+    def __init__(self, monkeypatch, n: int, order: list[int], files: list[int] | None = None):
         self.filing = threading.Barrier(n, timeout=60)
         self.turns = [threading.Event() for _ in range(n)]
+        self.filed = [threading.Event() for _ in range(n)]
         self.order, self.local = order, threading.local()
         commit, confirm = spread.SpreadTxn.commit, claims.confirm
         race = self
 
         def commit_after_all_looked(txn):
-            if getattr(race.local, "me", None) is not None and getattr(race.local, "first", True):
+            me = getattr(race.local, "me", None)
+            if me is not None and getattr(race.local, "first", True):
                 race.local.first = False
                 race.filing.wait()
+                if files is not None and files.index(me):
+                    race.filed[files[files.index(me) - 1]].wait(timeout=60)
+                try:
+                    return commit(txn)
+                finally:
+                    race.filed[me].set()
             return commit(txn)
 
         def confirm_in_turn(*args, **kw):

@@ -138,6 +138,30 @@ def test_a_page_that_withdraws_leaves_the_urls_earlier_record(cluster, monkeypat
         assert verify(one.index).ok
 
 
+def test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_page_replacing_it(
+        cluster, articles, monkeypatch):
+    """A mirror's page naming the original as its rel=canonical, and the original, the same bytes,
+    filed at once, the mirror last; the mirror claims first and stays, then the original's second
+    look replaces it. Filed last, the mirror held the exact-text and response-digest entries, and
+    used to take them out with it, so the original's digests led nowhere (`index verify`: "its
+    response digest does not lead to a kept page"; found by the model's race_update)."""
+    from crawler_dedup.core.page.fingerprint import body_digest
+
+    html, original = articles[4][0], "https://x.example/a"
+    body = body_digest(html)
+    with Deduplicator(**cluster) as one, Deduplicator(**cluster) as two:
+        race = Race(monkeypatch, 2, order=[0, 1], files=[1, 0])
+        mirror, kept = race.run([lambda: one.check("https://m.example/a", html=html, body=body, canonical=original),
+                                 lambda: two.check(original, html=html, body=body, canonical=original)])
+        monkeypatch.undo()
+        assert mirror.action == Action.KEEP and kept.action == Action.KEEP, (mirror, kept)
+        assert (kept.superseded or {}).get("url") == "https://m.example/a", kept
+        report = verify(one.index)
+        assert report.ok, report.problems
+        later = one.check("https://y.example/a", html=html, body=body)
+        assert (later.action, later.reason, later.duplicate_of) == (Action.DROP, "exact", original)
+
+
 def test_a_withdrawal_is_written_before_its_claim_goes(cluster, monkeypatch):
     """A crawler killed between withdrawing a page and giving up its claim leaves no filed page
     behind (the claim went first, and the withdrawal could be lost with it)."""

@@ -308,11 +308,14 @@ class NearDupIndex:
         `heir`: the kept page it was a copy of (a page withdrawn on a store without transactions,
         claims.py): an entry of one value the two shared (the URL, the exact words, the response's
         bytes), which the later writer took, goes back to it. `staying`: a page filed before this
-        one left that replaces it (claims.py): the lines it files under the same URL stay filed."""
+        one left that replaces it (claims.py): the lines it files under the same URL stay filed,
+        and an entry of one value the two share goes to it, as to an heir."""
         doc = self.doc(txn, doc_id)
         if doc is None:
             return False
         txn.doc_delete(doc_id)
+        if heir is None and staying is not None:
+            heir = staying  # (filed before this one left: its entries may have been overwritten by this one's)
         heir_id = heir.doc_id if heir is not None and heir.doc_id != doc_id else None
         key = url_key(doc.url) if doc.url else None
         if key is not None and txn.url_get(key) == doc_id:
