@@ -325,6 +325,67 @@ class _CutInside:
         return False
 
 
+class ClaimsInOrder:
+    """While two crawlers race on two URLs (the spread layout): both first looks are done before
+    either page is filed, then `second`'s page claims and looks again only once `first`'s has (as
+    tests/test_cluster_decisions.py's Race does): whichever the draw names claims first, every time.
+    Each wait gives up after a few seconds (a page that never files: a 304, another batch)."""
+
+    def __init__(self, first: str, second: str):
+        self.first, self.second = first, second
+        self.filing = threading.Barrier(2, timeout=5)
+        self.looked = threading.Event()
+        self.met: set[str] = set()
+        self.local = threading.local()
+
+    def __enter__(self):
+        from crawler_dedup.core import dedup
+        from crawler_dedup.core.decide import claims
+        from crawler_dedup.stores.redis import spread
+
+        self.saved = decide_many, commit, confirm = (dedup.Deduplicator._decide_many, spread.SpreadTxn.commit,
+                                                     claims.confirm)
+        order = self
+
+        def deciding(d, pages, *args, **kwargs):
+            mine = {p.verdict.url for p in pages} & {order.first, order.second} - order.met
+            order.met |= mine
+            order.local.filing = bool(mine)
+            try:
+                return decide_many(d, pages, *args, **kwargs)
+            finally:
+                order.local.filing = False
+
+        def committing(txn, *args, **kwargs):
+            if getattr(order.local, "filing", False):
+                order.local.filing = False
+                try:
+                    order.filing.wait()
+                except threading.BrokenBarrierError:
+                    pass
+            return commit(txn, *args, **kwargs)
+
+        def confirming(index, judging, page, *args, **kwargs):
+            if page.verdict.url == order.second:
+                order.looked.wait(timeout=5)
+            try:
+                return confirm(index, judging, page, *args, **kwargs)
+            finally:
+                if page.verdict.url == order.first:
+                    order.looked.set()
+
+        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = deciding, committing, confirming
+        return self
+
+    def __exit__(self, *exc):
+        from crawler_dedup.core import dedup
+        from crawler_dedup.core.decide import claims
+        from crawler_dedup.stores.redis import spread
+
+        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = self.saved
+        return False
+
+
 async def _in_worker(pool, fn, *args):
     """DEDUP_WORKERS' real worker processes, their answer awaited on the crawl's asyncio loop."""
     return await asyncio.wrap_future(pool.submit(fn, *args))

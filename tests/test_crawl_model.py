@@ -29,8 +29,8 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited,
-                          variant_url, write_graded_model)
+from .crawl_model import (MIRROR, Article, ClaimsInOrder, Model, Site, article_of, article_text, clean_url,
+                          edited, variant_url, write_graded_model)
 from .crawl_oracle import APART, Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
@@ -295,9 +295,9 @@ class Crawls(RuleBasedStateMachine):
             self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
 
     def _whole(self) -> None:
-        """After a kill and a crawl: `crawler-dedup index verify` (read only, as a user runs it
-        after a crash) finds every entry where the kept records say: a commit cut off half-way was
-        applied whole."""
+        """After a kill and a crawl, or a race: `crawler-dedup index verify` (read only, as a user
+        runs it after a crash) finds every entry where the kept records say: a commit cut off
+        half-way was applied whole, a page that withdrew left its URL's entry to the page before."""
         import contextlib
         import io
         import json
@@ -311,7 +311,7 @@ class Crawls(RuleBasedStateMachine):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             code = main(["index", "verify", "--json", *where])
         said = json.loads(out.getvalue())
-        assert code == 0 and said["whole"], f"index verify after a killed crawl and the crawl after: {said}"
+        assert code == 0 and said["whole"], f"index verify after a killed crawl and the crawl after, or a race: {said}"
 
     APPEARS = dict(canonical=st.sampled_from((None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
                    copies=st.sampled_from((0, 1)), place=st.sampled_from((1, 2, 0)), keep=st.booleans(),
@@ -497,12 +497,23 @@ class ClusterCrawls(Crawls):
         finally:
             self.settings = saved
 
+    @initialize(which=_which, seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update")))
+    def begin_race(self, which, seed, claims):
+        """And a crawl, then a kept page's update racing its copy (`race_update`): with the copy
+        claiming first, the update withdraws and gives its URL back to the page's earlier record
+        (only the index shows that: `index verify` reads it)."""
+        if not self.site.articles:
+            self._article(None, 0)
+        self._crawl(sorted(self.site.urls))
+        self.race_update(which, seed, claims)
+
     @precondition(lambda self: self.crawled)
-    @rule(which=_which, seed=st.integers(0, 2**16))
-    def race_update(self, which, seed):
+    @rule(which=_which, seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update", None)))
+    def race_update(self, which, seed, claims="copy"):
         """A kept page rewritten and a new copy of it on the mirror host, crawled at once by two
         crawlers, each starting with one of them: the update and its copy race (whichever claims
-        first stays; an update that withdraws leaves its URL to the page's earlier record)."""
+        first stays; an update that withdraws leaves its URL to the page's earlier record).
+        `claims`: which claims first (ClaimsInOrder), None: as the threads go."""
         n = 1 + which % len(self.site.articles)
         stored = sorted(u for u, (a, _) in self.model.storage.items() if a == n)
         new = f"https://{MIRROR}/r{self.crawled}/a{n}"  # (never met before)
@@ -513,7 +524,12 @@ class ClusterCrawls(Crawls):
         first = [u for u in stored[:1] if u != new] + [new]
         rest = sorted(set(self.site.urls) - set(first))
         random.Random(seed).shuffle(rest)
-        self._crawl([*first, *rest], crawlers=2)
+        if claims is None or len(first) < 2:
+            self._crawl([*first, *rest], crawlers=2)
+        else:
+            with ClaimsInOrder(*(first if claims == "update" else first[::-1])):
+                self._crawl([*first, *rest], crawlers=2)
+        self._whole()  # (an update that withdrew gives its URL's entry back: only the index shows it)
 
 
 def run_machine(store: dict, examples: int, steps: int, machine: type[Crawls] = Crawls):
