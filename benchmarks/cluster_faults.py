@@ -312,9 +312,14 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
 
     stored: set[str] = set()
     lines: list[dict] = []
+    said: dict[str, str] = {}  # URL -> what became of it, and on which crawler (a recall miss's story)
     for c in crawlers:
         stored |= _stored(c.stored)
-        lines += list(read_droplog(str(c.droplog))) if c.droplog.exists() else []
+        said.update((u, f"stored by crawler {c.n}") for u in _stored(c.stored))
+        mine = list(read_droplog(str(c.droplog))) if c.droplog.exists() else []
+        said.update((r["url"], f"crawler {c.n}: {r.get('action')} {r.get('reason')}, rule {r.get('rule')}, "
+                               f"of {r.get('duplicate_of')}") for r in mine)
+        lines += mine
     dropped = {r["url"] for r in lines}
     lost = [u for u, _ in site.pages if u not in stored and u not in dropped]
     copies = [r for r in lines if r.get("reason") not in ("unchanged", "superseded")]
@@ -329,10 +334,18 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
     finally:
         store.close()
     dangling = [u for u, k in zip(named, kept) if not k]
-    twice: dict[str, list[str]] = {}  # (a group stored under more than one URL: recall's misses)
+    twice: dict[str, list[str]] = {}  # (a group stored under more than one URL)
     for u, g in site.pages:
         if u in stored:
             twice.setdefault(g, []).append(u)
+    group = dict(site.pages)
+    true: dict[str, int] = {}  # group -> its URLs dropped as a copy of one of its URLs
+    for r in lines:
+        if r.get("reason") != "unchanged" and group.get(r["url"]) == group.get(r.get("duplicate_of") or ""):
+            true[group[r["url"]]] = true.get(group[r["url"]], 0) + 1
+    missed = [{u: said.get(u, "neither stored nor dropped") for u, g in site.pages if g == gg}
+              for gg in dict.fromkeys(g for _, g in site.pages)
+              if true.get(gg, 0) < sum(1 for _, g in site.pages if g == gg) - 1]
     verify = subprocess.run([sys.executable, "-m", "crawler_dedup", "index", "verify", "--redis", cluster.url,
                              "-s", f"DEDUP_REDIS_PREFIX={prefix}"], capture_output=True, text=True, timeout=600)
     # a superseded page left the kept set as a copy of its clean URL's: scored as that drop
@@ -341,7 +354,8 @@ def check(site: Site, crawlers: list[Crawler], cluster: Cluster, prefix: str, sc
             "dangling drops": len(dangling), "verify": "clean" if verify.returncode == 0 else verify.stdout[-500:],
             "tracebacks": sum(c.tracebacks for c in crawlers), "claim drops": sum(r.get("rule") == "claim" for r in lines),
             **scored, "examples": {"lost": lost[:3], "dangling": dangling[:3], "self-drops": selfdrops[:3],
-                                      "stored twice": [us for us in twice.values() if len(us) > 1][:3]}}
+                                      "stored twice": [us for us in twice.values() if len(us) > 1][:3],
+                                      "missed groups": missed[:3]}}
 
 
 def one_process(site: Site, work: Path, settings: list[str], scorer: Path | None, port_server) -> dict:

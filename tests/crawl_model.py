@@ -39,6 +39,8 @@ from crawler_dedup.scrapy.middleware import DedupMiddleware, DedupSpiderMiddlewa
 from crawler_dedup.scrapy.pipeline import DedupPipeline
 from crawler_dedup.signals import page_superseded
 
+from .crawl_hooks import CutInside, Killed
+
 HOST = "site.example"
 MIRROR = "mirror.example"
 DAY = 86_400.0
@@ -283,107 +285,11 @@ class Crawled:
     recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
     cut: str | None = None  # a killed crawl's last URL, killed between its commit and its recording
     inside: bool = False  # (the spread layout) killed inside that commit instead: half its commands sent
-    inside_cut: "_CutInside | None" = None  # (how, while it runs)
+    inside_cut: "CutInside | None" = None  # (how, while it runs)
     width: int | None = None  # downloads at once (None: 1 to 3 by the number of URLs)
     late: str | None = None  # a URL whose response came after a run's lease ran out
     early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
     aged: set[str] = field(default_factory=set)  # (the oracle's) URLs downloaded in full as their validators aged out
-
-
-class _Killed(BaseException):
-    """The process gone inside a commit (Model.crawl's `kill` with "inside")."""
-
-
-class _CutInside:
-    """While a crawl runs: once `armed` (its last URL's response is being decided), the first
-    round trip that writes (a commit: the spread layout's write script) sends half its commands
-    (the nodes apply theirs each on its own), then the process is gone."""
-
-    def __init__(self):
-        self.armed = False
-
-    def __enter__(self):
-        from crawler_dedup.stores.redis import nodes
-
-        self.saved = run = nodes.Nodes.run
-        cut = self
-
-        def trip(self, batch, *args, **kwargs):
-            write = self.sha.get("write")
-            if cut.armed and write and any(c[:2] == ("EVALSHA", write) for _, c in batch):
-                run(self, batch[:len(batch) // 2], *args, **kwargs)
-                raise _Killed()
-            return run(self, batch, *args, **kwargs)
-
-        nodes.Nodes.run = trip
-        return self
-
-    def __exit__(self, *exc):
-        from crawler_dedup.stores.redis import nodes
-
-        nodes.Nodes.run = self.saved
-        return False
-
-
-class ClaimsInOrder:
-    """While two crawlers race on two URLs (the spread layout): both first looks are done before
-    either page is filed, then `second`'s page claims and looks again only once `first`'s has (as
-    tests/test_cluster_decisions.py's Race does): whichever the draw names claims first, every time.
-    Each wait gives up after a few seconds (a page that never files: a 304, another batch)."""
-
-    def __init__(self, first: str, second: str):
-        self.first, self.second = first, second
-        self.filing = threading.Barrier(2, timeout=5)
-        self.looked = threading.Event()
-        self.met: set[str] = set()
-        self.local = threading.local()
-
-    def __enter__(self):
-        from crawler_dedup.core import dedup
-        from crawler_dedup.core.decide import claims
-        from crawler_dedup.stores.redis import spread
-
-        self.saved = decide_many, commit, confirm = (dedup.Deduplicator._decide_many, spread.SpreadTxn.commit,
-                                                     claims.confirm)
-        order = self
-
-        def deciding(d, pages, *args, **kwargs):
-            mine = {p.verdict.url for p in pages} & {order.first, order.second} - order.met
-            order.met |= mine
-            order.local.filing = bool(mine)
-            try:
-                return decide_many(d, pages, *args, **kwargs)
-            finally:
-                order.local.filing = False
-
-        def committing(txn, *args, **kwargs):
-            if getattr(order.local, "filing", False):
-                order.local.filing = False
-                try:
-                    order.filing.wait()
-                except threading.BrokenBarrierError:
-                    pass
-            return commit(txn, *args, **kwargs)
-
-        def confirming(index, judging, page, *args, **kwargs):
-            if page.verdict.url == order.second:
-                order.looked.wait(timeout=5)
-            try:
-                return confirm(index, judging, page, *args, **kwargs)
-            finally:
-                if page.verdict.url == order.first:
-                    order.looked.set()
-
-        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = deciding, committing, confirming
-        return self
-
-    def __exit__(self, *exc):
-        from crawler_dedup.core import dedup
-        from crawler_dedup.core.decide import claims
-        from crawler_dedup.stores.redis import spread
-
-        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = self.saved
-        return False
 
 
 async def _in_worker(pool, fn, *args):
@@ -511,10 +417,10 @@ class Model:
                 if not done.inside:
                     asyncio.run(all_of_them())
                 else:
-                    with _CutInside() as done.inside_cut:
+                    with CutInside() as done.inside_cut:
                         try:
                             asyncio.run(all_of_them())
-                        except _Killed:
+                        except Killed:
                             pass  # (nothing of that commit's pages reached the spider; a page that
                             # began no commit, a 304 unchanged, is cut after its decision instead)
             finally:

@@ -29,8 +29,9 @@ from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .crawl_model import (MIRROR, Article, ClaimsInOrder, Model, Site, article_of, article_text, clean_url,
-                          edited, variant_url, write_graded_model)
+from .crawl_hooks import ClaimsInOrder
+from .crawl_model import (MIRROR, Article, Model, Site, article_of, article_text, clean_url, edited,
+                          variant_url, write_graded_model)
 from .crawl_oracle import APART, Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")

@@ -1,0 +1,102 @@
+"""The cluster's faults and races a model crawl (tests/crawl_model.py) can be run inside, by
+patching the package where a real process would be cut or delayed: a crawler killed inside a
+commit (`CutInside`), and two crawlers' pages claiming in a given order (`ClaimsInOrder`)."""
+
+from __future__ import annotations
+
+import threading
+
+class Killed(BaseException):
+    """The process gone inside a commit (Model.crawl's `kill` with "inside")."""
+
+
+class CutInside:
+    """While a crawl runs: once `armed` (its last URL's response is being decided), the first
+    round trip that writes (a commit: the spread layout's write script) sends half its commands
+    (the nodes apply theirs each on its own), then the process is gone."""
+
+    def __init__(self):
+        self.armed = False
+
+    def __enter__(self):
+        from crawler_dedup.stores.redis import nodes
+
+        self.saved = run = nodes.Nodes.run
+        cut = self
+
+        def trip(self, batch, *args, **kwargs):
+            write = self.sha.get("write")
+            if cut.armed and write and any(c[:2] == ("EVALSHA", write) for _, c in batch):
+                run(self, batch[:len(batch) // 2], *args, **kwargs)
+                raise Killed()
+            return run(self, batch, *args, **kwargs)
+
+        nodes.Nodes.run = trip
+        return self
+
+    def __exit__(self, *exc):
+        from crawler_dedup.stores.redis import nodes
+
+        nodes.Nodes.run = self.saved
+        return False
+
+
+class ClaimsInOrder:
+    """While two crawlers race on two URLs (the spread layout): both first looks are done before
+    either page is filed, then `second`'s page claims and looks again only once `first`'s has (as
+    tests/test_cluster_decisions.py's Race does): whichever the draw names claims first, every time.
+    Each wait gives up after a few seconds (a page that never files: a 304, another batch)."""
+
+    def __init__(self, first: str, second: str):
+        self.first, self.second = first, second
+        self.filing = threading.Barrier(2, timeout=5)
+        self.looked = threading.Event()
+        self.met: set[str] = set()
+        self.local = threading.local()
+
+    def __enter__(self):
+        from crawler_dedup.core import dedup
+        from crawler_dedup.core.decide import claims
+        from crawler_dedup.stores.redis import spread
+
+        self.saved = decide_many, commit, confirm = (dedup.Deduplicator._decide_many, spread.SpreadTxn.commit,
+                                                     claims.confirm)
+        order = self
+
+        def deciding(d, pages, *args, **kwargs):
+            mine = {p.verdict.url for p in pages} & {order.first, order.second} - order.met
+            order.met |= mine
+            order.local.filing = bool(mine)
+            try:
+                return decide_many(d, pages, *args, **kwargs)
+            finally:
+                order.local.filing = False
+
+        def committing(txn, *args, **kwargs):
+            if getattr(order.local, "filing", False):
+                order.local.filing = False
+                try:
+                    order.filing.wait()
+                except threading.BrokenBarrierError:
+                    pass
+            return commit(txn, *args, **kwargs)
+
+        def confirming(index, judging, page, *args, **kwargs):
+            if page.verdict.url == order.second:
+                order.looked.wait(timeout=5)
+            try:
+                return confirm(index, judging, page, *args, **kwargs)
+            finally:
+                if page.verdict.url == order.first:
+                    order.looked.set()
+
+        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = deciding, committing, confirming
+        return self
+
+    def __exit__(self, *exc):
+        from crawler_dedup.core import dedup
+        from crawler_dedup.core.decide import claims
+        from crawler_dedup.stores.redis import spread
+
+        dedup.Deduplicator._decide_many, spread.SpreadTxn.commit, claims.confirm = self.saved
+        return False
