@@ -151,14 +151,16 @@ class Racing:
 
 def unsettled(index: NearDupIndex, txn, prior: DocRecord) -> bool:
     """A killed run's page passed on again that never had its second look (the run was killed
-    between its commit and its claim) and is young enough that no drop against it can have stood:
-    it has its second look now, so a copy another crawler kept at the same moment does not stay
-    beside it. Only on a store whose writes are not transactions (claims)."""
+    between its commit and its claim, or between its claim and its confirmation) and is young
+    enough that no drop against it can have stood: it has its second look now (in the order it
+    claimed, if it did), so a copy another crawler kept at the same moment does not stay beside
+    it. Only on a store whose writes are not transactions (claims)."""
     if getattr(index.store, "serializable", True) or prior.doc_id is None:
         return False
     if prior.time < time.time() - windows(index)[0]:
         return False  # (drops against it may have stood: it stays, as the claims' design says)
-    return txn.claims([prior.doc_id])[0] is None
+    claim = txn.claims([prior.doc_id])[0]
+    return claim is None or not claim.confirmed
 
 
 def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: list[Verdict],
