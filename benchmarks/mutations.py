@@ -135,6 +135,14 @@ MUTATIONS = (
              "verify` after the next crawl)",
              "stores/redis/spread.py",
              "            s.journal.begin(blob)\n", "            pass\n", where="cluster", tests="tests/test_cluster_journal.py"),
+    Mutation("replaced-shares", "a page replaced at another's second look leaves the entries they share to the "
+             "page replacing it (found by the model's ordered race and `index verify`)", "core/index/neardup.py",
+             "        if heir is None and staying is not None:\n", "        if False:\n", where="cluster",
+             tests="tests/test_cluster_races.py::test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_page_replacing_it"),
+    Mutation("killed-claimed-look", "a killed run's page passed on again that claimed and never confirmed has its "
+             "second look (found reading the code after a fault run's recall miss)", "core/decide/claims.py",
+             "    return claim is None or not claim.confirmed", "    return claim is None", where="cluster",
+             tests="tests/test_cluster_races.py::test_a_killed_crawlers_page_that_never_claimed_has_its_second_look_when_passed_on_again"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
              tests="tests/test_feeds.py"),

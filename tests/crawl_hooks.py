@@ -43,13 +43,15 @@ class CutInside:
 
 class ClaimsInOrder:
     """While two crawlers race on two URLs (the spread layout): both first looks are done before
-    either page is filed, then `second`'s page claims and looks again only once `first`'s has (as
-    tests/test_cluster_decisions.py's Race does): whichever the draw names claims first, every time.
+    either page is filed, `second`'s page is filed first, then it claims and looks again only once
+    `first`'s has (as tests/test_cluster_decisions.py's Race does): whichever the draw names claims
+    first, every time, and was filed last (it held the entries of one value the two share).
     Each wait gives up after a few seconds (a page that never files: a 304, another batch)."""
 
     def __init__(self, first: str, second: str):
         self.first, self.second = first, second
         self.filing = threading.Barrier(2, timeout=5)
+        self.filed = threading.Event()  # (`second`'s page filed)
         self.looked = threading.Event()
         self.met: set[str] = set()
         self.local = threading.local()
@@ -66,20 +68,28 @@ class ClaimsInOrder:
         def deciding(d, pages, *args, **kwargs):
             mine = {p.verdict.url for p in pages} & {order.first, order.second} - order.met
             order.met |= mine
-            order.local.filing = bool(mine)
+            order.local.filing = next(iter(mine), None)
             try:
                 return decide_many(d, pages, *args, **kwargs)
             finally:
-                order.local.filing = False
+                order.local.filing = None
 
         def committing(txn, *args, **kwargs):
-            if getattr(order.local, "filing", False):
-                order.local.filing = False
-                try:
-                    order.filing.wait()
-                except threading.BrokenBarrierError:
-                    pass
-            return commit(txn, *args, **kwargs)
+            url = getattr(order.local, "filing", None)
+            if url is None:
+                return commit(txn, *args, **kwargs)
+            order.local.filing = None
+            try:
+                order.filing.wait()
+            except threading.BrokenBarrierError:
+                pass
+            if url == order.first:
+                order.filed.wait(timeout=5)
+            try:
+                return commit(txn, *args, **kwargs)
+            finally:
+                if url == order.second:
+                    order.filed.set()
 
         def confirming(index, judging, page, *args, **kwargs):
             if page.verdict.url == order.second:

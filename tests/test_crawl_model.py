@@ -498,15 +498,24 @@ class ClusterCrawls(Crawls):
         finally:
             self.settings = saved
 
-    @initialize(which=_which, seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update")))
-    def begin_race(self, which, seed, claims):
-        """And a crawl, then a kept page's update racing its copy (`race_update`): with the copy
-        claiming first, the update withdraws and gives its URL back to the page's earlier record
-        (only the index shows that: `index verify` reads it)."""
-        if not self.site.articles:
-            self._article(None, 0)
-        self._crawl(sorted(self.site.urls))
-        self.race_update(which, seed, claims)
+    @initialize(seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update")),
+                canonical=st.sampled_from((None, "tracking")))
+    def begin_race(self, seed, claims, canonical):
+        """And a page of its own, crawled, then its update racing a copy on the mirror
+        (`race_update`), the copy claiming first and filed last: the update withdraws and gives its
+        URL back to the page's earlier record; or, the page naming its tracking URL as canonical
+        (the copy's markup names it too), the update replaces the copy and keeps the entries they
+        share (only the index shows either: `index verify` reads it)."""
+        n = self._article(canonical, 0)
+        saved = self.settings
+        if canonical == "tracking":  # (the URL its rel=canonical names is served, and asked as it is)
+            self.site.add_url(variant_url(n, "tracking"), n)
+            self.setting(("DEDUP_CLEAN_REQUESTS", False))
+        try:
+            self._crawl(sorted(self.site.urls))
+            self.race_update(n - 1, seed, claims)
+        finally:
+            self.settings = saved
 
     @precondition(lambda self: self.crawled)
     @rule(which=_which, seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update", None)))
