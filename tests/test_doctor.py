@@ -116,11 +116,15 @@ def test_every_command_checks_the_settings_and_reading_creates_nothing(project):
     assert not got["ok"] and "did you mean DEDUP_THRESHOLD" in checks["DEDUP_ settings"]["detail"]
 
 
-def test_doctor_warns_of_a_relative_index_path_away_from_the_project_folder(project):
-    got, checks = doctor(project / "shop", "-s", "DEDUP_DIR=data/idx")
-    assert checks["DEDUP_DIR"]["status"] == "warn" and str(project / "data" / "idx") in checks["DEDUP_DIR"]["detail"]
-    got, checks = doctor(project, "-s", "DEDUP_DIR=data/idx")
-    assert "DEDUP_DIR" not in checks
+def test_doctor_finds_a_relative_index_path_in_the_projects_data_folder_from_any_folder_of_it(project):
+    """As a crawl resolves it (scrapy/opening.in_data_dir, as HTTPCACHE_DIR): from a subfolder the
+    same index, and no warning (doctor used to say a subfolder made a second index)."""
+    want = str(project / ".scrapy" / "data" / "idx")
+    for where in (project / "shop", project):
+        got, checks = doctor(where, "-s", "DEDUP_DIR=data/idx")
+        assert "DEDUP_DIR" not in checks, checks["DEDUP_DIR"]
+        assert checks["index"]["detail"].startswith(want + ":"), (where, checks["index"])
+        assert checks["drop log"]["detail"].startswith(want + "/droplog.jsonl"), (where, checks["drop log"])
 
 
 def test_doctor_says_when_the_http_cache_keeps_conditional_requests_off(project):

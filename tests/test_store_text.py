@@ -64,3 +64,18 @@ def test_index_stats_reports_the_stored_text_cost(demo_out):
     assert 0 < text["bytes_per_page"] < text["raw_bytes_per_page"]
     proc = cli("index", "stats", demo_out / "index")
     assert f"stored text (DEDUP_STORE_TEXT): {info['pages']} of {info['pages']} pages, {text['bytes_per_page']} B" in proc.stdout
+
+
+def test_index_stats_counts_the_index_files_not_a_drop_log_beside_them(tmp_path, articles):
+    """`disk` says "in data.mdb and lock.mdb": a drop log in the same folder (the default place)
+    used to be counted too, so a dry run, which only writes its lines, looked like index growth."""
+    from .conftest import cli
+
+    where = tmp_path / "idx"
+    with Deduplicator(dir=str(where)) as d:
+        d.check("https://s/a", text=articles[0][1])
+    (where / "droplog.jsonl").write_bytes(b"x" * 100_000)
+    proc = cli("index", "stats", where, "--json")
+    assert proc.returncode == 0, proc.stderr
+    files = sum((where / n).stat().st_size for n in ("data.mdb", "lock.mdb") if (where / n).exists())
+    assert json.loads(proc.stdout)["disk_bytes"] == files

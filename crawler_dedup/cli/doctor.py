@@ -48,7 +48,6 @@ def run(args) -> int:
         _addon(report, settings, project)
         config = _config(report, settings, overrides)
         if config is not None:
-            _relative(report, {**{n: settings[n] for n in settings if str(n).startswith("DEDUP_")}, **overrides})
             _index(report, config)
             _droplog(report, config)
     _libraries(report, settings)
@@ -274,18 +273,6 @@ def _index(report: Report, config) -> None:
     if clash:
         report.add("fail", "index vs settings", "; ".join(clash) + ": a crawl would stop at its start",
                    "set them as the index has them, or give a new DEDUP_DIR")
-
-
-def _relative(report: Report, dedup: dict) -> None:
-    """A relative DEDUP_DIR or DEDUP_DROPLOG is taken from the folder a crawl starts in: started
-    in another folder of the project, a crawl makes a second index."""
-    root = report.where.get("project")
-    for name in ("DEDUP_DIR", "DEDUP_DROPLOG"):
-        value = dedup.get(name)
-        if value and not os.path.isabs(str(value)) and root and os.path.abspath(os.curdir) != root:
-            report.add("warn", name, f"{value} is relative: from here it is {os.path.abspath(str(value))}, from "
-                       f"the project folder {os.path.join(root, str(value))}",
-                       f"run crawls and commands from {root}, or make {name} absolute")
 
 
 def _existing_parent(path: str) -> str:

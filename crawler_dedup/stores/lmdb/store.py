@@ -234,7 +234,9 @@ class LmdbStore:
 
     # -- maintenance (not part of the contract: `crawler-dedup index stats|compact`) ---------
     def disk_bytes(self) -> int:
-        return sum(os.path.getsize(os.path.join(self.location, n)) for n in os.listdir(self.location))
+        """The index's own files (a drop log or a dry run's scratch beside them are not the index)."""
+        files = (os.path.join(self.location, n) for n in ("data.mdb", "lock.mdb"))
+        return sum(os.path.getsize(f) for f in files if os.path.exists(f))
 
     def table_stats(self) -> dict[str, tuple[int, int]]:
         """Per open table: (entries, bytes of its pages)."""
