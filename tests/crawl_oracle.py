@@ -132,7 +132,9 @@ class Oracle:
             self.replaced[old] = new
             self.replaced.pop(new, None)
             self.tags.pop(old, None)
-            self.apart.discard(old)
+            if old in self.apart:  # (the page stored apart from its print version, under its new URL now)
+                self.apart.discard(old)
+                self.apart.add(new)
         if done.crawlers > 1:  # (open: a supersede from one crawler can come before the other's item, see below)
             self.tags.update({u: "stored while two crawlers raced" for u in done.stored})
         if self.windowed:  # (each page stored so far may have left the index: a copy of it may be kept again)
