@@ -193,7 +193,8 @@ SETTINGS: tuple[Setting, ...] = (
         "again until then) before it is kept unchecked (`dedup/errors/store`, named in the log); after such a "
         "failure the next pages fail at once for three times as long, so an outage costs the crawl little "
         "time. Longer than the cluster's `cluster-node-timeout` (15 s by default), so a failover costs time, "
-        "not recall; `0`: one try")),
+        "not recall; `0`: one try. Opening the index waits at most 10 s of it (a wrong URL is told in "
+        "seconds, exit 1)")),
     Setting("DEDUP_REDIS_URL", URL, "redis://localhost:6379/0", doc=(
         "`DEDUP_BACKEND=redis`: the server, `redis://[user:password@]host:port/db`, `rediss://` for TLS "
         "(`?ssl_ca_certs=FILE` for a private CA), or a Redis Cluster node; see docs/distributed.md")),
