@@ -140,8 +140,13 @@ MUTATIONS = (
              "        if heir is None and staying is not None:\n", "        if False:\n", where="cluster",
              tests="tests/test_cluster_races.py::test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_page_replacing_it"),
     Mutation("killed-claimed-look", "a killed run's page passed on again that claimed and never confirmed has its "
-             "second look (found reading the code after a fault run's recall miss)", "core/decide/claims.py",
+             "second look (found reading the code after a fault run's recall miss; the model's `race_killed`)", "core/decide/claims.py",
              "    return claim is None or not claim.confirmed", "    return claim is None", where="cluster",
+             tests="tests/test_cluster_races.py::test_a_killed_crawlers_page_that_never_claimed_has_its_second_look_when_passed_on_again"),
+    Mutation("killed-unclaimed-look", "a killed run's page passed on again that never claimed has its second look "
+             "(the fault run's recall miss: a crawler killed between its page's commit and its claim)",
+             "core/decide/claims.py", "    return claim is None or not claim.confirmed",
+             "    return claim is not None and not claim.confirmed", where="cluster",
              tests="tests/test_cluster_races.py::test_a_killed_crawlers_page_that_never_claimed_has_its_second_look_when_passed_on_again"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",

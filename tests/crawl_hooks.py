@@ -46,10 +46,13 @@ class ClaimsInOrder:
     either page is filed, `second`'s page is filed first, then it claims and looks again only once
     `first`'s has (as tests/test_cluster_decisions.py's Race does): whichever the draw names claims
     first, every time, and was filed last (it held the entries of one value the two share).
-    Each wait gives up after a few seconds (a page that never files: a 304, another batch)."""
+    Each wait gives up after a few seconds (a page that never files: a 304, another batch).
+    `killed`: `second`'s crawler is killed at its second look, once `first`'s is done (its page
+    claimed first when `claimed`), the look never made: its page filed, its item lost."""
 
-    def __init__(self, first: str, second: str):
+    def __init__(self, first: str, second: str, killed: bool = False, claimed: bool = False):
         self.first, self.second = first, second
+        self.killed, self.claimed = killed, claimed
         self.filing = threading.Barrier(2, timeout=5)
         self.filed = threading.Event()  # (`second`'s page filed)
         self.looked = threading.Event()
@@ -91,9 +94,14 @@ class ClaimsInOrder:
                 if url == order.second:
                     order.filed.set()
 
-        def confirming(index, judging, page, *args, **kwargs):
+        def confirming(index, judging, page, verdict, doc_id, *args, **kwargs):
             if page.verdict.url == order.second:
                 order.looked.wait(timeout=5)
+                if order.killed:
+                    if order.claimed:
+                        index.write(lambda txn: txn.claim(doc_id))
+                    raise Killed()
+            args = (verdict, doc_id, *args)
             try:
                 return confirm(index, judging, page, *args, **kwargs)
             finally:

@@ -390,6 +390,7 @@ class Model:
             crawler.signals.connect(superseded, signal=page_superseded)
             ext = DedupExtension.of(crawler)
             ext.spider_opened(None)
+            gone = False
             if done.cut is not None:  # (the process is gone once the last URL's commit is durable)
                 record, cut = ext.recorder.record, done.cut
                 ext.recorder.record = lambda verdict, *a, **k: verdict if verdict.url == cut else record(verdict, *a, **k)
@@ -415,7 +416,10 @@ class Model:
                         inflight[0] = len(urls[i:i + width])
                         await asyncio.gather(*(one(u) for u in urls[i:i + width]))
                 if not done.inside:
-                    asyncio.run(all_of_them())
+                    try:
+                        asyncio.run(all_of_them())
+                    except Killed:  # (one of crawlers racing, killed at its page's second look)
+                        gone = done.killed = True
                 else:
                     with CutInside() as done.inside_cut:
                         try:
@@ -424,7 +428,7 @@ class Model:
                             pass  # (nothing of that commit's pages reached the spider; a page that
                             # began no commit, a 304 unchanged, is cut after its decision instead)
             finally:
-                if done.killed:
+                if gone or (done.killed and done.crawlers == 1):
                     killed(ext, self.elsewhere)
                 else:
                     ext.spider_closed(None, "finished")

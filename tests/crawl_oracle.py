@@ -20,7 +20,7 @@ After every crawl (`Oracle.after`):
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
 - a dry run leaves storage, signals and the index's file as they were, and flags (never drops);
 - two crawlers at once (the cluster): nothing lost, each drop against the same page; what they
-  stored is tagged, and their drops are not followed into storage. OPEN, found by the model:
+  stored of a page one of whose URLs the race superseded is tagged, and their drops are not followed into storage. OPEN, found by the model:
   crawler B's page_superseded for a page crawler A kept can come before A's item reaches storage
   (the signal is sent at once across runs), and a page the other crawler's claim withdraws after
   it superseded a URL leaves that URL's line naming a page never stored: two URLs of a page stay;
@@ -135,8 +135,10 @@ class Oracle:
             if old in self.apart:  # (the page stored apart from its print version, under its new URL now)
                 self.apart.discard(old)
                 self.apart.add(new)
-        if done.crawlers > 1:  # (open: a supersede from one crawler can come before the other's item, see below)
-            self.tags.update({u: "stored while two crawlers raced" for u in done.stored})
+        if done.crawlers > 1:  # (open: a supersede from one crawler can come before the other's item, see
+            # above: only a page one of whose URLs the race superseded)
+            raced = {article_of(r["url"]) for r in lines if r.get("reason") == "superseded"}
+            self.tags.update({u: "stored while two crawlers raced" for u in done.stored if article_of(u) in raced})
         if self.windowed:  # (each page stored so far may have left the index: a copy of it may be kept again)
             self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage})
         for url in done.stored:
