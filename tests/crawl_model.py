@@ -272,6 +272,7 @@ class Crawled:
     removed: list[tuple[str, str]] = field(default_factory=list)  # (URL, the URL replacing it) by page_superseded
     statuses: dict[str, int] = field(default_factory=dict)
     served: dict[str, tuple[int, int]] = field(default_factory=dict)  # URL -> (article, version) of a 200 or 304
+    validators: dict[str, tuple] = field(default_factory=dict)  # URL -> (ETag, Last-Modified) the server answered
     errors: list[BaseException] = field(default_factory=list)
     dry_run: bool = False
     settings: dict = field(default_factory=dict)
@@ -460,6 +461,7 @@ class Model:
                 done.early.add(url)
             response = self.site.answer(request)
             done.statuses[url] = response.status
+            done.validators[url] = (response.headers.get("ETag"), response.headers.get("Last-Modified"))
             if response.status == 301:  # RedirectMiddleware (600) answers it before ours (100) sees it
                 target = response.headers["Location"].decode()
                 if target in asked:

@@ -257,6 +257,23 @@ class Oracle:
         assert all(r["action"] in ("flagged", "kept") for r in lines), [r for r in lines if r["action"] == "dropped"]
         assert index_bytes(self.model) == data, "a dry run changed the index's file"
 
+    # -- after a killed crawl and the whole crawl after it ----------------------------------------
+    def after_kill(self, killed: Crawled, done: Crawled) -> None:
+        """The crawl a day after a kill: a page the killed run downloaded and kept (its response
+        kept: pages to follow links on), its server's validators the same since, is asked with them
+        and its 304 passes it on again from the copy kept, never downloaded again (docs/recrawls.md)."""
+        site, cfg = self.model.site, done.settings
+        if (not site.honours or self.model.store_settings.get("DEDUP_BACKEND", "lmdb") != "lmdb" or done.dry_run
+                or self.windowed or cfg.get("DEDUP_REVISIT", "update") != "update" or killed.late is not None):
+            return
+        lined = {r["url"]: r for r in killed.lines}
+        kept = [u for u, s in killed.statuses.items() if s == 200 and u in site.urls and u != killed.cut
+                and u not in killed.dropped and lined.get(u, {}).get("action", "kept") == "kept"
+                and not (cfg.get("DEDUP_ALLOW") and is_print(u))]
+        again = sorted(u for u in kept if done.statuses.get(u) == 200 and done.validators[u] == killed.validators[u]
+                       and u not in done.aged)
+        assert not again, f"a killed run's kept pages downloaded again the day after, nothing changed: {again}"
+
     # -- after two full crawls with the same settings ------------------------------------------
     def settled(self, done: Crawled, before: Crawled) -> None:
         cfg = done.settings

@@ -161,6 +161,27 @@ def test_a_loosened_threshold_reaches_a_known_copy_whose_server_answers_304(tmp_
     assert set(third.statuses.values()) == {304}
 
 
+def test_a_url_its_canonical_replaces_after_a_settings_change_is_asked_with_its_validators_after(tmp_path):
+    """Found by the model (settled after a kill): a page kept under one threshold, the threshold
+    changed back, then the URL its rel=canonical names served and replacing it. The replaced URL's
+    validators became a known copy's entry still dated from its first download's run, older than
+    the settings change: the crawl after asked it in full once more (nothing had changed). The
+    replacement is decided under the settings in force: its entry is the replacing run's."""
+    site = _site("tracking")
+    model = Model(tmp_path, site, {"DEDUP_MODEL": write_graded_model(tmp_path)})
+    oracle = Oracle(model)
+    _checked(model, oracle, [clean_url(1)], {"DEDUP_SCORE_THRESHOLD": 0.99})
+    site.add_url(variant_url(1, "tracking"), 1)
+    oracle.before_crawl(False)  # (the page asked with its validators, its 304 decided before the URL replacing it)
+    replacing = model.crawl([clean_url(1), variant_url(1, "tracking")], {"DEDUP_CLEAN_REQUESTS": False}, width=2)
+    oracle.after(replacing)
+    assert replacing.statuses == {clean_url(1): 304, variant_url(1, "tracking"): 200}, replacing.statuses
+    assert replacing.removed == [(clean_url(1), variant_url(1, "tracking"))], replacing.removed
+    after = _checked(model, oracle, [variant_url(1, "tracking"), clean_url(1)], {})
+    assert after.statuses == {variant_url(1, "tracking"): 304, clean_url(1): 304}, after.statuses
+    assert set(model.storage) == {variant_url(1, "tracking")}
+
+
 def test_a_window_turned_on_then_off_on_the_spread_layout_leaves_one_value_a_key(redis_cluster):
     """Found by the machine on the spread layout: a page kept without DEDUP_WINDOW, then, the
     window on, out of it and kept again (its entries in the window's generations of shards), then

@@ -291,6 +291,8 @@ class Crawls(RuleBasedStateMachine):
             self.crawled += 1
         else:
             first = self._crawl(order, leaf)
+            if not leaf:
+                self.oracle.after_kill(cut_off, first)
         self._whole()
         if settle:
             self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
@@ -363,19 +365,20 @@ class Crawls(RuleBasedStateMachine):
                     reached=reached, lead=True, soon=True, renamed=renamed, settle=settle)
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(3, 6), reached=st.sampled_from((0.5, 0.0)),
-                revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),
-                requests=st.sampled_from((False, False, True)))  # (the first value drawn most: hypothesis's simplest)
-    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests):
+                revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),  # (the first value
+                requests=st.sampled_from((False, False, True)), leaf=st.sampled_from((True, False)))  # drawn most)
+    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests, leaf=True):
         """And one crawl killed here, a day before the next (`killed`, `lead`): its new page met
         under its session and tracking URLs first, replaced in the run by its clean URL, its items
         (none or half) lost; the page edited or not meanwhile; under DEDUP_REVISIT=drop or not; then
-        checked as settled. The settings as they were from then on."""
+        checked as settled; `leaf` False: pages to follow links on (their responses kept: a 304
+        passes one on). The settings as they were from then on."""
         saved = self.settings
         if not requests:  # (the session and tracking URLs downloaded, so replaced within the run)
             self.setting(("DEDUP_CLEAN_REQUESTS", False))
         try:
             self.killed(changes=[], seed=seed, asked=asked, reached=reached, between=[("edit", -1)] if edit else [],
-                        lead=True, settle=True, revisit=revisit)
+                        lead=True, settle=True, revisit=revisit, leaf=leaf)
         finally:
             self.settings = saved
 

@@ -397,7 +397,7 @@ class Deduplicator:
                            site_keys=site.keys if site is not None else None,
                            body=fp.body if cfg.store_text else None)  # (the fast path reads the kept text)
         if carried is not None and verdict.superseded:  # the replaced URL is a known copy of this page now
-            revalidation.file_superseded(txn, verdict.superseded, carried, doc_id)
+            revalidation.file_superseded(txn, verdict.superseded, carried, doc_id, self.run)
         if verdict.action == Action.KEEP:
             verdict = verdict.but(doc_id=doc_id)
             verdict = held.after_kept(index, txn, verdict, decision, self.run)  # (a killed run's page replaced)

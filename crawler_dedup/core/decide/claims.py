@@ -234,7 +234,7 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
             remove = final.remove if final is not None else first_remove
             replaced(index, txn, [g for g in remove if g != doc_id],
                      (final.verdict if final is not None else verdict).superseded, doc_id, config.conditional,
-                     index.doc(txn, doc_id))
+                     index.doc(txn, doc_id), judging.run)
             txn.confirm(doc_id)
             again = final.verdict if final is not None else verdict
             if final is not None and again.action == Action.KEEP:  # (as the first look's _apply told it)
@@ -267,11 +267,11 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
 
 
 def replaced(index: NearDupIndex, txn, remove: list[int], superseded: dict | None, kept_id: int, conditional: bool,
-             staying: DocRecord | None = None) -> None:
+             staying: DocRecord | None, run: int) -> None:
     """What a page that stays replaces, taken out (revalidation.take_out) now that it stays."""
     carried = revalidation.take_out(index, txn, remove, superseded, conditional, staying)
     if carried is not None and superseded:
-        revalidation.file_superseded(txn, superseded, carried, kept_id)
+        revalidation.file_superseded(txn, superseded, carried, kept_id, run)
 
 
 def settle(index: NearDupIndex, verdict: Verdict, now: float) -> Verdict | str:

@@ -238,11 +238,12 @@ def _superseded_entry(txn: IndexTxn, url: str) -> Fetch | None:
     return found if found.validators and not found.copy_of else None
 
 
-def file_superseded(txn: IndexTxn, superseded: dict, entry: Fetch, kept_id: int) -> None:
+def file_superseded(txn: IndexTxn, superseded: dict, entry: Fetch, kept_id: int, run: int) -> None:
     """The replaced URL's validators, kept as a known copy's of the page that replaced it: its next
     crawl asks, and a 304 drops it against that page without a download (no body copy kept). It
-    named that page as its rel=canonical when the canonical rule replaced it."""
-    entry.copy_of, entry.doc_id = True, kept_id
+    named that page as its rel=canonical when the canonical rule replaced it. `run`: the replacing
+    run's (a copy decided under the settings in force now, not asked in full for a change before)."""
+    entry.copy_of, entry.doc_id, entry.run = True, kept_id, run
     entry.near, entry.named = superseded.get("measure") != "exact", superseded.get("rule") == "canonical"
     entry.copy, entry.keep_copy, entry.body = None, False, None
     txn.fetch_put(url_key(superseded["url"]), entry.encode())
