@@ -382,6 +382,14 @@ class Crawls(RuleBasedStateMachine):
         finally:
             self.settings = saved
 
+    @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0)),
+                lead=st.booleans())
+    def begin_killed_kept(self, seed, asked, reached, lead):
+        """And one crawl of pages to follow links on (their responses kept) killed, crawled again a
+        day later (`killed`): each page it kept is asked with its validators, and a 304 passes it on
+        from its kept response, never downloaded again (`Oracle.after_kill`)."""
+        self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=lead, leaf=False)
+
     @initialize(canonical=st.sampled_from((None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
                 seed=st.integers(0, 2**16))
     def begin_repointed(self, canonical, kinds, seed):
