@@ -30,6 +30,8 @@ After every crawl (`Oracle.after`):
   ran out are left to it), those met after it (or whose response came after it) at once; a URL
   its drop log says it replaced (the signal lost with it) is no revisit's old item left beside
   the page: storage must be told of it once the page comes back, unchanged or edited.
+The whole crawl a day after a killed one of pages kept with their responses (`Oracle.after_kill`):
+none the killed run kept, their server's validators unchanged, is downloaded again (a 304 passes it on).
 After two full crawls with the same settings and no change (`Oracle.settled`):
 - the second downloads nothing again where the server answers validators (LMDB keeps copies),
   but a URL first downloaded longer ago than DEDUP_CONDITIONAL_MAX_AGE (30 days; its entry's

@@ -8,7 +8,8 @@ DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_W
 recrawls, dry runs, crawls killed mid-way (and crawled again within the killed run's lease), a page's
 preferred URL appearing where the page is stored under another (in one download batch with its copies, in any
 order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, index compact
-and rebuild between crawls; on the cluster, crawls killed inside a commit), crawls it through the middleware,
+and rebuild between crawls; on the cluster, crawls killed inside a commit, and one of two racing crawlers
+killed at its page's second look), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
 after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
 On LMDB and on a Redis Cluster's spread layout. benchmarks/model_crawls.py runs the same machine
@@ -297,6 +298,12 @@ class Crawls(RuleBasedStateMachine):
         if settle:
             self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
 
+    def _where(self) -> list[str]:
+        """The index as the CLI names it."""
+        store = self.model.store_settings
+        return (["--redis", store["DEDUP_REDIS_URL"], "-s", f"DEDUP_REDIS_PREFIX={store['DEDUP_REDIS_PREFIX']}"]
+                if store.get("DEDUP_BACKEND") == "redis" else ["--dir", store["DEDUP_DIR"]])
+
     def _whole(self) -> None:
         """After a kill and a crawl, or a race: `crawler-dedup index verify` (read only, as a user
         runs it after a crash) finds every entry where the kept records say: a commit cut off
@@ -307,12 +314,9 @@ class Crawls(RuleBasedStateMachine):
 
         from crawler_dedup.cli import main
 
-        store = self.model.store_settings
-        where = (["--redis", store["DEDUP_REDIS_URL"], "-s", f"DEDUP_REDIS_PREFIX={store['DEDUP_REDIS_PREFIX']}"]
-                 if store.get("DEDUP_BACKEND") == "redis" else ["--dir", store["DEDUP_DIR"]])
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            code = main(["index", "verify", "--json", *where])
+            code = main(["index", "verify", "--json", *self._where()])
         said = json.loads(out.getvalue())
         assert code == 0 and said["whole"], f"index verify after a killed crawl and the crawl after, or a race: {said}"
 
@@ -365,20 +369,19 @@ class Crawls(RuleBasedStateMachine):
                     reached=reached, lead=True, soon=True, renamed=renamed, settle=settle)
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(3, 6), reached=st.sampled_from((0.5, 0.0)),
-                revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),  # (the first value
-                requests=st.sampled_from((False, False, True)), leaf=st.sampled_from((True, False)))  # drawn most)
-    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests, leaf=True):
+                revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),
+                requests=st.sampled_from((False, False, True)))  # (the first value drawn most: hypothesis's simplest)
+    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests):
         """And one crawl killed here, a day before the next (`killed`, `lead`): its new page met
         under its session and tracking URLs first, replaced in the run by its clean URL, its items
         (none or half) lost; the page edited or not meanwhile; under DEDUP_REVISIT=drop or not; then
-        checked as settled; `leaf` False: pages to follow links on (their responses kept: a 304
-        passes one on). The settings as they were from then on."""
+        checked as settled. The settings as they were from then on."""
         saved = self.settings
         if not requests:  # (the session and tracking URLs downloaded, so replaced within the run)
             self.setting(("DEDUP_CLEAN_REQUESTS", False))
         try:
             self.killed(changes=[], seed=seed, asked=asked, reached=reached, between=[("edit", -1)] if edit else [],
-                        lead=True, settle=True, revisit=revisit, leaf=leaf)
+                        lead=True, settle=True, revisit=revisit)
         finally:
             self.settings = saved
 
