@@ -14,7 +14,8 @@ After every crawl (`Oracle.after`):
   print URL stored while allow-listed, a DEDUP_WINDOW that let pages expire, a URL that answers
   404 now: a limit named in docs/recrawls.md; the page a crawler killed inside its commit was
   deciding: filed from its journal, it never had its second look, a limit named in
-  docs/distributed.md);
+  docs/distributed.md; a page whose kept page a user took out of the index, whose copies are
+  kept from then on, docs/inspecting.md);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
@@ -91,6 +92,7 @@ class Oracle:
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
         self.owed: set[str] = set()  # URLs a killed run's drop log says it replaced, storage not told yet
         self.halved: set[int] = set()  # articles a crawler killed inside a commit was deciding (see `after`)
+        self.unindexed: set[int] = set()  # articles whose kept page a user took out (`index remove`): copies kept since
         self.windowed = False
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
         self.stored_before: dict[str, tuple[int, int]] = {}  # storage after the last crawl checked
@@ -243,7 +245,7 @@ class Oracle:
         gone = self.model.site.removed  # (a URL that answers 404 now: its page stays kept under it, the
         # index never learns of the 404; the page's live URLs are its copies until edits drift apart)
         for url, (article, _) in self.model.storage.items():  # (a killed run's replacements left to it: told later)
-            if url not in self.tags and url not in gone and article not in self.left | self.halved:
+            if url not in self.tags and url not in gone and article not in self.left | self.halved | self.unindexed:
                 by_page[article].append(url)
         # a print version and its page are two pages when either was stored while the threshold said so
         twice = {k: sorted(v) for k, v in by_page.items()
