@@ -13,10 +13,10 @@ class Killed(BaseException):
 class CutInside:
     """While a crawl runs: once `armed` (its last URL's response is being decided), the first
     round trip that writes (a commit: the spread layout's write script) sends half its commands
-    (the nodes apply theirs each on its own), then the process is gone."""
+    (the nodes apply theirs each on its own; `last`: the second half), then the process is gone."""
 
-    def __init__(self):
-        self.armed = False
+    def __init__(self, last: bool = False):
+        self.armed, self.last = False, last
 
     def __enter__(self):
         from crawler_dedup.stores.redis import nodes
@@ -27,7 +27,7 @@ class CutInside:
         def trip(self, batch, *args, **kwargs):
             write = self.sha.get("write")
             if cut.armed and write and any(c[:2] == ("EVALSHA", write) for _, c in batch):
-                run(self, batch[:len(batch) // 2], *args, **kwargs)
+                run(self, batch[len(batch) // 2:] if cut.last else batch[:len(batch) // 2], *args, **kwargs)
                 raise Killed()
             return run(self, batch, *args, **kwargs)
 

@@ -286,6 +286,7 @@ class Crawled:
     recanonical: set[int] = field(default_factory=set)  # (the oracle's) articles first shown a new rel=canonical
     cut: str | None = None  # a killed crawl's last URL, killed between its commit and its recording
     inside: bool = False  # (the spread layout) killed inside that commit instead: half its commands sent
+    inside_last: bool = False  # (the spread layout) the commit's second half sent, not its first
     inside_cut: "CutInside | None" = None  # (how, while it runs)
     width: int | None = None  # downloads at once (None: 1 to 3 by the number of URLs)
     late: str | None = None  # a URL whose response came after a run's lease ran out
@@ -324,7 +325,7 @@ class Model:
         written to storage (a feed's buffer, the pipelines' queue lost with the process); with a
         third element True, the kill came between the last URL's commit and its recording (no
         drop-log line, no signal, no item of it); "inside" (the spread layout), inside that commit,
-        half its commands sent. The page_superseded signals it sent are applied
+        half its commands sent ("inside-last": its second half). The page_superseded signals it sent are applied
         (a deletion is done when it is told). `width`: downloads at once (default 1 to 3, by the
         number of URLs), each batch's decisions in one group commit. `gap`: the time since the last
         crawl; `late`: a URL whose response takes longer than a run's lease (RUN_LEASE): a killed
@@ -347,7 +348,8 @@ class Model:
             if kill is not None:
                 assert crawlers == 1 and not dry_run
                 done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None
-                done.inside = done.cut is not None and kill[2] == "inside"
+                done.inside = done.cut is not None and str(kill[2]).startswith("inside")
+                done.inside_last = kill[2] == "inside-last"
                 self.storage, before = {}, dict(self.storage)
                 self._crawl(urls[:kill[0]], leaf, item_html, done)
                 reach = int(len(done.stored) * kill[1])
@@ -422,7 +424,7 @@ class Model:
                     except Killed:  # (one of crawlers racing, killed at its page's second look)
                         gone = done.killed = True
                 else:
-                    with CutInside() as done.inside_cut:
+                    with CutInside(done.inside_last) as done.inside_cut:
                         try:
                             asyncio.run(all_of_them())
                         except Killed:

@@ -82,7 +82,8 @@ class Crawls(RuleBasedStateMachine):
         self.folder = Path(tempfile.mkdtemp(prefix="crawl-model-"))
         store = {"DEDUP_MODEL": write_graded_model(self.folder), **type(self).store}
         if store.get("DEDUP_BACKEND") == "redis":
-            store["DEDUP_REDIS_PREFIX"] = f"model-{os.getpid()}-{next(_prefixes)}"
+            # (the same keys, so the same slots, each run: a cut commit's half is a draw of the sequence, not of the pid)
+            store["DEDUP_REDIS_PREFIX"] = f"model-{next(_prefixes)}"
         self.site = Site()
         self.model = Model(self.folder, self.site, store)
         self.oracle = Oracle(self.model)
@@ -228,7 +229,8 @@ class Crawls(RuleBasedStateMachine):
         kept, with that run's replacements. `revisit`: DEDUP_REVISIT set so for the killed crawl and
         on (a revisit that checks no URL meeting a killed run's pages). `cut`: the kill came between
         the last URL's commit and its recording (its drop-log line, its signal, its item); on the
-        spread layout, for an odd seed (or `inside`), inside that commit (half its commands sent). After the
+        spread layout, for an odd seed (or `inside`), inside that commit (half its commands sent: the
+        first half, the second for `inside` "last"). After the
         crawl that follows, `index verify` finds the index whole. `leaf`
         False: pages to follow links on, whose responses are kept (a killed run's page then gets a 304
         the next crawl, and is passed on again from its copy). `soon`: the crawl again a minute
@@ -265,7 +267,7 @@ class Crawls(RuleBasedStateMachine):
             # (the spread layout: half its commit sent; a day before the next crawl, whose opening
             # applies it whole: within the lease of a writer in another container it is left to it)
             inside = cut and not self.lmdb and not soon and (seed % 2 if inside is None else inside)
-            cut_off = self.model.crawl(order, self.settings, leaf=leaf, kill=(asked, reached, "inside" if inside else cut),
+            cut_off = self.model.crawl(order, self.settings, leaf=leaf, kill=(asked, reached, ("inside-last" if inside == "last" else "inside") if inside else cut),
                                        width=1 if inside else None)  # (one page's commit cut, not a group's)
         finally:
             self.model.elsewhere = None
@@ -519,17 +521,20 @@ class ClusterCrawls(Crawls):
     """On a Redis Cluster, crawlers at once also race on a page rewritten (claims decide)."""
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 6), reached=st.sampled_from((0.0, 0.5, 1.0)),
-                lead=st.sampled_from((True, False)), requests=st.sampled_from((False, True)))
-    def begin_cut_inside(self, seed, asked, reached, lead, requests):
+                lead=st.sampled_from((True, False)), requests=st.sampled_from((False, True)),
+                half=st.sampled_from(("last", "first")))
+    def begin_cut_inside(self, seed, asked, reached, lead, requests, half="first"):
         """And a crawler killed inside a commit, half its commands sent (`killed`, `cut`), crawled
-        again a day later: that crawl's opening applies the commit whole, from its journal;
+        again a day later: that crawl's opening applies the commit whole, from its journal (`half`:
+        which half of the commit's commands was sent);
         `requests` False: the new page's session and tracking URLs downloaded as they are (so the
         commit cut may be one replacing another). The settings as they were from then on."""
         saved = self.settings
         if not requests:
             self.setting(("DEDUP_CLEAN_REQUESTS", False))
         try:
-            self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=lead, cut=True, inside=True)
+            self.killed(changes=[], seed=seed, asked=asked, reached=reached, lead=lead, cut=True,
+                        inside="last" if half == "last" else True)
         finally:
             self.settings = saved
 
@@ -551,6 +556,47 @@ class ClusterCrawls(Crawls):
                 self.race_update(n - 1, seed, claims)
         finally:
             self.settings = saved
+
+    @initialize(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), node=st.integers(0, 2),
+                ms=st.sampled_from((300, 1500)), after=st.sampled_from((0.0, 0.02, 0.05)), racing=st.booleans())
+    def begin_stalled(self, changes, seed, node, ms, after, racing):
+        """And one crawl with a node stalled (`stalled`), in every sequence."""
+        if not self.site.articles:
+            self._article(None, 0)
+        self.stalled(changes, seed, node, ms, after, racing)
+
+    @precondition(lambda self: self.crawled)
+    @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), node=st.integers(0, 2),
+          ms=st.sampled_from((300, 1500)), after=st.sampled_from((0.0, 0.02, 0.05)), racing=st.booleans())
+    def stalled(self, changes, seed, node, ms, after, racing):
+        """A crawl (two crawlers at once, or one) during which a node of the cluster stops answering
+        for a while (CLIENT PAUSE, `ms`, `after` seconds in): its pages wait it out within
+        DEDUP_REDIS_RETRY, and the crawl is checked as any other (a slow store changes no decision)."""
+        import threading
+
+        import redis
+
+        for name, *args in changes:
+            getattr(self, name)(*args)
+        cluster = redis.RedisCluster.from_url(self.model.store_settings["DEDUP_REDIS_URL"])
+        try:
+            primary = sorted(cluster.get_primaries(), key=lambda n: n.port)[node % 3]
+            host, port = primary.host, primary.port
+        finally:
+            cluster.close()
+        one = redis.Redis(host=host, port=port)
+        pause = threading.Timer(after, lambda: one.execute_command("CLIENT", "PAUSE", ms, "ALL"))
+        order = sorted(self.site.urls)
+        random.Random(seed).shuffle(order)
+        pause.start()
+        try:
+            self._crawl(order, crawlers=2 if racing else 1)
+        finally:
+            pause.cancel()
+            pause.join()
+            one.execute_command("CLIENT", "UNPAUSE")
+            one.close()
+        self._whole()
 
     @precondition(lambda self: self.crawled)
     @rule(which=_which, seed=st.integers(0, 2**16), claims=st.sampled_from(("copy", "update", None)))
