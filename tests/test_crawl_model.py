@@ -7,9 +7,9 @@ DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT, DE
 DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_WORKERS changed between crawls; partial
 recrawls, dry runs, crawls killed mid-way (and crawled again within the killed run's lease), a page's
 preferred URL appearing where the page is stored under another (in one download batch with its copies, in any
-order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, index compact
-and rebuild between crawls; on the cluster, crawls killed inside a commit, and one of two racing crawlers
-killed at its page's second look), crawls it through the middleware,
+order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, index compact,
+rebuild and remove between crawls; on the cluster, crawls killed inside a commit, one of two racing crawlers
+killed at its page's second look, and a node stalled during a crawl), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
 after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
 On LMDB and on a Redis Cluster's spread layout. benchmarks/model_crawls.py runs the same machine
