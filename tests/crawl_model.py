@@ -349,7 +349,7 @@ class Model:
                 assert crawlers == 1 and not dry_run
                 done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None
                 done.inside = done.cut is not None and str(kill[2]).startswith("inside")
-                done.inside_last = kill[2] == "inside-last"
+                done.inside_last = len(kill) > 2 and kill[2] == "inside-last"
                 self.storage, before = {}, dict(self.storage)
                 self._crawl(urls[:kill[0]], leaf, item_html, done)
                 reach = int(len(done.stored) * kill[1])
