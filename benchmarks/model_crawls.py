@@ -39,7 +39,8 @@ def main() -> int:
     from hypothesis.stateful import run_state_machine_as_test
 
     from tests import crawl_model
-    from tests.test_crawl_model import ClusterCrawls, Crawls
+    from tests.test_crawl_model import Crawls
+    from tests.test_crawl_model_cluster import ClusterCrawls
 
     counts = {"crawls": 0, "fetched": 0, "sequences": 0, "superseded": 0, "304s": 0}
     crawl = crawl_model.Model.crawl

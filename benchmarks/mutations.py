@@ -173,11 +173,12 @@ MUTATIONS = (
 
 
 def run_model(where: str, examples: int) -> tuple[bool, float, str, bool]:
-    test = "test_sequences_of_crawls_on_lmdb" if where == "lmdb" else "test_sequences_of_crawls_on_the_spread_layout"
+    test = ("test_crawl_model.py::test_sequences_of_crawls_on_lmdb" if where == "lmdb"
+            else "test_crawl_model_cluster.py::test_sequences_of_crawls_on_the_spread_layout")
     env = dict(os.environ, CRAWL_MODEL_EXAMPLES=str(examples), CRAWL_MODEL_NO_SHRINK="1")
     began = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                           f"tests/test_crawl_model.py::{test}"], cwd=ROOT, env=env, capture_output=True, text=True,
+                           f"tests/{test}"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=3600)
     took = time.monotonic() - began
     first = next((line.strip()[2:].strip() for line in proc.stdout.splitlines() if line.strip().startswith("E ")), "")
