@@ -341,8 +341,10 @@ class NearDupIndex:
                 txn.exact_delete(digest)
         body = doc.extras.get(Extra.BODY)
         if body is not None and txn.body_get(body) == doc_id:
-            if shared.get(Extra.BODY) == body:
-                txn.body_put(body, heir_id)
+            # (another kept page of these bytes: the newer one filed beside a page out of DEDUP_WINDOW)
+            twin = heir_id if shared.get(Extra.BODY) == body else _with_extra(txn, doc, Extra.BODY, body)
+            if twin is not None:
+                txn.body_put(body, twin)
             else:
                 txn.body_delete(body)
         probes = doc.extras.get(Extra.PROBES, b"\x00")[0]
@@ -374,6 +376,15 @@ class NearDupIndex:
             if not self.remove(txn, doc_id):
                 txn.time_remove(_, doc_id)  # a stale time entry
         return len(old)
+
+
+def _with_extra(txn, doc: DocRecord, extra: str, value: bytes) -> int | None:
+    """Another kept page of `doc`'s fingerprint whose `extra` is `value` (the same bytes, the same fingerprint)."""
+    for other in txn.fp_docs(doc.fingerprint):
+        raw = None if other == doc.doc_id else txn.doc_get(other)
+        if raw is not None and DocRecord.decode(raw, other).extras.get(extra) == value:
+            return other
+    return None
 
 
 def deciding(index: NearDupIndex | None):
