@@ -170,10 +170,14 @@ def test_find_match_never_matches_the_urls_own_entry_or_a_page_out_of_the_window
     p.revisit = True
     rules.find_match(p)
     assert p.match is None
-    old = Table([kept(1, body, "https://a.example/1", time=NOW - 500)])
-    p = page("https://b.example/copy", body, old, window=100)
+    title = "Council approves the budget"
+    old = Table([kept(1, body, "https://a.example/1", title=title, time=NOW - 500)])
+    p = page("https://b.example/copy", body, old, title=title, window=100)
     rules.find_match(p)
     assert p.match is None
+    p = page("https://b.example/copy", body, old, title=title, window=1000)  # (in the window: the copy it is)
+    rules.find_match(p)
+    assert p.match is not None and p.match.doc.doc_id == 1
 
 
 def _matched(p: rules.Page, doc: DocRecord, reason: Reason = Reason.NEAR) -> rules.Page:
