@@ -292,6 +292,7 @@ class Crawled:
     late: str | None = None  # a URL whose response came after a run's lease ran out
     early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
     aged: set[str] = field(default_factory=set)  # (the oracle's) URLs downloaded in full as their validators aged out
+    at: float = 0.0  # the model's clock (days added to real time) when it started
 
 
 async def _in_worker(pool, fn, *args):
@@ -344,7 +345,8 @@ class Model:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
             done = Crawled(dry_run=dry_run, settings=settings, full=set(self.site.urls) <= set(urls),
-                           killed=kill is not None, crawlers=crawlers, width=width, late=late)
+                           killed=kill is not None, crawlers=crawlers, width=width, late=late,
+                           at=self.clock.offset)
             if kill is not None:
                 assert crawlers == 1 and not dry_run
                 done.cut = urls[:kill[0]][-1] if len(kill) > 2 and kill[2] and urls else None

@@ -18,6 +18,9 @@ After every crawl (`Oracle.after`):
   kept from then on, docs/inspecting.md);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
+- a page out of the index (taken out by `index expire`, or kept longer ago than the crawl's
+  DEDUP_WINDOW, known from the model's clock) is named by no drop, not even its own URL's
+  unchanged revisit, until a crawl keeps it again;
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
 - a dry run leaves storage, signals and the index's file as they were, and flags (never drops);
 - two crawlers at once (the cluster): nothing lost, each drop against the same page; what they
@@ -94,6 +97,8 @@ class Oracle:
         self.halved: set[int] = set()  # articles a crawler killed inside a commit was deciding (see `after`)
         self.unindexed: set[int] = set()  # articles whose kept page a user took out (`index remove`): copies kept since
         self.windowed = False
+        self.added: list[tuple[float, int]] = []  # (the model's clock, article) of each page `index add` filed
+        self.expired: dict[int, set[str]] = {}  # articles `index expire` took out whole -> their URLs kept since
         self.versions: dict[int, int] = {}  # article -> the version a crawl was last served
         self.stored_before: dict[str, tuple[int, int]] = {}  # storage after the last crawl checked
         self.filed: set[str] = set()  # stored URLs that were kept as pages (not passed unchecked)
@@ -128,6 +133,7 @@ class Oracle:
         if done.dry_run:
             return self._dry(done, lines)
         cfg = done.settings
+        self._no_match_past(done, lines)
         self.windowed = bool(cfg.get("DEDUP_WINDOW"))  # (this crawl's; what it stored stays tagged)
         threshold = _score_threshold(cfg)
         allowed = bool(cfg.get("DEDUP_ALLOW"))
@@ -143,8 +149,9 @@ class Oracle:
             # above: only a page one of whose URLs the race superseded)
             raced = {article_of(r["url"]) for r in lines if r.get("reason") == "superseded"}
             self.tags.update({u: "stored while two crawlers raced" for u in done.stored if article_of(u) in raced})
-        if self.windowed:  # (each page stored so far may have left the index: a copy of it may be kept again)
-            self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage})
+        if self.windowed:  # (a page downloaded in full that long ago may have left the index: a copy of it may be kept again)
+            out, _ = self._full(done.at - float(cfg["DEDUP_WINDOW"]) + 3600, but=done)
+            self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage if article_of(u) in out})
         for url in done.stored:
             if not (is_print(url) and allowed):
                 self.filed.add(url)  # (checked and kept: a page of the index that later copies match)
@@ -261,6 +268,57 @@ class Oracle:
         assert all(r["action"] in ("flagged", "kept") for r in lines), [r for r in lines if r["action"] == "dropped"]
         assert index_bytes(self.model) == data, "a dry run changed the index's file"
 
+    # -- pages out of the index: `index expire`, DEDUP_WINDOW ------------------------------------
+    def _full(self, cutoff: float, but: Crawled | None = None) -> tuple[set[int], set[int]]:
+        """Articles downloaded in full (so perhaps filed, at the crawl's time on the model's
+        clock) by a crawl that started before `cutoff`, and those by a crawl at or after it."""
+        before: set[int] = set()
+        since: set[int] = set()
+        for at, n in self.added:
+            (before if at < cutoff else since).add(n)
+        for c in self.model.crawls:
+            if not c.dry_run and c is not but:
+                (before if c.at < cutoff else since).update(article_of(u) for u, s in c.statuses.items() if s == 200)
+        return before, since
+
+    def after_add(self, url: str, at: float) -> None:
+        """`index add` filed `url` (storage holds it) at `at` on the model's clock: a page of the
+        index, as one a crawl kept."""
+        n = article_of(url)
+        self.added.append((at, n))
+        self.filed.add(url)
+        self.seen.add(n)
+        self.stored_before[url] = self.model.storage[url]
+        self.learned.setdefault(n, self.model.site.articles[n].canonical)  # (its HTML shows the rel=canonical)
+
+    def after_expire(self, cutoff: float) -> None:
+        """`index expire` took out every page kept before `cutoff` (the model's clock): an article
+        downloaded in full only before it left whole (no drop may name it until kept again); one
+        downloaded before it may be kept again beside its stored URL when a copy comes first."""
+        before, since = self._full(cutoff)
+        self.unindexed |= before
+        self.expired.update({a: set() for a in before - since})
+
+    def _no_match_past(self, done: Crawled, lines: list[dict]) -> None:
+        """A page out of the index (expired, or kept longer ago than this crawl's DEDUP_WINDOW: it
+        stops matching at once, docs/recrawls.md) is named by no drop, not even as its own URL's
+        unchanged revisit, until a crawl keeps it again."""
+        gone = self.expired
+        window = float(done.settings.get("DEDUP_WINDOW") or 0)
+        if window:  # (an hour either side: a crawl's real seconds never reach it)
+            before, since = self._full(done.at - window - 3600, but=done)
+            gone = {**{a: set() for a in before - since}, **gone}
+        dropped = {r["url"] for r in lines if r["action"] == "dropped" and r["reason"] != "superseded"}  # (kept, then replaced)
+        for url, status in done.statuses.items():
+            if status == 200 and url not in dropped and article_of(url) in gone:
+                gone[article_of(url)].add(url)
+        for r in lines:
+            n = article_of(r["duplicate_of"]) if r["action"] == "dropped" and r["reason"] != "superseded" else None
+            assert n not in gone or r["duplicate_of"] in gone[n], (
+                f"{r['url']} dropped ({r['reason']}) against {r['duplicate_of']}, a page out of the index "
+                f"({'expired' if n in self.expired else f'kept more than DEDUP_WINDOW={window:g} s ago'}) not kept since "
+                f"(answered {done.statuses.get(r['duplicate_of'])} this crawl)")
+
     # -- after a killed crawl and the whole crawl after it ----------------------------------------
     def after_kill(self, killed: Crawled, done: Crawled) -> None:
         """The crawl a day after a kill: a page the killed run downloaded and kept (its response
@@ -274,8 +332,11 @@ class Oracle:
         kept = [u for u, s in killed.statuses.items() if s == 200 and u in site.urls and u != killed.cut
                 and u not in killed.dropped and lined.get(u, {}).get("action", "kept") == "kept"
                 and not (cfg.get("DEDUP_ALLOW") and is_print(u))]
+        # (replaced in this crawl before its response was decided: its 304 names a record gone, asked
+        # in full once more, as `settled` allows for a page its crawl replaced)
+        replaced = {r["url"] for r in done.lines if r["reason"] == "superseded"}
         again = sorted(u for u in kept if done.statuses.get(u) == 200 and done.validators[u] == killed.validators[u]
-                       and u not in done.aged)
+                       and u not in done.aged and u not in replaced)
         assert not again, f"a killed run's kept pages downloaded again the day after, nothing changed: {again}"
 
     # -- after two full crawls with the same settings ------------------------------------------

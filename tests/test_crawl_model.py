@@ -7,11 +7,13 @@ DEDUP_CLEAN_REQUESTS, DEDUP_PREFER_CLEAN_URL, DEDUP_CANONICAL, DEDUP_REVISIT, DE
 DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_WORKERS changed between crawls; partial
 recrawls, dry runs, crawls killed mid-way (and crawled again within the killed run's lease), a page's
 preferred URL appearing where the page is stored under another (in one download batch with its copies, in any
-order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, index compact,
-rebuild and remove between crawls; on the cluster, crawls killed inside a commit, one of two racing crawlers
+order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, a page and
+its copy met after the page left DEDUP_WINDOW or `index expire`, index compact, rebuild, remove and expire
+between crawls; on the cluster, crawls killed inside a commit, one of two racing crawlers
 killed at its page's second look, and a node stalled during a crawl), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
-after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss).
+after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss);
+the index maintenance between crawls is tests/crawl_maintenance.py's.
 On LMDB here, on a Redis Cluster's spread layout in tests/test_crawl_model_cluster.py.
 benchmarks/model_crawls.py runs the same machine longer and not derandomized; benchmarks/mutations.py
 reverts fixes one at a time and runs it."""
@@ -28,16 +30,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, settings, target
 from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from .crawl_model import (Article, Model, Site, article_of, article_text, clean_url, edited,
+from .crawl_model import (DAY, Article, Model, Site, article_of, article_text, clean_url, edited,
                           variant_url, write_graded_model)
+from .crawl_maintenance import CANONICALS, Maintenance, _which
 from .crawl_oracle import APART, Oracle
 
 VARIANTS = ("tracking", "tracking2", "session", "http", "print", "mirror")
-CANONICALS = (None, "clean", "tracking", "tracking", "other")
 _prefixes = itertools.count()
-_which = st.integers(0, 99)
 SETTINGS = (  # one setting changed at a time: (name, value); the threshold and the URL rules most often
     ("DEDUP_SCORE_THRESHOLD", 0.97), ("DEDUP_SCORE_THRESHOLD", 0.97), ("DEDUP_SCORE_THRESHOLD", "auto"),
     ("DEDUP_SCORE_THRESHOLD", "auto"), ("DEDUP_PREFER_CLEAN_URL", False), ("DEDUP_PREFER_CLEAN_URL", True),
@@ -71,7 +72,7 @@ BETWEEN = st.one_of(  # (between a kill and the next crawl: no URL removed, the 
 )
 
 
-class Crawls(RuleBasedStateMachine):
+class Crawls(Maintenance, RuleBasedStateMachine):
     """One site, one index, crawled again and again while the site and the settings change."""
 
     store: dict = {}  # the index's settings (a Redis Cluster's for the spread layout)
@@ -299,28 +300,6 @@ class Crawls(RuleBasedStateMachine):
         if settle:
             self.oracle.settled(self._crawl(list(reversed(order)), leaf), first)
 
-    def _where(self) -> list[str]:
-        """The index as the CLI names it."""
-        store = self.model.store_settings
-        return (["--redis", store["DEDUP_REDIS_URL"], "-s", f"DEDUP_REDIS_PREFIX={store['DEDUP_REDIS_PREFIX']}"]
-                if store.get("DEDUP_BACKEND") == "redis" else ["--dir", store["DEDUP_DIR"]])
-
-    def _whole(self) -> None:
-        """After a kill and a crawl, or a race: `crawler-dedup index verify` (read only, as a user
-        runs it after a crash) finds every entry where the kept records say: a commit cut off
-        half-way was applied whole, a page that withdrew left its URL's entry to the page before."""
-        import contextlib
-        import io
-        import json
-
-        from crawler_dedup.cli import main
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            code = main(["index", "verify", "--json", *self._where()])
-        said = json.loads(out.getvalue())
-        assert code == 0 and said["whole"], f"index verify after a killed crawl and the crawl after, or a race: {said}"
-
     APPEARS = dict(canonical=st.sampled_from((None, "tracking")), kinds=st.permutations(("tracking2", "session", "http", "mirror")),
                    copies=st.sampled_from((0, 1)), place=st.sampled_from((1, 2, 0)), keep=st.booleans(),
                    kill=st.sampled_from((False, False, True)), reached=st.sampled_from((0.0, 1.0)), seed=st.integers(0, 2**16))
@@ -353,6 +332,25 @@ class Crawls(RuleBasedStateMachine):
             self.oracle.settled(self._crawl(list(reversed(order))), first)
         finally:
             self.settings = saved
+
+    @initialize(how=st.sampled_from(("window", "expire")), first=st.sampled_from(("copy", "revisit")))
+    def begin_out_of_index(self, how, first):
+        """And a page and its mirror copy (dropped) crawled, then, two days later, one of them alone
+        once the page has left the index: kept longer ago than DEDUP_WINDOW (1.5 days; still in the
+        file), or taken out by `index expire`. The copy is kept, the revisit asked without its
+        validators and kept again: neither is dropped against the page that left (`Oracle._no_match_past`)."""
+        n = self._article(None, 0)
+        page, copy = clean_url(n), variant_url(n, "mirror")
+        self.site.add_url(copy, n)
+        self._crawl([page, copy])
+        settings = self.settings
+        if how == "expire" and self.lmdb:  # (the spread layout keeps no time index to expire by)
+            self.expire(older=False)
+        else:
+            settings = {**settings, "DEDUP_WINDOW": 1.5 * DAY}
+        self.oracle.before_crawl(False)
+        self.oracle.after(self.model.crawl([copy if first == "copy" else page], settings, gap=2 * DAY))
+        self.crawled += 1
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0, 1.0)),
                 renamed=st.booleans(), server=st.booleans(), settle=st.booleans(), requests=st.booleans())
@@ -481,35 +479,6 @@ class Crawls(RuleBasedStateMachine):
         first = self._crawl(order)
         self.oracle.settled(self._crawl(list(reversed(order))), first)
 
-    @precondition(lambda self: self.lmdb and (Path(self.model.store_settings["DEDUP_DIR"]) / "data.mdb").exists())
-    @rule(how=st.sampled_from(("compact", "rebuild")))
-    def maintain(self, how):
-        """Index maintenance between crawls changes no decision."""
-        from crawler_dedup.cli import main
-
-        assert main(["index", how, "--dir", self.model.store_settings["DEDUP_DIR"], "--yes"]) == 0
-
-    @precondition(lambda self: self.crawled and self.model.storage)
-    @rule(which=_which)
-    def unindex(self, which):
-        """`crawler-dedup index remove URL` between crawls, a user's answer to a wrong match
-        (docs/inspecting.md): the page's URL is kept as new when next met and its copies are kept
-        from then on, so that page may be stored under two URLs (excused, that page only); nothing
-        lost, every drop naming a page in storage, and `index verify` finds the index whole."""
-        import contextlib
-        import io
-
-        from crawler_dedup.cli import main
-
-        stored = sorted(self.model.storage)
-        url = stored[which % len(stored)]
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = main(["index", "remove", url, *self._where(), "--yes"])
-        assert code in (0, 1), code  # (1: no page kept under it, an allow-listed print URL passed unchecked)
-        if code == 0:
-            self.oracle.unindexed.add(self.model.storage[url][0])
-        self._whole()
-
     @invariant()
     def nothing_lost(self):
         if self.crawled:
@@ -528,4 +497,4 @@ def run_machine(store: dict, examples: int, steps: int, machine: type[Crawls] = 
 
 # (a beginning is a step too: the steps leave room for every beginning and a few rules after them)
 def test_sequences_of_crawls_on_lmdb():
-    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)), steps=14)
+    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)), steps=15)
