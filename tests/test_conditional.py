@@ -444,6 +444,31 @@ def test_a_known_copy_is_asked_and_a_304_drops_it_again_without_a_download(tmp_p
     assert not entry(tmp_path, changed).copy_of  # kept now: its own entry
 
 
+def test_a_copy_dropped_on_a_304_is_restored_by_allow_listing_it(tmp_path, articles, serve):
+    """`restore` of a known copy a recrawl dropped on a 304 (its body not downloaded again, so no
+    text in its line) says so instead of blaming settings, and `--allow-file` still lists it: the
+    next crawl with that file downloads the copy and keeps it."""
+    from .conftest import cli
+
+    root = site(tmp_path, articles, 2)
+    (root / "copy0.html").write_bytes(articles[0][0] + b"\n")
+    server = serve(str(root), validators="honour")
+    copy = f"{server.base_url}/copy0.html"
+    urls = write_urls(tmp_path / "urls.txt", [f"{server.base_url}/a0.html", f"{server.base_url}/a1.html", copy])
+    crawl(tmp_path, urls, "-s", "CONCURRENT_REQUESTS=1", name="first")
+    _, second = crawl(tmp_path, urls, "-s", "CONCURRENT_REQUESTS=1", name="second")
+    assert second == [] and [r["measure"] for r in lines_of(tmp_path) if r["url"] == copy][-1] == "not-modified"
+    allow = tmp_path / "allow.txt"
+    proc = cli("restore", "--log", tmp_path / "idx" / "droplog.jsonl", "--url", copy, "-o", tmp_path / "back.jsonl",
+               "--allow-file", allow)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 selected drop was a copy decided on a 304 Not Modified" in proc.stdout, proc.stdout
+    assert "DEDUP_STORE_TEXT were off" not in proc.stdout
+    assert [p for p in allow.read_text(encoding="utf-8").split() if re.search(p, copy)] and (tmp_path / "back.jsonl").read_text() == ""
+    _, third = crawl(tmp_path, urls, "-s", f"DEDUP_ALLOW_FILE={allow}", "-s", "CONCURRENT_REQUESTS=1", name="third")
+    assert [(i["url"], i["status"]) for i in third] == [(copy, 200)]  # (downloaded in full, passed unchecked)
+
+
 def test_without_revalidating_copies_every_recrawl_downloads_them(tmp_path, articles, serve):
     """The figure beside the one above: what the copies cost a recrawl when only kept URLs are asked."""
     root = site(tmp_path, articles, 2)

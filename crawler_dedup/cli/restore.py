@@ -82,6 +82,12 @@ def run(args) -> int:
         what = "is an unchanged revisit" if result.unchanged == 1 else "are unchanged revisits"
         print(f"{plural(result.unchanged, 'selected drop')} {what} with the very words of the page kept before "
               "(storage holds it): nothing to restore", file=report)
+    if result.not_modified:
+        was = "was a copy" if result.not_modified == 1 else "were copies"
+        print(f"{plural(result.not_modified, 'selected drop')} {was} decided on a 304 Not Modified (the body not "
+              "downloaded again, so no text in the line): "
+              + ("allow-listed below; the next crawl downloads and keeps them" if args.allow else
+                 "give --allow for DEDUP_ALLOW patterns, and the next crawl downloads and keeps them"), file=report)
     if result.nothing:
         print(term(f"{plural(result.nothing, 'selected drop')} had nothing to restore (no `item` nor `text` in the line; "
                    f"DEDUP_DROPLOG_ITEMS / DEDUP_STORE_TEXT were off), e.g. {', '.join(result.nothing_examples)}"),
@@ -89,7 +95,7 @@ def run(args) -> int:
     if result.malformed.count:
         print(result.malformed, file=report)
     if args.allow:
-        _allow(args, [allow_pattern(u) for u in result.urls], report)
+        _allow(args, [allow_pattern(u) for u in [*result.urls, *result.refetch]], report)
     return 0
 
 

@@ -19,6 +19,8 @@ class Restored:
     earlier: int = 0  # selected lines of a URL whose later line is the one restored
     nothing: int = 0  # selected lines with neither `item` nor `text`
     unchanged: int = 0  # of those, unchanged revisits: the same words as the page storage holds
+    not_modified: int = 0  # of those, copies decided on a 304: their body was not downloaded, their text never read
+    refetch: list = field(default_factory=list)  # those URLs: allow-listed, the next crawl downloads and keeps them
     nothing_examples: list = field(default_factory=list)
     urls: list = field(default_factory=list)  # restored URLs, in order, once each
     found: set = field(default_factory=set)  # the --url URLs (no glob) that have a line in the log
@@ -69,6 +71,11 @@ def restore(path: str, filters: Filters, out, select_all: bool = False,
             result.from_text += 1
         elif rec.get("reason") == "unchanged":
             result.unchanged += 1  # its text is the kept page's, which storage has: nothing was lost
+            continue
+        elif rec.get("measure") == "not-modified":
+            result.not_modified += 1
+            if len(result.refetch) < 1_000_000:
+                result.refetch.append(rec["url"])
             continue
         else:
             result.nothing += 1
