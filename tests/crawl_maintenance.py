@@ -1,6 +1,7 @@
 """The index as a user maintains it between crawls, for the crawl model (tests/test_crawl_model.py
-mixes these rules in): `crawler-dedup index compact`, `rebuild`, `expire`, `add` and `remove`,
-each through the CLI as a user runs it, and `index verify` after a kill or a race."""
+mixes these rules in): `crawler-dedup index compact`, `rebuild`, `expire`, `add` and `remove`, and
+`restore` (a dropped page taken back and allow-listed), each through the CLI as a user runs it, and
+`index verify` after a kill or a race."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis.stateful import precondition, rule
 from crawler_dedup.cli import main
 
 from .crawl_model import DAY, variant_url
+from .crawl_oracle import DROPS, allowed
 
 CANONICALS = (None, "clean", "tracking", "tracking", "other")
 _which = st.integers(0, 99)
@@ -106,3 +108,37 @@ class Maintenance:
         if code == 0:
             self.oracle.unindexed.add(self.model.storage[url][0])
         self._whole()
+
+    @precondition(lambda self: self.crawled)
+    @rule(which=_which)
+    def restore(self, which):
+        """`crawler-dedup restore --url U --allow-file F` between crawls: a user takes back a page
+        dropped as a copy (its item written back to storage) and allow-lists its URL (docs/inspecting.md).
+        Restored: that URL's item only (none for a copy dropped on a 304: no text, stored by the
+        next crawl); its pattern allows that URL and no other the site ever served; from then on it
+        is stored beside its page (excused: allow-listed), never dropped."""
+        latest = {r["url"]: (r, c) for c in self.model.crawls for r in c.lines if r["action"] == "dropped"}
+        drops = {u: c for u, (r, c) in latest.items() if r["reason"] in DROPS}  # (restored from its latest drop)
+        urls = sorted(u for u in drops if u in self.site.urls and u not in self.model.storage
+                      and not allowed(self.settings, u))
+        if not urls:
+            return
+        url = urls[which % len(urls)]
+        out, allow = self.folder / "restored.jsonl", self.folder / "allow.txt"
+        before = allow.read_text(encoding="utf-8").splitlines() if allow.exists() else []
+        err = io.StringIO()
+        with contextlib.redirect_stdout(err), contextlib.redirect_stderr(io.StringIO()):
+            code = main(["restore", "--log", str(self.model.droplog), "--url", url, "-o", str(out),
+                         "--allow-file", str(allow)])
+        assert code == 0, code
+        items = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x.strip()]
+        on_304 = latest[url][0].get("measure") == "not-modified"  # (no text: allow-listed, kept next crawl)
+        assert [i["url"] for i in items] == ([] if on_304 else [url]), (url, items, err.getvalue())
+        patterns = [p for p in allow.read_text(encoding="utf-8").splitlines()[len(before):] if p.strip()]
+        assert patterns, "no DEDUP_ALLOW pattern for the restored URL"
+        wide = sorted(u for u in self.site.order if u != url and allowed({"DEDUP_ALLOW": patterns}, u))
+        assert allowed({"DEDUP_ALLOW": patterns}, url) and not wide, (url, patterns, wide)
+        self.settings = {**self.settings, "DEDUP_ALLOW": [*(self.settings.get("DEDUP_ALLOW") or ()), *patterns]}
+        if not on_304:
+            self.model.storage[url] = drops[url].served[url]
+        self.oracle.tags[url] = "restored and allow-listed by the user"

@@ -21,6 +21,7 @@ After every crawl (`Oracle.after`):
 - a page out of the index (taken out by `index expire`, or kept longer ago than the crawl's
   DEDUP_WINDOW, known from the model's clock) is named by no drop, not even its own URL's
   unchanged revisit, until a crawl keeps it again;
+- an allow-listed URL (DEDUP_ALLOW, a user's `restore --allow` among them) is never dropped;
 - a near copy is never dropped under a threshold that keeps it apart (a print version under a score threshold of 0.97);
 - a dry run leaves storage, signals and the index's file as they were, and flags (never drops);
 - two crawlers at once (the cluster): nothing lost, each drop against the same page; what they
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -67,6 +69,11 @@ DROPS = ("exact", "near", "conceptual")
 def _score_threshold(cfg: dict) -> float:
     value = cfg.get("DEDUP_SCORE_THRESHOLD", "auto")
     return 0.5 if value == "auto" else float(value)  # (auto: the graded model's own, 0.5)
+
+
+def allowed(cfg: dict, url: str) -> bool:
+    """DEDUP_ALLOW's patterns, searched for in the URL (docs/settings.md): passed on unchecked."""
+    return any(re.search(p, url) for p in cfg.get("DEDUP_ALLOW") or ())
 
 
 def rank(url: str) -> tuple:
@@ -136,7 +143,6 @@ class Oracle:
         self._no_match_past(done, lines)
         self.windowed = bool(cfg.get("DEDUP_WINDOW"))  # (this crawl's; what it stored stays tagged)
         threshold = _score_threshold(cfg)
-        allowed = bool(cfg.get("DEDUP_ALLOW"))
         for old, new in done.removed:  # (in order: a URL that replaces another is kept from then on)
             self.owed.discard(old)
             self.replaced[old] = new
@@ -153,9 +159,9 @@ class Oracle:
             out, _ = self._full(done.at - float(cfg["DEDUP_WINDOW"]) + 3600, but=done)
             self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage if article_of(u) in out})
         for url in done.stored:
-            if not (is_print(url) and allowed):
+            if not allowed(cfg, url):
                 self.filed.add(url)  # (checked and kept: a page of the index that later copies match)
-            if is_print(url) and allowed:
+            if allowed(cfg, url):
                 self.tags[url] = "stored while allow-listed"
             elif threshold >= APART:
                 self.apart.add(url)  # (stored while print versions and their pages were two pages)
@@ -234,6 +240,7 @@ class Oracle:
                 continue
             assert r["action"] == "dropped", f"a {r['action']} line outside a dry run: {r}"
             url, dup, reason = r["url"], r["duplicate_of"], r["reason"]
+            assert reason == "superseded" or not allowed(done.settings, url), f"{url} allow-listed, dropped ({reason})"
             assert article_of(url) == article_of(dup), f"{url} dropped ({reason}) against another page: {dup}"
             if ((reason in DROPS or reason in ("unchanged", "superseded")) and done.crawlers == 1
                     and article_of(url) not in self.waiting and url not in done.early):
@@ -331,7 +338,7 @@ class Oracle:
         lined = {r["url"]: r for r in killed.lines}
         kept = [u for u, s in killed.statuses.items() if s == 200 and u in site.urls and u != killed.cut
                 and u not in killed.dropped and lined.get(u, {}).get("action", "kept") == "kept"
-                and not (cfg.get("DEDUP_ALLOW") and is_print(u))]
+                and not allowed(cfg, u)]
         # (replaced in this crawl before its response was decided: its 304 names a record gone, asked
         # in full once more, as `settled` allows for a page its crawl replaced)
         replaced = {r["url"] for r in done.lines if r["reason"] == "superseded"}
@@ -349,7 +356,6 @@ class Oracle:
                 and cfg.get("DEDUP_UNCHANGED", "drop") == "drop"):  # (`keep` passes a leaf's body on again)
             # nothing changed since `before`: every page it downloaded (kept, a copy, a replaced
             # URL) is asked with its validators and answered 304, none downloaded again
-            allowed = cfg.get("DEDUP_ALLOW")
             # (a copy dropped against a page that its crawl then updated or replaced names a record
             # that left: it is asked in full once more, a download, not a wrong decision)
             replaced = {old for old, _ in before.removed}
@@ -361,7 +367,7 @@ class Oracle:
             # knowing it killed asks in full once more, as killed runs' entries are)
             stale |= before.early
             again = sorted(u for u, s in done.statuses.items() if s == 200 and before.statuses.get(u) in (200, 304)
-                           and not (allowed and is_print(u)) and site.urls.get(u) not in before.changed
+                           and not allowed(cfg, u) and site.urls.get(u) not in before.changed
                            and u not in stale and u not in done.aged)
             assert not again, f"downloaded again with nothing changed (the server answers 304): {again}"
         threshold = _score_threshold(cfg)
@@ -370,8 +376,8 @@ class Oracle:
             mine = [u for u in fetched if site.urls[u] == n]
             copies = [u for u in mine if is_print(u) or urlsplit(u).hostname == MIRROR]
             same = [u for u in mine if u not in copies and urlsplit(u).hostname == HOST]
-            if threshold >= APART and not cfg.get("DEDUP_ALLOW"):
-                for url in (u for u in copies if is_print(u)):
+            if threshold >= APART:
+                for url in (u for u in copies if is_print(u) and not allowed(cfg, u)):
                     assert url in storage, f"{url} is no copy under threshold {threshold} (a fresh index keeps it)"
             if not same:
                 continue
