@@ -147,7 +147,10 @@ MUTATIONS = (
     Mutation("replaced-shares", "a page replaced at another's second look leaves the entries they share to the "
              "page replacing it (found by the model's ordered race and `index verify`)", "core/index/neardup.py",
              "        if heir is None and staying is not None:\n", "        if False:\n", where="cluster",
-             tests="tests/test_cluster_races.py::test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_page_replacing_it"),
+             tests="tests/test_cluster_races.py::test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_page_replacing_it",
+             equivalent="since b7677cf a response digest's entry goes to any kept page of those bytes, heir or not; "
+                        "what the revert still loses is the exact words' entry, which no decision needs (the "
+                        "permuted tables find the same fingerprint): `index verify` and the drops stay the same"),
     Mutation("killed-claimed-look", "a killed run's page passed on again that claimed and never confirmed has its "
              "second look (found reading the code after a fault run's recall miss; the model's `race_killed`)", "core/decide/claims.py",
              "    return claim is None or not claim.confirmed", "    return claim is None", where="cluster",
@@ -157,6 +160,21 @@ MUTATIONS = (
              "core/decide/claims.py", "    return claim is None or not claim.confirmed",
              "    return claim is not None and not claim.confirmed", where="cluster",
              tests="tests/test_cluster_races.py::test_a_killed_crawlers_page_that_never_claimed_has_its_second_look_when_passed_on_again"),
+    Mutation("window-match", "a kept page out of DEDUP_WINDOW matches no copy (it stops matching at once)",
+             "core/decide/rules.py", "        return cutoff is None or doc.time >= cutoff", "        return True",
+             tests="tests/test_rules.py::test_find_match_never_matches_the_urls_own_entry_or_a_page_out_of_the_window"),
+    Mutation("window-revisit", "a URL whose entry is out of DEDUP_WINDOW is no revisit (kept again, not unchanged)",
+             "core/decide/rules.py", "        p.stale, p.prior = p.prior.doc_id, None\n", "        pass\n",
+             tests="tests/test_rules.py::test_out_of_window_makes_the_urls_entry_stale"),
+    Mutation("window-unconditional", "a URL whose kept page is out of DEDUP_WINDOW is asked without its validators",
+             "core/index/revalidation.py",
+             "    if cfg.window and doc.time < (time.time() if now is None else now) - cfg.window:",
+             "    if False:", tests="tests/test_conditional.py::test_a_304_that_cannot_stand_for_the_page_is_refused",
+             equivalent="the 304 then reaches the decision, whose match is out of the window too: the page is "
+                        "asked in full (one request more) and decided as it would have been"),
+    Mutation("expire-removes", "`index expire` takes the pages it lists out of the index", "core/index/neardup.py",
+             "        old = txn.time_oldest(int(before), limit)\n        for",
+             "        old = txn.time_oldest(int(before), limit)[:0]\n        for", tests="tests/test_cli.py -k expire"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
              tests="tests/test_feeds.py"),

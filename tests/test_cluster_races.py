@@ -17,6 +17,7 @@ from crawler_dedup import Deduplicator
 
 from crawler_dedup.core.decide import claims
 from crawler_dedup.core.index.integrity import verify
+from crawler_dedup.core.index.records import Extra
 from crawler_dedup.core.verdict import Action
 from crawler_dedup.exceptions import StoreDamaged, StoreError
 from crawler_dedup.stores.redis import spread, spread_claims
@@ -161,6 +162,8 @@ def test_a_page_replaced_at_its_second_look_leaves_the_entries_it_shared_to_the_
         assert (kept.superseded or {}).get("url") == "https://m.example/a", kept
         report = verify(one.index)
         assert report.ok, report.problems
+        digest = one.index.read(lambda t: one.index.doc(t, kept.doc_id)).extras[Extra.DIGEST]
+        assert one.index.read(lambda t: t.exact_get(digest)) == kept.doc_id  # (the exact words' entry too)
         later = one.check("https://y.example/a", html=html, body=body)
         assert (later.action, later.reason, later.duplicate_of) == (Action.DROP, "exact", original)
 

@@ -8,8 +8,8 @@ DEDUP_WINDOW, DEDUP_SCORE_THRESHOLD, DEDUP_ALLOW, DEDUP_COMMIT_BATCH and DEDUP_W
 recrawls, dry runs, crawls killed mid-way (and crawled again within the killed run's lease), a page's
 preferred URL appearing where the page is stored under another (in one download batch with its copies, in any
 order), a kept page naming another rel=canonical, a threshold raised after copies were dropped, a page and
-its copy met after the page left DEDUP_WINDOW or `index expire`, index compact, rebuild, remove and expire
-between crawls; on the cluster, crawls killed inside a commit, one of two racing crawlers
+its copy met after the page left DEDUP_WINDOW or `index expire`, index compact, rebuild, remove, expire and
+add and `restore --allow` between crawls; on the cluster, crawls killed inside a commit, one of two racing crawlers
 killed at its page's second look, and a node stalled during a crawl), crawls it through the middleware,
 the conditional requests, the extension and the pipeline in process (tests/crawl_model.py), and
 after every crawl checks what storage must hold (tests/crawl_oracle.py: decisions, not only loss);
@@ -369,20 +369,33 @@ class Crawls(Maintenance, RuleBasedStateMachine):
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(3, 6), reached=st.sampled_from((0.5, 0.0)),
                 revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),
-                requests=st.sampled_from((False, False, True)))  # (the first value drawn most: hypothesis's simplest)
-    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests):
+                requests=st.sampled_from((False, False, True)),  # (the first value drawn most: hypothesis's simplest)
+                server=st.sampled_from((True, False)))
+    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests, server):
         """And one crawl killed here, a day before the next (`killed`, `lead`): its new page met
         under its session and tracking URLs first, replaced in the run by its clean URL, its items
         (none or half) lost; the page edited or not meanwhile; under DEDUP_REVISIT=drop or not; then
-        checked as settled. The settings as they were from then on."""
+        checked as settled. `server`: the server's validators changed before it, so the killed run
+        writes new ones for pages ended runs kept (asked as far as them). The settings as they were from then on."""
         saved = self.settings
         if not requests:  # (the session and tracking URLs downloaded, so replaced within the run)
             self.setting(("DEDUP_CLEAN_REQUESTS", False))
+        kind = "last-modified" if self.site.validators != "last-modified" else "etag"
         try:
-            self.killed(changes=[], seed=seed, asked=asked, reached=reached, between=[("edit", -1)] if edit else [],
-                        lead=True, settle=True, revisit=revisit)
+            self.killed(changes=[("server", True, kind, False)] if server else [], seed=seed,
+                        asked=max(asked, 6) if server else asked, reached=reached,
+                        between=[("edit", -1)] if edit else [], lead=True, settle=True, revisit=revisit)
         finally:
             self.settings = saved
+
+    @initialize(place=st.sampled_from((1, 2, 0)), keep=st.booleans(), reached=st.sampled_from((0.0, 1.0)),
+                seed=st.integers(0, 2**16))
+    def begin_killed_appears(self, place, keep, reached, seed):
+        """And a page's clean URL appearing beside its stored tracking URL and a copy of it, the
+        crawl killed right after the clean URL's commit (`appears`, `kill`): the replacement it
+        committed, never told, is told by the crawl after."""
+        self.appears(None, ["tracking2", "session", "http", "mirror"], copies=1, place=place, keep=keep, kill=True,
+                     reached=reached, seed=seed)
 
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(2, 8), reached=st.sampled_from((0.0, 0.5, 1.0)),
                 lead=st.booleans())
@@ -497,4 +510,4 @@ def run_machine(store: dict, examples: int, steps: int, machine: type[Crawls] = 
 
 # (a beginning is a step too: the steps leave room for every beginning and a few rules after them)
 def test_sequences_of_crawls_on_lmdb():
-    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)), steps=15)
+    run_machine({}, examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)), steps=16)

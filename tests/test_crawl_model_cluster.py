@@ -168,4 +168,4 @@ class ClusterCrawls(Crawls):
 def test_sequences_of_crawls_on_the_spread_layout(redis_cluster):
     pytest.importorskip("redis")
     run_machine({"DEDUP_BACKEND": "redis", "DEDUP_REDIS_URL": redis_cluster},
-                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)) // 4, steps=17, machine=ClusterCrawls)
+                examples=int(os.environ.get("CRAWL_MODEL_EXAMPLES", 40)) // 4, steps=18, machine=ClusterCrawls)
