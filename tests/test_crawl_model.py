@@ -370,21 +370,28 @@ class Crawls(Maintenance, RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16), asked=st.integers(3, 6), reached=st.sampled_from((0.5, 0.0)),
                 revisit=st.sampled_from((None, "drop")), edit=st.sampled_from((True, False)),
                 requests=st.sampled_from((False, False, True)),  # (the first value drawn most: hypothesis's simplest)
-                server=st.sampled_from((True, False)))
-    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests, server):
+                meets=st.sampled_from(("server", "renamed", None)))
+    def begin_killed_edited(self, seed, asked, reached, revisit, edit, requests, meets=None):
         """And one crawl killed here, a day before the next (`killed`, `lead`): its new page met
         under its session and tracking URLs first, replaced in the run by its clean URL, its items
         (none or half) lost; the page edited or not meanwhile; under DEDUP_REVISIT=drop or not; then
-        checked as settled. `server`: the server's validators changed before it, so the killed run
-        writes new ones for pages ended runs kept (asked as far as them). The settings as they were from then on."""
+        checked as settled. `meets` what two fixes guard: "server", the server's validators changed
+        first, so the killed run writes new ones for pages ended runs kept (asked as far as them);
+        "renamed", the new page names its tracking URL as canonical, which the next crawl meets first
+        and which replaces the page the killed run kept (half its items written, `killed`'s `renamed`).
+        The settings as they were from then on."""
         saved = self.settings
         if not requests:  # (the session and tracking URLs downloaded, so replaced within the run)
             self.setting(("DEDUP_CLEAN_REQUESTS", False))
         kind = "last-modified" if self.site.validators != "last-modified" else "etag"
+        if meets == "server":
+            asked = 6
+        elif meets == "renamed":
+            asked, reached = 3, 0.5
         try:
-            self.killed(changes=[("server", True, kind, False)] if server else [], seed=seed,
-                        asked=max(asked, 6) if server else asked, reached=reached,
-                        between=[("edit", -1)] if edit else [], lead=True, settle=True, revisit=revisit)
+            self.killed(changes=[("server", True, kind, False)] if meets == "server" else [], seed=seed, asked=asked,
+                        reached=reached, between=[("edit", -1)] if edit else [], lead=True, settle=True,
+                        revisit=revisit, renamed=meets == "renamed")
         finally:
             self.settings = saved
 
