@@ -80,18 +80,20 @@ class Maintenance:
         self.site.add_url(url, n)
         corpus = self.folder / f"corpus-{n}.jsonl"
         corpus.write_text(json.dumps({"url": url, "html": self.site.body(url).decode()}) + "\n", encoding="utf-8")
-        now, real, out = self.model.clock.offset, time.time, io.StringIO()  # (filed at the model's time)
+        now, real, out, err = self.model.clock.offset, time.time, io.StringIO(), io.StringIO()  # (at the model's time)
         with (mock.patch("time.time", lambda: real() + now), contextlib.redirect_stdout(out),
-              contextlib.redirect_stderr(io.StringIO())):
+              contextlib.redirect_stderr(err)):
             code = main(["index", "add", "--json", str(corpus), "--jobs", "1", *self._where(), *self._settings_args()])
-        assert code == 0 and json.loads(out.getvalue())["added"] == 1, out.getvalue()  # (a new page's text)
+        assert code == 0 and json.loads(out.getvalue())["added"] == 1, (code, out.getvalue(), err.getvalue())  # (a new page's text)
         self.model.storage[url] = (n, self.site.articles[n].version)
         self.oracle.after_add(url, now)
 
     def _settings_args(self) -> list[str]:
         """The deciding settings in force, as `-s` options of the CLI."""
-        return [a for k, v in self.settings.items() if k.startswith("DEDUP_")
-                for a in ("-s", f"{k}={v if isinstance(v, (str, int, float)) else json.dumps(v)}")]
+        def text(v) -> str:  # (a whole float as an int: DEDUP_WINDOW=129600, as a user writes it)
+            return str(int(v)) if isinstance(v, float) and v.is_integer() else v if isinstance(v, str) else json.dumps(v)
+
+        return [a for k, v in self.settings.items() if k.startswith("DEDUP_") for a in ("-s", f"{k}={text(v)}")]
 
     @precondition(lambda self: self.crawled and self.model.storage)
     @rule(which=_which)
@@ -128,8 +130,8 @@ class Maintenance:
         before = allow.read_text(encoding="utf-8").splitlines() if allow.exists() else []
         err = io.StringIO()
         with contextlib.redirect_stdout(err), contextlib.redirect_stderr(io.StringIO()):
-            code = main(["restore", "--log", str(self.model.droplog), "--url", url, "-o", str(out),
-                         "--allow-file", str(allow)])
+            code = main(["restore", "--log", str(self.model.droplog), "--url", url, "--action", "dropped",
+                         "-o", str(out), "--allow-file", str(allow)])  # (not a dry run's flagged lines)
         assert code == 0, code
         items = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x.strip()]
         on_304 = latest[url][0].get("measure") == "not-modified"  # (no text: allow-listed, kept next crawl)

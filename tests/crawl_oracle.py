@@ -242,8 +242,10 @@ class Oracle:
             url, dup, reason = r["url"], r["duplicate_of"], r["reason"]
             assert reason == "superseded" or not allowed(done.settings, url), f"{url} allow-listed, dropped ({reason})"
             assert article_of(url) == article_of(dup), f"{url} dropped ({reason}) against another page: {dup}"
+            # (`dup` met before a killed run's lease ran out is that run's page, left to it: its
+            # item comes with the first crawl after, docs/recrawls.md)
             if ((reason in DROPS or reason in ("unchanged", "superseded")) and done.crawlers == 1
-                    and article_of(url) not in self.waiting and url not in done.early):
+                    and article_of(url) not in self.waiting and url not in done.early and dup not in done.early):
                 assert self.follow(dup) in storage, (
                     f"{url} dropped ({reason}, rule {r.get('rule')}) against {dup} -> {self.follow(dup)}, "
                     f"not in storage {sorted(storage)}")
