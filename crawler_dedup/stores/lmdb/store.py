@@ -7,6 +7,7 @@ database: a bucket's 8-byte values are read with one getmulti straight into nump
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -20,6 +21,8 @@ from ...exceptions import StoreDamaged, StoreError, StoreFull
 from ..base import MULTI, SINGLE, T, TxnBase
 from .file import (_DAMAGED, check_file, check_not_lost, copy_tables, damaged, full_disk, held_exclusive,
                    leaf_rows, refuse_if_used, share, writers_lock)
+
+logger = logging.getLogger(__name__)
 
 _MAX_TABLES = 1000  # tables.py never plans more
 _MAX_MAP = 1 << 40  # 1 TiB of address space: past this, StoreFull
@@ -212,7 +215,10 @@ class LmdbStore:
         while True:
             try:
                 with self.env.begin(write=write) as txn:
-                    return fn(_LmdbTxn(self, txn))
+                    result = fn(_LmdbTxn(self, txn))
+                if write:
+                    self._pad()
+                return result
             except lmdb.MapFullError:
                 # the whole transaction was aborted; grow and run it again from the start
                 size = self.env.info()["map_size"] * 2
@@ -225,6 +231,26 @@ class LmdbStore:
                 raise damaged(self.location, exc) from None
             except lmdb.Error as exc:  # (a full disk: ENOSPC, or EIO from a short write of data.mdb)
                 raise full_disk(self.location, exc) or StoreError(f"LMDB index at {self.location}: {exc}") from exc
+
+    def _pad(self) -> None:
+        """LMDB may commit a last page it never wrote (allocated and freed within the transaction):
+        the file then ends before it, which check_file takes for a file cut short, refusing the next
+        open. Extend the file to that page, never shrinking it (another writer may have grown it)."""
+        assert self.env is not None
+        need = (self.env.info()["last_pgno"] + 1) * self.env.stat()["psize"]
+        path = os.path.join(self.location, "data.mdb")
+        try:
+            if os.path.getsize(path) >= need:
+                return
+            fd = os.open(path, os.O_RDWR)
+            try:
+                size = os.fstat(fd).st_size
+                if size < need:
+                    os.posix_fallocate(fd, size, need - size)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # (a full disk: the next write reports it)
+            logger.debug("crawler-dedup: could not extend %s to its last page: %s", path, exc)
 
     def read(self, fn: Callable[..., T]) -> T:
         return self._run(fn, write=False)
