@@ -174,7 +174,7 @@ MUTATIONS = (
                         "asked in full (one request more) and decided as it would have been"),
     Mutation("expire-removes", "`index expire` takes the pages it lists out of the index", "core/index/neardup.py",
              "        old = txn.time_oldest(int(before), limit)\n        for",
-             "        old = txn.time_oldest(int(before), limit)[:0]\n        for", tests="tests/test_cli.py -k expire"),
+             "        old = txn.time_oldest(int(before), limit)[:0]\n        for", tests="tests/test_demo.py::test_index_expire_and_compact"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
              tests="tests/test_feeds.py"),
