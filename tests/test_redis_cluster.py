@@ -411,3 +411,36 @@ def test_fetch_entries_are_packed_into_shards_unless_they_carry_copies(redis_clu
         apart.index.write(lambda t: t.fetch_delete(key))
         assert packed.index.read(lambda t: (t.fetch_get(key), t.fetch_get(other))) == (None, None)
         cluster.close()
+
+
+def test_a_node_at_its_maxclients_is_waited_for_as_a_lost_connection(redis_cluster, articles):
+    """A node of the cluster full of connections refuses a new one (Redis 7 says "max number of
+    clients + cluster connections reached"): within DEDUP_REDIS_RETRY the index waits for it, at
+    its opening and at a page, as for a node restarting; nothing is kept unchecked."""
+    import threading
+
+    import redis
+
+    cluster, nodes = _nodes(redis_cluster)
+    cluster.close()
+    admin = redis.Redis(port=min(n.connection_pool.connection_kwargs["port"] for n in nodes))
+    most = admin.config_get("maxclients")["maxclients"]
+
+    def refuse(seconds):
+        admin.config_set("maxclients", 1)
+        admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")  # (the index's too)
+        threading.Timer(seconds, lambda: admin.config_set("maxclients", most)).start()
+
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="maxclients", redis_retry=5)
+    try:
+        refuse(0.5)
+        with Deduplicator(**settings) as d:  # (opened while the node refuses: waited for)
+            kept = [d.check(f"https://a/{n}", text=articles[n][1]) for n in range(6)]
+            refuse(0.5)
+            again = [d.check(f"https://b/{n}", text=articles[n][1]) for n in range(6)]
+        assert [(v.action, v.error) for v in kept] == [("keep", None)] * 6
+        assert [(v.action, v.duplicate_of) for v in again] == [("drop", f"https://a/{n}") for n in range(6)]
+    finally:
+        time.sleep(0.6)
+        admin.config_set("maxclients", most)
+        admin.close()

@@ -6,7 +6,8 @@ lost connections until a replica takes over (the cluster's node timeout, 15 s by
 election), a restarting node LOADING. Each is tried again, with growing pauses, until the
 deadline: such a fault costs time, not recall. A call that gives up makes the following calls
 fail after one try for three times as long (a node that stays down costs one wait, not one a
-page; a node back answers that one try).
+page; a node back answers that one try). A node at its `maxclients` refuses a new connection: a
+lost connection too, waited for the same way (`recognise_refusals`).
 """
 
 from __future__ import annotations
@@ -48,3 +49,21 @@ class Patience:
             return False
         time.sleep(min(PAUSE_MAX, 0.01 * 2 ** attempt, left))
         return True
+
+
+# Redis 7's cluster nodes say this where redis-py matches only the older "max number of clients
+# reached" (which it raises as ConnectionError): a node full of crawlers' connections would fail
+# pages at once, and a crawl's start, instead of waiting for a connection to close.
+REFUSED = ("max number of clients + cluster connections reached",)
+
+
+def recognise_refusals(redis_module) -> None:
+    """Make redis-py raise ConnectionError for every wording of a node's refusal at `maxclients`."""
+    try:
+        from redis._parsers.base import BaseParser
+    except ImportError:  # (another redis-py layout: the older wording alone is recognised)
+        return
+    errors = BaseParser.EXCEPTION_CLASSES.get("ERR")
+    if isinstance(errors, dict):
+        for message in REFUSED:
+            errors.setdefault(message, redis_module.ConnectionError)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ...exceptions import StoreDamaged, StoreError
 from ..base import MULTI, SINGLE, T
-from .retry import Patience
+from .retry import Patience, recognise_refusals
 from .txn import _RedisTxn
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class RedisStore:
         self.ids = IdBlocks()  # doc ids taken in blocks (ids.py)
         import redis
 
+        recognise_refusals(redis)
         self.redis = redis
 
     # what the index asks of a store (core/index/neardup.py, core/dedup.py); the spread layout differs
