@@ -10,7 +10,7 @@ known copy, a URL replaced back), of the new user's walk (a settings change reac
 copies, a dry run that changes nothing) and of killed crawls (a killed run's pages passed on again,
 with the replacements it made, one killed between a commit and its telling, a 304 answered after
 the killed run's lease ran out) and of the long model runs (a known copy's 304 re-pointed, an
-unchanged page passed on again). Fixes outside a crawl's decisions (feeds, relative
+unchanged page passed on again), and of store faults (a node refusing connections at its maxclients). Fixes outside a crawl's decisions (feeds, relative
 folders, exit codes) have tests of their own, named in the last column and run too. A cluster
 mutation runs the model on a Redis Cluster's spread layout (the test starts one: redis-server
 must be installed) with a quarter of the sequences, as CI does.
@@ -175,6 +175,10 @@ MUTATIONS = (
     Mutation("expire-removes", "`index expire` takes the pages it lists out of the index", "core/index/neardup.py",
              "        old = txn.time_oldest(int(before), limit)\n        for",
              "        old = txn.time_oldest(int(before), limit)[:0]\n        for", tests="tests/test_demo.py::test_index_expire_and_compact"),
+    Mutation("maxclients-refusal", "a node at its maxclients is waited for as a lost connection (Redis 7's wording, "
+             "a ResponseError to redis-py; found by the cluster model's node-down step)", "stores/redis/store.py",
+             "        recognise_refusals(redis)\n", "        pass\n", where="cluster",
+             tests="tests/test_redis_cluster.py::test_a_node_at_its_maxclients_is_waited_for_as_a_lost_connection"),
     Mutation("feed-filter", "feeds without the pages superseded later in the crawl", "scrapy/recording.py",
              "        mark(self.crawler, record[\"url\"], verdict.url)", "        pass", where="none",
              tests="tests/test_feeds.py"),

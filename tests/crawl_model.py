@@ -22,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import hashlib
+import logging
 import random
 import threading
 import time as _time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from scrapy import Request
 from scrapy.exceptions import DropItem, IgnoreRequest
@@ -293,6 +295,22 @@ class Crawled:
     early: set[str] = field(default_factory=set)  # URLs answered before that (a killed run still looked alive)
     aged: set[str] = field(default_factory=set)  # (the oracle's) URLs downloaded in full as their validators aged out
     at: float = 0.0  # the model's clock (days added to real time) when it started
+    unchecked: set[str] = field(default_factory=set)  # URLs its log named "Dedup kept unchecked" (a store error)
+
+
+class _Unchecked(logging.Handler):
+    """The URLs a crawl's log names as kept unchecked (what a user reads; the model asks the code nothing)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.urls: list[str] = []
+
+        self.all = False  # the index could not be opened at a crawler's start: every page kept unchecked
+
+    def emit(self, record):
+        if record.msg.startswith("Dedup kept unchecked:") and record.args:
+            self.urls.append(str(record.args[0]))
+        self.all |= record.msg.startswith("crawler-dedup could not open")
 
 
 async def _in_worker(pool, fn, *args):
@@ -313,6 +331,7 @@ class Model:
         self.crawls: list[Crawled] = []
         self.lock = threading.Lock()  # (crawlers at once share storage)
         self.elsewhere: bool | None = None  # a killed crawl's container (None: by its run's number)
+        self.opened: Callable[[], None] | None = None  # called once a crawler's index is open (a fault's start)
 
     def crawl(self, order: list[str] | None = None, settings: dict | None = None, leaf: bool = True,
               item_html: bool = False, crawlers: int = 1, dry_run: bool = False,
@@ -341,6 +360,9 @@ class Model:
         extension = importlib.import_module("crawler_dedup.scrapy.extension")
         through_reactor = extension.in_worker
         extension.in_worker = _in_worker  # (the crawl runs on asyncio alone, not on Twisted's reactor)
+        named = _Unchecked()
+        for name in ("crawler_dedup.scrapy.recording", "crawler_dedup.scrapy.extension"):
+            logging.getLogger(name).addHandler(named)
         try:
             urls = order if order is not None else list(self.site.urls)
             settings = {**(settings or {}), **({"DEDUP_DRY_RUN": True} if dry_run else {})}
@@ -373,9 +395,12 @@ class Model:
                     t.join(timeout=600)
                 if done.errors:
                     raise done.errors[0]
+            done.unchecked = set(done.stored) if named.all else set(named.urls)
             self.crawls.append(done)
             return done
         finally:
+            for name in ("crawler_dedup.scrapy.recording", "crawler_dedup.scrapy.extension"):
+                logging.getLogger(name).removeHandler(named)
             extension.in_worker = through_reactor
             for m, t in zip(modules, saved):
                 m.time = t  # type: ignore[attr-defined]
@@ -395,6 +420,8 @@ class Model:
             crawler.signals.connect(superseded, signal=page_superseded)
             ext = DedupExtension.of(crawler)
             ext.spider_opened(None)
+            if self.opened is not None:
+                self.opened()
             gone = False
             if done.cut is not None:  # (the process is gone once the last URL's commit is durable)
                 record, cut = ext.recorder.record, done.cut

@@ -63,6 +63,7 @@ APART = 0.97  # a DEDUP_SCORE_THRESHOLD under which a print version (resemblance
 # URL's old entry stays, as storage still holds its old item (a page twice, by design)
 REVISIT_COPY = "a revisit now a copy of another URL's page: its old item stays"
 MAX_AGE = 30 * 86_400  # DEDUP_CONDITIONAL_MAX_AGE's default (docs/settings.md): then a URL is downloaded in full
+UNCHECKED = "kept unchecked: a store error, named in the crawl's log"
 DROPS = ("exact", "near", "conceptual")
 
 
@@ -159,6 +160,11 @@ class Oracle:
             out, _ = self._full(done.at - float(cfg["DEDUP_WINDOW"]) + 3600, but=done)
             self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage if article_of(u) in out})
         for url in done.stored:
+            if url in done.unchecked:  # (a store error: kept as it came, named in the log; a copy may stand beside it)
+                self.tags[url] = UNCHECKED
+                continue
+            if self.tags.get(url) == UNCHECKED:  # (checked and kept now)
+                del self.tags[url]
             if not allowed(cfg, url):
                 self.filed.add(url)  # (checked and kept: a page of the index that later copies match)
             if allowed(cfg, url):

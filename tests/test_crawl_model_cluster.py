@@ -1,7 +1,8 @@
 """The crawl model (tests/test_crawl_model.py) on a Redis Cluster's spread layout: the same
 sequences, and crawlers at once racing on a page rewritten (claims decide), one of two racing
 crawlers killed at its page's second look, crawlers killed inside a commit, a node stalled during a
-crawl; `index verify` after each of them. The test starts a real 3-node cluster (redis-server)."""
+crawl, a node refusing connections (within DEDUP_REDIS_RETRY, past it, at the index's opening);
+`index verify` after each of them. The test starts a real 3-node cluster (redis-server)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,91 @@ class ClusterCrawls(Crawls):
             pause.join()
             one.execute_command("CLIENT", "UNPAUSE")
             one.close()
+        self._whole()
+
+    @initialize(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), node=st.integers(0, 2),
+                ms=st.sampled_from((100, 600, 1200)), after=st.sampled_from((0.0, 0.03, 0.1, None)), racing=st.booleans())
+    def begin_down(self, changes, seed, node, ms, after, racing):
+        """And one crawl with a node down (`down`), in every sequence."""
+        if not self.site.articles:
+            self._article(None, 0)
+        self._crawl(sorted(self.site.urls))
+        self.down(changes, seed, node, ms, after, racing)
+
+    @precondition(lambda self: self.crawled)
+    @rule(changes=st.lists(CHANGES, max_size=3), seed=st.integers(0, 2**16), node=st.integers(0, 2),
+          ms=st.sampled_from((100, 600, 1200)), after=st.sampled_from((0.0, 0.03, 0.1, None)), racing=st.booleans())
+    def down(self, changes, seed, node, ms, after, racing):
+        """A crawl (two crawlers at once, or one) during which a node refuses every connection for
+        `ms`, from `after` seconds after the index opened. Within DEDUP_REDIS_RETRY (0.3 s for that
+        crawl) it is waited for: no page kept unchecked. Past it, a page whose reads or commit need
+        it is kept unchecked, named in the log (excused from one URL a page; a later copy of it is no
+        drop), and a commit cut off half-way is applied whole later. `after` None: from before the
+        crawl, on the node holding the index's meta key: past DEDUP_REDIS_RETRY the index cannot be
+        opened, the crawl fails at its start (a scheduled job's exit 1) and changes nothing. The crawl after, with the node back, is whole
+        and checked as any other; then `index verify`."""
+        import threading
+
+        import redis
+
+        from crawler_dedup.exceptions import StoreError
+
+        for name, *args in changes:
+            getattr(self, name)(*args)
+        cluster = redis.RedisCluster.from_url(self.model.store_settings["DEDUP_REDIS_URL"])
+        try:
+            primary = sorted(cluster.get_primaries(), key=lambda n: n.port)[node % 3]
+            if after is None:  # (the node an opening reads: the index's meta key's, docs/distributed.md)
+                primary = cluster.get_node_from_key("{%s}:m" % self.model.store_settings["DEDUP_REDIS_PREFIX"])
+            host, port = primary.host, primary.port
+        finally:
+            cluster.close()
+        admin = redis.Redis(host=host, port=port)  # (connected first: the one client the node still serves)
+        most = admin.config_get("maxclients")["maxclients"]
+        timers: list[threading.Timer] = []
+
+        def refuse():  # (Redis 7: "max number of clients + cluster connections reached", a connection lost)
+            admin.config_set("maxclients", 1)
+            admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+
+        def outage(wait: float) -> None:
+            if not timers:  # (the first crawler's opening)
+                timers.extend((threading.Timer(wait, refuse),
+                               threading.Timer(wait + ms / 1000, lambda: admin.config_set("maxclients", most))))
+                for timer in timers:
+                    timer.start()
+
+        order = sorted(self.site.urls)
+        random.Random(seed).shuffle(order)
+        saved = self.settings
+        retry = 0.3
+        self.setting(("DEDUP_REDIS_RETRY", retry))
+        try:
+            if after is None and ms / 1000 > retry:
+                storage, lines = dict(self.model.storage), self.oracle.read
+                outage(0.0)
+                timers[0].join()
+                with pytest.raises(StoreError, match="cannot open the Redis index"):
+                    self.model.crawl(order, self.settings, crawlers=2 if racing else 1)
+                assert self.model.storage == storage and not self.oracle.new_lines() and self.oracle.read == lines
+            else:
+                if after is None:
+                    outage(0.0)
+                else:
+                    self.model.opened = lambda: outage(after)
+                done = self._crawl(order, crawlers=2 if racing else 1)
+                if ms / 1000 < retry:
+                    assert not done.unchecked, f"kept unchecked while a node refused for {ms} ms: {done.unchecked}"
+        finally:
+            self.model.opened = None
+            self.settings = saved
+            for timer in timers:
+                timer.join()
+            admin.config_set("maxclients", most)
+            admin.close()
+        order = sorted(self.site.urls)
+        random.Random(seed + 1).shuffle(order)
+        self._crawl(order)
         self._whole()
 
     @precondition(lambda self: self.crawled)
