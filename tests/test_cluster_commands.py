@@ -175,6 +175,49 @@ def test_a_page_on_the_cluster_costs_a_few_round_trips_and_commands(redis_cluste
     assert trips <= 5.0 and commands <= 30, (trips, commands)
 
 
+def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_claim_looks_again(
+        redis_cluster, articles, monkeypatch):
+    """One crawler alone: from its second kept page on, no other page claims between its claims,
+    so each is confirmed by its claim (no second look: two round trips fewer). Another crawler
+    keeping a page between two of its claims makes the next one look again, and that look is
+    real: when the other crawler's page (a copy) was filed after this page's first reads and
+    claimed before this page, the second look finds it and this page withdraws (a group kept once)."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.stores.redis.spread import SpreadTxn
+
+    texts = [text for _, text in articles[:8]]
+    settings = dict(backend="redis", redis_url=redis_cluster)
+    with Deduplicator(**settings, redis_prefix="quiet-a") as d:
+        store = d.index.store
+        kept = [d.check(f"https://news.test/a{n}", text=t).action for n, t in enumerate(texts[:4])]
+        assert kept == ["keep"] * 4 and store.quiet == 3  # (the first claim has no earlier one to go by)
+        trips = store.nodes.waits
+        assert d.check("https://news.test/a4", text=texts[4]).action == "keep" and store.quiet == 4
+        quiet_trips = store.nodes.waits - trips
+        with Deduplicator(**settings, redis_prefix="quiet-a") as other:
+            assert other.check("https://other.test/b5", text=texts[5]).action == "keep"
+        trips = store.nodes.waits
+        assert d.check("https://news.test/a6", text=texts[6]).action == "keep"
+        assert store.quiet == 4 and store.nodes.waits - trips == quiet_trips + 2  # (looked again, then confirmed)
+
+        # the copy filed after this page's first reads (before its filing's commit), claimed before
+        # its claim: met by the look
+        copy_of, late = texts[7], []
+        commit = SpreadTxn.commit
+
+        def other_files_first(txn):
+            if not late:
+                late.append(None)
+                with Deduplicator(**settings, redis_prefix="quiet-a") as other:
+                    late[0] = other.check("https://other.test/b7", text=copy_of)
+            return commit(txn)
+
+        monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
+        mine = d.check("https://news.test/a7", text=copy_of)
+    assert late[0].action == "keep" and (mine.action, mine.duplicate_of, mine.rule) == (
+        "drop", "https://other.test/b7", "claim"), (late, mine)
+
+
 def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, articles, monkeypatch):
     """Two crawler processes' stores on one index take doc ids in blocks (stores/redis/ids.py): one
     counter round trip for up to 16 pages filed, not one a page, every id handed out once, and the

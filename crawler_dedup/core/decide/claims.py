@@ -12,7 +12,10 @@ its claim, the other's claim came before its own, and its reads after), so the r
 decisions of one process taking the pages in claim order. A page the second look keeps is
 confirmed (`confirm`: it stays); one it drops or keeps unfiled (a `never_drop` page that matches)
 withdraws: its entries and its claim come out, and the entries it shared with the page it
-matched (an exact digest, a response digest, a URL) go back to that page.
+matched (an exact digest, a response digest, a URL) go back to that page. A quiet claim (no other
+page claimed since this crawler's previous claim, which came before the page's first reads)
+confirms its page at once: every page claimed before it was written before those reads, so the
+first look saw them, and a second look would decide the same (`confirm`).
 
 A page dropped against a kept page that is still racing (filed, not confirmed yet) waits for it
 to settle (`settle`): when that page stays, the drop stands; when it withdrew, the page is
@@ -216,9 +219,17 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
     confirm_by, settled_after = windows(index)
     withdrawn: list[int] = []
 
+    # a quiet claim: no page claimed between this page's first reads and its claim, so every page
+    # claimed before it was filed before those reads and its first look saw them; a look again
+    # would decide the same (only a page that replaces nothing, not passed on again: those keep
+    # the look, whose removals wait for it)
+    quiet = not first_remove and not verdict.superseded and prior is None and not verdict.resent
+
     def run(txn) -> Verdict | None:
         withdrawn.clear()
-        order = txn.claim(doc_id)
+        order = txn.claim(doc_id, quiet=quiet)
+        if quiet and txn.quiet:
+            return None  # (confirmed with its claim: it stays, as its first look said)
         racing = Racing(lookups(txn), txn, doc_id, order, page.now, settled_after)
         racing.prefetch(page.verdict.url, page.fp, page.verdict.title)
         before = prior if prior is not None and index.doc(txn, int(prior.doc_id or 0)) is not None else None

@@ -146,9 +146,17 @@ class IndexTxn:
         for key in keys:
             self.raw.remove("site", key, value)
 
-    def claim(self, doc_id: int) -> int:
-        """The order of a filed page, from one counter (a store without transactions: claims.py)."""
+    def claim(self, doc_id: int, quiet: bool = False) -> int:
+        """The order of a filed page, from one counter (a store without transactions: claims.py);
+        `quiet`: confirmed at once when no page claimed since its filing's first read (`quiet`)."""
+        if quiet and hasattr(self.raw, "quiet"):  # (a store that offers it: stores/base.py)
+            return self.raw.claim(doc_id, quiet=True)
         return self.raw.claim(doc_id)
+
+    @property
+    def quiet(self) -> bool:
+        """The last claim confirmed at once: no page claimed between the filing's reads and it."""
+        return bool(getattr(self.raw, "quiet", False))
 
     def claims(self, doc_ids: list[int]) -> list[Claim | None]:
         return self.raw.claims(doc_ids)

@@ -19,6 +19,8 @@ class StoreHandle(Protocol):
     journal: Any  # spread: this process's write journal (journal.Journal)
     confirmed: set[int]  # spread: pages seen confirmed (spread_claims.SpreadClaims.remember_confirmed)
     looked: dict[int, list]  # spread: (table, key) pairs a thread's last filing read (spread.SpreadTxn.claim)
+    quiet_next: dict[int, int | None]  # spread: the order a thread's next claim gets if no other page claims first
+    quiet: int  # spread: second looks skipped (quiet claims), for the benchmarks
     ids: Any  # doc ids taken in blocks (ids.IdBlocks)
     prefix_b: bytes
     meta_key: bytes

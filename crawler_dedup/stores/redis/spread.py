@@ -53,6 +53,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
         self._shard_levels: list[int] | None = None
         self.claimed = False  # a second look's transaction
+        self.quiet = False  # a claim that confirmed at once (spread_claims.py)
 
     # -- keys -------------------------------------------------------------------------------
     def _where(self, table: str, key: bytes) -> tuple[bytes, bytes | None]:

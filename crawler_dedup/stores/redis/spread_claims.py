@@ -29,24 +29,38 @@ class SpreadClaims:
     s: "StoreHandle"
     got: dict[tuple[str, bytes], Any]
     claimed: bool
+    quiet: bool
     _shard_levels: list[int] | None
 
     def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
         raise NotImplementedError
 
-    def claim(self, doc_id: int) -> int:
+    def claim(self, doc_id: int, quiet: bool = False) -> int:
         """The page's order (the one it has when claimed already); the shard map comes with it, so
-        the second look that follows reads every level a page filed before it may be in."""
-        s = self.s
-        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds))]
+        the second look that follows reads every level a page filed before it may be in. `quiet`:
+        the caller skips the second look if no other page claimed since this thread's last claim,
+        whose reply came before the page's first reads (then the claim confirms the page at once,
+        `self.quiet`; its second look would see what its first saw: claims.py `confirm`)."""
+        s, me = self.s, threading.get_ident()
+        expect = s.quiet_next.get(me)
+        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), expect if quiet and expect else ""]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
-        s.map.learn(got[1:])
+        s.map.learn(got[1:5])
+        order = int(got[0])
+        # (the count now: every page claimed so far was written whole before this reply, so before
+        # the reads of this thread's next filing; a page claiming in between takes that order)
+        s.quiet_next[me] = order + 1
         self._shard_levels = None
         self.claimed = True
-        looked = s.looked.get(threading.get_ident())  # (what its filing read, and those pages' claims: one
+        self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
+        if self.quiet:
+            s.quiet += 1
+            s.confirmed.add(doc_id)
+            return order
+        looked = s.looked.get(me)  # (what its filing read, and those pages' claims: one
         if looked:  # round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
-        return int(got[0])
+        return order
 
     def confirm(self, doc_id: int) -> None:
         s = self.s

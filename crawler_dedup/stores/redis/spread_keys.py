@@ -118,7 +118,10 @@ return v
     # level a page may be in). One key, so it runs while its slot moves (a script of several keys
     # waits). ARGV: the claim field, the doc id, the seconds a claim is kept. Each claim also
     # notes its doc id and the server's time under its order (`\0o<order>`), and prunes the two
-    # oldest claims past that age: claims are kept by age, however many pages a second are filed
+    # oldest claims past that age: claims are kept by age, however many pages a second are filed.
+    # ARGV[4], when given: the order the page gets if no other page claimed since this process's
+    # last claim, before the page's first reads (claims.py `confirm`: a quiet claim); that order
+    # is confirmed at once (`k`)
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local got = redis.call('HGET', KEYS[1], ARGV[1])
@@ -126,7 +129,10 @@ local o
 local now = tonumber(redis.call('TIME')[1])
 if got then o = tonumber(string.match(got, '^%d+')) else
   o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
-  redis.call('HSET', KEYS[1], ARGV[1], o, '\0o' .. o, ARGV[2] .. ':' .. now)
+  local mark = ''
+  if ARGV[4] and ARGV[4] ~= '' and o == tonumber(ARGV[4]) then mark = 'k' end
+  redis.call('HSET', KEYS[1], ARGV[1], o .. mark, '\0o' .. o, ARGV[2] .. ':' .. now)
+  got = o .. mark
 end
 local p = tonumber(redis.call('HGET', KEYS[1], 'pruned') or '0')
 for i = 1, 2 do
@@ -142,7 +148,7 @@ for i = 1, 2 do
   redis.call('HSET', KEYS[1], 'pruned', p)
 end
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
-return {o, f('shards'), f('growing'), f('sweeping'), f('since')}
+return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0}
 """,
     # KEYS[1] the meta hash; ARGV[1] the claim field. The page stays: its order marked `k`
     "confirm": """

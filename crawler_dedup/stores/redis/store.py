@@ -57,6 +57,8 @@ class RedisStore:
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         self.journal: Any = None  # spread: this process's write journal (journal.py)
         self.looked: dict[int, list] = {}  # spread: a thread's last filing reads, read again with its claims
+        self.quiet_next: dict[int, int | None] = {}  # spread: a thread's next claim's order if none comes first
+        self.quiet = 0  # spread: second looks skipped (spread_claims.py), for the benchmarks
         self.confirmed: set[int] = set()  # spread: pages seen confirmed (spread_claims.py)
         from .ids import IdBlocks
 
