@@ -1,7 +1,8 @@
 """Decided pages a second with 1, 4 and 8 processes sharing one index: Redis beside LMDB, and the
 Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster, and on the
-cluster the kept pages' second looks skipped by a quiet claim (docs/distributed.md), a page.
+cluster the kept pages' second looks skipped by a quiet claim (`quiet`) and those whose read found
+nothing changed since the filing (`same`: the rules not run again), a page (docs/distributed.md).
 
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
     python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
@@ -45,7 +46,7 @@ def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-def _work(args) -> tuple[int, float, int, int, int, int]:
+def _work(args) -> tuple[int, float, int, int, int, int, int]:
     backend, where, pages, window = args
     from crawler_dedup import Deduplicator
 
@@ -57,12 +58,12 @@ def _work(args) -> tuple[int, float, int, int, int, int]:
     with Deduplicator(**settings) as d:
         store = d.index.store
 
-        def counts() -> tuple[int, int, int, int]:
+        def counts() -> tuple[int, int, int, int, int]:
             if backend == "lmdb":
-                return 0, 0, 0, 0
+                return 0, 0, 0, 0, 0
             if getattr(store, "spread", False):  # (batches waited for: the nodes of one are written at once)
-                return store.nodes.waits, store.nodes.commands, 0, store.quiet
-            return store.trips, store.commands, store.conflicts, 0
+                return store.nodes.waits, store.nodes.commands, 0, store.quiet, store.unchanged
+            return store.trips, store.commands, store.conflicts, 0, 0
 
         before = counts()
         t0 = time.perf_counter()
@@ -81,7 +82,7 @@ def run(backend: str, where: str, stream, procs: int, window: int = 0):
     wall = time.perf_counter() - t0
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
-    return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4, 5)))
+    return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4, 5, 6)))
 
 
 def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0):
@@ -231,17 +232,17 @@ def main(argv=None) -> int:
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index")
     print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'trips/page':>11} "
-          f"{'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11}")
+          f"{'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             lmdb_rate, lmdb_wall, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs, args.repeat,
                                                     args.window)
             print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
-                rate, wall, trips, commands, reruns, quiet = median_run(
+                rate, wall, trips, commands, reruns, quiet, same = median_run(
                     name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window)
                 print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} "
-                      f"{commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f}", flush=True)
+                      f"{commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f}", flush=True)
     return 0
 
 

@@ -180,9 +180,10 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
         redis_cluster, articles, monkeypatch):
     """One crawler alone: from its second kept page on, no other page claims between its claims,
     so each is confirmed by its claim (no second look: two round trips fewer). Another crawler
-    keeping a page between two of its claims makes the next one look again, and that look is
-    real: when the other crawler's page (a copy) was filed after this page's first reads and
-    claimed before this page, the second look finds it and this page withdraws (a group kept once)."""
+    keeping a page between two of its claims makes the next one read again what its filing read
+    (nothing of it changed: confirmed without the rules run again), and that look is real: when
+    the other crawler's page (a copy) was filed after this page's first reads and claimed before
+    this page, the look finds it and this page withdraws (a group kept once)."""
     from crawler_dedup import Deduplicator
     from crawler_dedup.stores.redis.spread import SpreadTxn
 
@@ -191,7 +192,7 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
     with Deduplicator(**settings, redis_prefix="quiet-a") as d:
         store = d.index.store
         kept = [d.check(f"https://news.test/a{n}", text=t).action for n, t in enumerate(texts[:4])]
-        assert kept == ["keep"] * 4 and store.quiet == 3  # (the first claim has no earlier one to go by)
+        assert kept == ["keep"] * 4 and (store.quiet, store.unchanged) == (3, 1)  # (the first: no earlier claim)
         trips = store.nodes.waits
         assert d.check("https://news.test/a4", text=texts[4]).action == "keep" and store.quiet == 4
         quiet_trips = store.nodes.waits - trips
@@ -199,7 +200,7 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
             assert other.check("https://other.test/b5", text=texts[5]).action == "keep"
         trips = store.nodes.waits
         assert d.check("https://news.test/a6", text=texts[6]).action == "keep"
-        assert store.quiet == 4 and store.nodes.waits - trips == quiet_trips + 2  # (looked again, then confirmed)
+        assert (store.quiet, store.unchanged) == (4, 2) and store.nodes.waits - trips == quiet_trips + 2  # (read again, confirmed)
 
         # the copy filed after this page's first reads (before its filing's commit), claimed before
         # its claim: met by the look
@@ -215,8 +216,41 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
 
         monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
         mine = d.check("https://news.test/a7", text=copy_of)
+        assert (store.quiet, store.unchanged) == (4, 2)  # (its look ran the rules)
     assert late[0].action == "keep" and (mine.action, mine.duplicate_of, mine.rule) == (
         "drop", "https://other.test/b7", "claim"), (late, mine)
+
+
+def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_before_the_batchs_first(
+        redis_cluster, articles, monkeypatch):
+    """Two pages decided in one group commit (DEDUP_COMMIT_BATCH): another crawler files a copy
+    of the second after the batch's reads and claims before the batch's first claim. The first
+    page's claim takes a later order than its filing expected, so the second's claim is no quiet
+    one either (its own predecessor's order is not the count before the batch's reads): its look
+    finds the copy and it withdraws."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.stores.redis.spread import SpreadTxn
+
+    texts = [text for _, text in articles[:5]]
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="quiet-b")
+    with Deduplicator(**settings) as d:
+        for n, text in enumerate(texts[:3]):  # (claims before: the batch's filing has a count to go by)
+            assert d.check(f"https://news.test/a{n}", text=text).action == "keep"
+        late: list = []
+        commit = SpreadTxn.commit
+
+        def other_files_first(txn):
+            if not late and not txn.claimed:
+                late.append(None)
+                with Deduplicator(**settings) as other:
+                    late[0] = other.check("https://other.test/b4", text=texts[4])
+            return commit(txn)
+
+        monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
+        pending = [d.prepare(f"https://news.test/a{n}", text=texts[n])[1] for n in (3, 4)]
+        first, second = d.decide_many(pending)
+    assert late[0].action == "keep" and first.action == "keep", (late, first)
+    assert (second.action, second.duplicate_of, second.rule) == ("drop", "https://other.test/b4", "claim"), second
 
 
 def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, articles, monkeypatch):

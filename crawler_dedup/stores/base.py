@@ -33,8 +33,8 @@ key's change atomic, none of them if fn raised, counters at once), and it offers
 `confirm(doc_id)` (the page stays), `claims(doc_ids) -> [Claim | None]` and `unclaim(doc_id)`,
 with which the Deduplicator keeps a duplicate group once (core/decide/claims.py); one with a
 `quiet` attribute also takes `claim(doc_id, quiet=True)`, which confirms the page at once when no
-other page claimed since this thread's previous claim, and sets `quiet` saying whether it did
-(the page's second look skipped: claims.py `confirm`). `ordered = False`
+other page claimed since this thread's previous claim, or nothing the page's filing read changed
+since, and sets `quiet` saying whether it did (the second look's rules skipped: claims.py). `ordered = False`
 says its tables cannot be scanned in key order cheaply: the index keeps no time table and leaves
 DEDUP_WINDOW to the keys' expiry.
 """

@@ -15,7 +15,8 @@ withdraws: its entries and its claim come out, and the entries it shared with th
 matched (an exact digest, a response digest, a URL) go back to that page. A quiet claim (no other
 page claimed since this crawler's previous claim, which came before the page's first reads)
 confirms its page at once: every page claimed before it was written before those reads, so the
-first look saw them, and a second look would decide the same (`confirm`).
+first look saw them, and a second look would decide the same (`confirm`); so does one whose
+second look reads nothing changed since its filing (the store tells both: `txn.quiet`).
 
 A page dropped against a kept page that is still racing (filed, not confirmed yet) waits for it
 to settle (`settle`): when that page stays, the drop stands; when it withdrew, the page is

@@ -155,7 +155,8 @@ class IndexTxn:
 
     @property
     def quiet(self) -> bool:
-        """The last claim confirmed at once: no page claimed between the filing's reads and it."""
+        """The last claim confirmed its page without the rules run again: no page claimed between
+        the filing's reads and it, or nothing the filing read changed since."""
         return bool(getattr(self.raw, "quiet", False))
 
     def claims(self, doc_ids: list[int]) -> list[Claim | None]:

@@ -18,9 +18,10 @@ class StoreHandle(Protocol):
     map: Any  # spread: the shard count (growth.ShardMap)
     journal: Any  # spread: this process's write journal (journal.Journal)
     confirmed: set[int]  # spread: pages seen confirmed (spread_claims.SpreadClaims.remember_confirmed)
-    looked: dict[int, list]  # spread: (table, key) pairs a thread's last filing read (spread.SpreadTxn.claim)
-    quiet_next: dict[int, int | None]  # spread: the order a thread's next claim gets if no other page claims first
-    quiet: int  # spread: second looks skipped (quiet claims), for the benchmarks
+    filings: Any  # spread: each filed page's filing, until it claims (spread_claims.Filings)
+    last_count: dict[int, int]  # spread: a thread's last claim's order (the claims' count then, at least)
+    quiet: int  # spread: second looks skipped by a quiet claim, for the benchmarks
+    unchanged: int  # spread: second looks whose read found nothing changed (rules not run again)
     ids: Any  # doc ids taken in blocks (ids.IdBlocks)
     prefix_b: bytes
     meta_key: bytes

@@ -46,8 +46,11 @@ if TYPE_CHECKING:
 class SpreadTxn(SpreadClaims, BufferedTxn):
     """A transaction of the spread layout: reads batched per node, writes applied at commit."""
 
-    def __init__(self, store: "StoreHandle", writing: bool):
+    def __init__(self, store: "StoreHandle", writing: bool, replay: bool = False):
         super().__init__(store, writing)
+        self.replay = replay  # (a journal applied: no page's filing)
+        # the claims' count before this transaction's first read (its pages may claim quietly)
+        self.count_before = store.last_count.get(threading.get_ident())
         self.got: dict[tuple[str, bytes], Any] = {}  # what was read: bytes | None, or a MULTI key's values
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
         self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
@@ -139,6 +142,12 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
     def _merged(self, table: str, key: bytes) -> list[bytes]:
         stored = set() if (table, key) in self.cleared else set(self.got.get((table, key)) or [])
         return sorted((stored - self.removed.get((table, key), set())) | self.added.get((table, key), set()))
+
+    def _seen(self, pair: tuple[str, bytes]) -> Any:
+        """An entry's value as this transaction leaves it (as a read of it after the commit gives it)."""
+        if self.s.kinds[pair[0]] == MULTI:
+            return self._merged(*pair)
+        return self.single[pair] if pair in self.single else self.got.get(pair)
 
     def values(self, table, key):
         return self.values_many(table, [key])[0]
@@ -293,8 +302,10 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         self.remember_confirmed()
         blob = encode(self)
         if blob is not None:  # (noted first: a commit cut off half-way is finished from it, journal.py)
-            if not self.claimed:  # (a filing: its claims' second looks read all this again, claim())
-                s.looked[threading.get_ident()] = [*self.got, *self.single, *self.added, *self.removed]
+            if not self.claimed and not self.replay:  # (a filing: its pages' second looks read all this
+                # again, claim(), and tell whether any of it changed meanwhile: each value as left here)
+                s.filings.filed(self, {pair: self._seen(pair) for pair in
+                                       [*self.got, *self.single, *self.added, *self.removed]})
             s.journal.begin(blob)
         levels = self._levels()
         if len(levels) > 1:

@@ -23,6 +23,42 @@ def claims_kept_s(retry_s: float) -> float:
     return 3 * retry_s + CLAIMS_KEPT_S
 
 
+class Filing:
+    """One filing transaction's pages, until they claim: what it read and wrote (each value as it
+    left it) and the order its next page's claim gets if no other page claims first."""
+
+    __slots__ = ("looked", "expect")
+
+    def __init__(self, looked: dict, expect: int | None):
+        self.looked, self.expect = looked, expect
+
+
+class Filings:
+    """The filings of this process's pages not claimed yet, by doc id (a page re-decided between
+    two claims of a batch files apart: its claims are not the batch's)."""
+
+    KEPT = 4096  # (a record written and never claimed, an update's: forgotten past this many)
+
+    def __init__(self):
+        self.by_doc: dict[int, Filing] = {}
+        self.lock = threading.Lock()
+
+    def filed(self, txn, looked: dict) -> None:
+        ids = [from_u64(k) for (table, k), v in txn.single.items() if table == "docs" and v is not None]
+        if not ids:
+            return
+        filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1)
+        with self.lock:
+            for doc_id in ids:
+                self.by_doc[doc_id] = filing
+            while len(self.by_doc) > self.KEPT:
+                del self.by_doc[next(iter(self.by_doc))]
+
+    def claiming(self, doc_id: int) -> Filing | None:
+        with self.lock:
+            return self.by_doc.pop(doc_id, None)
+
+
 class SpreadClaims:
     """The claims' part of a spread transaction (its reads are the transaction's `_fetch`)."""
 
@@ -35,32 +71,55 @@ class SpreadClaims:
     def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
         raise NotImplementedError
 
+    def _seen(self, pair: tuple[str, bytes]) -> Any:
+        raise NotImplementedError
+
     def claim(self, doc_id: int, quiet: bool = False) -> int:
         """The page's order (the one it has when claimed already); the shard map comes with it, so
         the second look that follows reads every level a page filed before it may be in. `quiet`:
-        the caller skips the second look if no other page claimed since this thread's last claim,
-        whose reply came before the page's first reads (then the claim confirms the page at once,
-        `self.quiet`; its second look would see what its first saw: claims.py `confirm`)."""
-        s, me = self.s, threading.get_ident()
-        expect = s.quiet_next.get(me)
+        the caller skips the second look if no other page claimed since this thread's last claim
+        before the page's filing began (then the claim confirms the page at once, `self.quiet`: its
+        second look would see what its first saw, claims.py `confirm`), or if nothing its filing
+        read or wrote changed since (read again: confirmed then, `quiet` too)."""
+        s = self.s
+        filing = s.filings.claiming(doc_id)
+        expect = filing.expect if filing is not None else None
         args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), expect if quiet and expect else ""]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         s.map.learn(got[1:5])
         order = int(got[0])
-        # (the count now: every page claimed so far was written whole before this reply, so before
-        # the reads of this thread's next filing; a page claiming in between takes that order)
-        s.quiet_next[me] = order + 1
+        # (the count now, at least: every page claimed so far was written whole before this reply,
+        # so before the reads of this thread's next filing; a page claiming in between takes the
+        # order its filing's next page expects)
+        s.last_count[threading.get_ident()] = order
+        if filing is not None:
+            filing.expect = order + 1 if expect is not None and order == expect else None
         self._shard_levels = None
         self.claimed = True
         self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
-        if self.quiet:
-            s.quiet += 1
-            s.confirmed.add(doc_id)
-            return order
-        looked = s.looked.get(me)  # (what its filing read, and those pages' claims: one
-        if looked:  # round trip after the claim, not one a step; what is new since is read as asked)
+        looked = filing.looked if filing is not None else None  # (what its filing read, and those pages'
+        if looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
+            # nothing the filing read or wrote changed since (a page claimed before this one, filed
+            # after those reads, wrote some of it: its claim came after its writes, so this read sees
+            # them): the second look would decide the same, confirmed now
+            if quiet and all(self._same(pair, before) for pair, before in looked.items()):
+                self.confirm(doc_id)
+                self.quiet = True
+                s.unchanged += 1
+        elif self.quiet:
+            s.quiet += 1
+        if self.quiet:
+            s.confirmed.add(doc_id)
         return order
+
+    def _same(self, pair: tuple[str, bytes], before: Any) -> bool:
+        """An entry read again as the filing left it (a claim's confirmation since changes nothing)."""
+        now = self.got.get(pair)
+        if now == before:
+            return True
+        return (pair[0] == "meta" and pair[1].startswith(CLAIM) and before is not None and now is not None
+                and bytes(now) == bytes(before).rstrip(b"k") + b"k")
 
     def confirm(self, doc_id: int) -> None:
         s = self.s

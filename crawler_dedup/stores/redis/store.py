@@ -56,9 +56,11 @@ class RedisStore:
         self.meta_key = b"{" + self.prefix_b + b"}:m"  # the meta table, counters and claims (spread.py)
         self.map: Any = None  # spread: the shards' count, growing with the index (growth.py)
         self.journal: Any = None  # spread: this process's write journal (journal.py)
-        self.looked: dict[int, list] = {}  # spread: a thread's last filing reads, read again with its claims
-        self.quiet_next: dict[int, int | None] = {}  # spread: a thread's next claim's order if none comes first
-        self.quiet = 0  # spread: second looks skipped (spread_claims.py), for the benchmarks
+        from .spread_claims import Filings
+
+        self.filings = Filings()  # spread: what each filed page's filing read and wrote, until it claims
+        self.last_count: dict[int, int] = {}  # spread: a thread's last claim's order
+        self.quiet = self.unchanged = 0  # spread: second looks skipped, rules not run again (spread_claims.py)
         self.confirmed: set[int] = set()  # spread: pages seen confirmed (spread_claims.py)
         from .ids import IdBlocks
 
@@ -223,7 +225,7 @@ class RedisStore:
         from .spread import SpreadTxn
 
         try:
-            self.journal.finish_others(lambda: SpreadTxn(self, True), self.journal_lease())
+            self.journal.finish_others(lambda: SpreadTxn(self, True, replay=True), self.journal_lease())
         except (StoreError, self.redis.RedisError) as exc:
             logger.warning("crawler-dedup: the write journals of killed crawlers on %s were not finished (%s); "
                            "the next crawler to open the index tries again", self.location, exc)
@@ -338,7 +340,7 @@ class RedisStore:
             if self.journal.pending is not None:  # (a commit of this process that failed half-way)
                 from .spread import SpreadTxn
 
-                self._moving(lambda: self.journal.finish_own(lambda: SpreadTxn(self, True)))
+                self._moving(lambda: self.journal.finish_own(lambda: SpreadTxn(self, True, replay=True)))
             if self.journal.due():  # (a crawler killed mid-commit while this one runs)
                 self._finish_journals()
         return self._moving(lambda: self._write_once(fn))
