@@ -44,7 +44,10 @@ class Filings:
         self.lock = threading.Lock()
 
     def filed(self, txn, looked: dict) -> None:
-        ids = [from_u64(k) for (table, k), v in txn.single.items() if table == "docs" and v is not None]
+        # (new records only: a record read and written again, a page passed on again or updated in
+        # place, was filed by an earlier transaction and keeps its look)
+        ids = [from_u64(k) for (table, k), v in txn.single.items()
+               if table == "docs" and v is not None and txn.got.get((table, k)) is None]
         if not ids:
             return
         filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1)
