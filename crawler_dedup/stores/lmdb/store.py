@@ -124,9 +124,9 @@ class LmdbStore:
         return cls(config.dir, map_size=config.lmdb_map_size, sync=config.lmdb_sync, readonly=readonly)
 
     def open(self) -> None:
-        check_file(self.location)
         try:
             if self.readonly:
+                check_file(self.location)
                 if not os.path.isfile(os.path.join(self.location, "data.mdb")):
                     raise StoreError(f"no LMDB index in {self.location}")
                 try:
@@ -136,10 +136,11 @@ class LmdbStore:
                     self.env = lmdb.open(self.location, readonly=True, create=False, max_dbs=_MAX_TABLES + 16,
                                          readahead=False, lock=False)
                 return
-            if not os.path.isdir(self.location):
-                check_not_lost(self.location)
-                os.makedirs(self.location, exist_ok=True)
+            os.makedirs(self.location, exist_ok=True)
             self._writers, alone = writers_lock(self.location)  # (file.py: compact, rebuild and reset refuse it)
+            # Checked under the lock: a process making a new file holds it alone, so the file is
+            # never read while its meta pages are still being written.
+            check_file(self.location)
             if alone:
                 check_not_lost(self.location)  # (no other process is making the file)
             full = full_disk(self.location, None)
