@@ -15,7 +15,8 @@ After every crawl (`Oracle.after`):
   404 now: a limit named in docs/recrawls.md; the page a crawler killed inside its commit was
   deciding: filed from its journal, it never had its second look, a limit named in
   docs/distributed.md; a page whose kept page a user took out of the index, whose copies are
-  kept from then on, docs/inspecting.md);
+  kept from then on, docs/inspecting.md; a URL a store error kept unchecked, until a crawl checks
+  it: a lasting reason it had before stands again then);
 - the newest version: a stored URL answered 200 in this crawl holds what it served (revisits
   update or keep);
 - a page out of the index (taken out by `index expire`, or kept longer ago than the crawl's
@@ -101,6 +102,7 @@ class Oracle:
         self.waiting: set[int] = set()  # those not in storage (see `after`)
         self.replaced: dict[str, str] = {}  # URL -> the URL storage was told replaced it
         self.tags: dict[str, str] = {}  # stored URL -> why it may stand beside another URL of its page
+        self.beneath: dict[str, str] = {}  # URL stored unchecked -> its reason from before, which stands again once checked
         self.owed: set[str] = set()  # URLs a killed run's drop log says it replaced, storage not told yet
         self.halved: set[int] = set()  # articles a crawler killed inside a commit was deciding (see `after`)
         self.unindexed: set[int] = set()  # articles whose kept page a user took out (`index remove`): copies kept since
@@ -149,6 +151,7 @@ class Oracle:
             self.replaced[old] = new
             self.replaced.pop(new, None)
             self.tags.pop(old, None)
+            self.beneath.pop(old, None)
             if old in self.apart:  # (the page stored apart from its print version, under its new URL now)
                 self.apart.discard(old)
                 self.apart.add(new)
@@ -161,10 +164,9 @@ class Oracle:
             self.tags.update({u: "stored while DEDUP_WINDOW let pages expire" for u in self.model.storage if article_of(u) in out})
         for url in done.stored:
             if url in done.unchecked:  # (a store error: kept as it came, named in the log; a copy may stand beside it)
-                self.tags[url] = UNCHECKED
+                self._for_now(url, UNCHECKED)
                 continue
-            if self.tags.get(url) == UNCHECKED:  # (checked and kept now)
-                del self.tags[url]
+            self._until_now(url, UNCHECKED)  # (checked and kept now)
             if not allowed(cfg, url):
                 self.filed.add(url)  # (checked and kept: a page of the index that later copies match)
             if allowed(cfg, url):
@@ -173,8 +175,7 @@ class Oracle:
                 self.apart.add(url)  # (stored while print versions and their pages were two pages)
         for url in done.stored:
             self.owed.discard(url)  # (kept again: its item is this crawl's)
-            if self.tags.get(url) == REVISIT_COPY:
-                del self.tags[url]
+            self._until_now(url, REVISIT_COPY)
         if done.inside and done.cut:  # (a page filed from a killed writer's journal never had its second
             # look: what it replaces stays kept beside it, a group kept twice; docs/distributed.md)
             self.halved.add(article_of(done.cut))
@@ -184,7 +185,7 @@ class Oracle:
             url = r["url"]
             if (r["action"] == "dropped" and r["reason"] in DROPS and url in self.model.storage and url not in self.owed
                     and url in done.served and done.served[url] != self.model.storage[url]):
-                self.tags[url] = REVISIT_COPY
+                self._for_now(url, REVISIT_COPY)
         lined = {r["url"] for r in done.lines}  # (a killed crawl's kept pages: fetched, never dropped)
         for url, status in done.statuses.items():
             if (status == 200 and url in self.model.site.urls and not is_print(url)
@@ -259,6 +260,19 @@ class Oracle:
                 assert False, f"{url} dropped ({reason}, {r.get('measure')}) as a copy of {dup} under threshold {threshold}"
             if reason == "superseded":
                 assert url in signalled, f"a superseded line for {url} but storage was not told"
+
+    def _for_now(self, url: str, tag: str) -> None:
+        """A reason that lasts until the URL is checked and kept again; a lasting one from before
+        (a copy kept beside it while DEDUP_WINDOW let pages expire, say) stands again then."""
+        if self.tags.get(url, tag) not in (UNCHECKED, REVISIT_COPY):
+            self.beneath[url] = self.tags[url]
+        self.tags[url] = tag
+
+    def _until_now(self, url: str, tag: str) -> None:
+        if self.tags.get(url) == tag:
+            del self.tags[url]
+            if url in self.beneath:
+                self.tags[url] = self.beneath.pop(url)
 
     def _one_url_a_page(self) -> None:
         if self.windowed:
