@@ -136,6 +136,18 @@ def test_every_setting_checks_its_values_by_its_declaration(setting):
             DedupConfig.from_settings({setting.name: setting.hi + 1})
 
 
+@pytest.mark.parametrize("given", ["129600", "129600.0", " 129600 ", "1.296e5", 129600.0])
+def test_an_integer_setting_takes_a_whole_number_written_as_a_float(given):
+    """`-s DEDUP_WINDOW=129600.0` on the command line, as settings.py's `1.5 * 86400` is."""
+    assert DedupConfig.from_settings({"DEDUP_WINDOW": given}).window == 129600
+
+
+@pytest.mark.parametrize("given", ["129600.5", "1.5e-1", "inf", "nan", "12 h", True])
+def test_an_integer_setting_refuses_a_fraction_or_text(given):
+    with pytest.raises(ConfigError, match="DEDUP_WINDOW=.* an integer"):
+        DedupConfig.from_settings({"DEDUP_WINDOW": given})
+
+
 def test_a_declaration_without_its_bounds_fails_at_import():
     with pytest.raises(ValueError, match="DEDUP_X"):
         Setting("DEDUP_X", INT, 1, doc="no lower bound")

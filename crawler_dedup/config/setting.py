@@ -28,9 +28,12 @@ def _bool(name: str, value: Any) -> bool:
 
 def _int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
     try:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        given = value
+        if isinstance(given, str) and any(c in given for c in ".eE"):  # (-s DEDUP_WINDOW=129600.0, as
+            given = float(given)  # settings.py's 1.5 * 86400 is)
+        if isinstance(given, bool) or (isinstance(given, float) and not given.is_integer()):
             raise ValueError
-        number = int(value)
+        number = int(given)
     except (TypeError, ValueError):
         number = None
     if number is None or number < lo or (hi is not None and number > hi):
