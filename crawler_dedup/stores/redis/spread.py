@@ -303,9 +303,8 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         blob = encode(self)
         if blob is not None:  # (noted first: a commit cut off half-way is finished from it, journal.py)
             if not self.claimed and not self.replay:  # (a filing: its pages' second looks read all this
-                # again, claim(), and tell whether any of it changed meanwhile: each value as left here)
-                s.filings.filed(self, {pair: self._seen(pair) for pair in
-                                       [*self.got, *self.single, *self.added, *self.removed]})
+                # again, claim(), and tell whether any of it changed meanwhile)
+                s.filings.filed(self)
             s.journal.begin(blob)
         levels = self._levels()
         if len(levels) > 1:

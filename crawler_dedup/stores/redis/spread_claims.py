@@ -43,13 +43,15 @@ class Filings:
         self.by_doc: dict[int, Filing] = {}
         self.lock = threading.Lock()
 
-    def filed(self, txn, looked: dict) -> None:
+    def filed(self, txn) -> None:
+        """A filing transaction committing: what it read and wrote, each value as it leaves it."""
         # (new records only: a record read and written again, a page passed on again or updated in
-        # place, was filed by an earlier transaction and keeps its look)
+        # place, was filed by an earlier transaction and keeps its look; a batch of drops files none)
         ids = [from_u64(k) for (table, k), v in txn.single.items()
                if table == "docs" and v is not None and txn.got.get((table, k)) is None]
         if not ids:
             return
+        looked = {pair: txn._seen(pair) for pair in [*txn.got, *txn.single, *txn.added, *txn.removed]}
         filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1)
         with self.lock:
             for doc_id in ids:
