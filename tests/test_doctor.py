@@ -142,3 +142,11 @@ def test_doctor_says_when_the_http_cache_keeps_conditional_requests_off(project)
 def test_doctor_warns_of_a_setting_the_backend_never_reads(project):
     got, checks = doctor(project, "-s", "DEDUP_REDIS_URL=redis://127.0.0.1:6379/0")
     assert checks["DEDUP_REDIS_URL"]["status"] == "warn" and "never reads it" in checks["DEDUP_REDIS_URL"]["detail"]
+
+
+def test_doctor_asks_for_redis_py_when_the_command_line_sets_the_redis_backend(tmp_path):
+    """-s DEDUP_BACKEND=redis counts as settings.py's would (it was read from settings.py only)."""
+    _, checks = doctor(tmp_path, "-s", "DEDUP_BACKEND=redis")
+    assert "redis " in checks["libraries"]["detail"]
+    _, checks = doctor(tmp_path)
+    assert "redis " not in checks["libraries"]["detail"]

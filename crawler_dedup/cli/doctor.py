@@ -50,7 +50,7 @@ def run(args) -> int:
         if config is not None:
             _index(report, config)
             _droplog(report, config)
-    _libraries(report, settings)
+    _libraries(report, settings, overrides)
     if args.json:
         print(json.dumps({"ok": report.ok, "where": report.where, "checks": report.checks}, indent=1))
     else:
@@ -331,11 +331,12 @@ def _lines_and_last(path: str) -> tuple[int, str | None, bool]:
 
 # -- libraries -------------------------------------------------------------------------------
 
-def _libraries(report: Report, settings) -> None:
+def _libraries(report: Report, settings, overrides: dict) -> None:
     from importlib import metadata
 
     needed = ["scrapy", "trafilatura", "lxml", "lxml_html_clean", "numpy", "xxhash", "lmdb", "warcio", "rich"]
-    backend = str(settings.get("DEDUP_BACKEND") or "lmdb") if settings is not None else "lmdb"
+    backend = str(overrides.get("DEDUP_BACKEND") or (settings.get("DEDUP_BACKEND") if settings is not None else None)
+                  or "lmdb")
     if backend == "redis":
         needed.append("redis")
     found, missing = [], []
