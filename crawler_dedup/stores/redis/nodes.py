@@ -52,7 +52,9 @@ def pack(cmds: list[tuple]) -> bytes:
     for cmd in cmds:
         add(b"*%d\r\n" % len(cmd))
         for arg in cmd:
-            if isinstance(arg, str):
+            if type(arg) is bytes:  # (keys and fields: most arguments)
+                pass
+            elif isinstance(arg, str):
                 arg = arg.encode()
             elif isinstance(arg, int):
                 arg = b"%d" % arg
