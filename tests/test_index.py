@@ -144,6 +144,24 @@ def test_a_short_record_keeps_each_hash_to_16_bits_past_its_leading_zeros(seed, 
     assert abs(resemblance(coarsened(other, back.bits), np.unique(back.sketch)) - whole) <= 0.05
 
 
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=200), st.integers(1, 64))
+@settings(max_examples=200, deadline=None)
+def test_a_coarse_comparison_cuts_as_np_unique_does(values, bits):
+    """The page's sketch cut to a record's bits (kept on the page for its next candidate) and the
+    record's without repeats: what np.unique gives, from a sorted sketch."""
+    from types import SimpleNamespace
+
+    from crawler_dedup.core.decide.verify import coarse_pair
+    from crawler_dedup.core.page.sketch import kept_bits
+
+    sketch = np.unique(np.array(values, dtype=np.uint64))
+    fp = SimpleNamespace(sketch=sketch, measured={})
+    doc = SimpleNamespace(sketch=sketch & kept_bits(bits), bits=bits)
+    for _ in range(2):  # (the second from the page's memo)
+        mine, theirs = coarse_pair(fp, doc)
+        assert mine.tolist() == np.unique(sketch & kept_bits(bits)).tolist() == theirs.tolist()
+
+
 def test_a_coarse_record_of_the_earlier_kind_still_reads():
     """Records the spread layout wrote before (each hash's high 24 bits, 5-byte posting tails,
     extras with 4-byte lengths) decode as they were: their sketch, and the posting hashes whole."""

@@ -202,10 +202,11 @@ def _main(t: Text) -> np.ndarray:
 
 def _sketched(fp, doc: DocRecord) -> tuple[float, float]:
     """(resemblance, shared shingles) estimated from the two sketches."""
-    from .verify import coarsened
+    from .verify import coarse_pair
 
     if doc.coarse:
-        j, c = sketch_scores(coarsened(fp.sketch, doc.bits), fp.shingles, np.unique(doc.sketch), doc.shingles)
+        mine, theirs = coarse_pair(fp, doc)
+        j, c = sketch_scores(mine, fp.shingles, theirs, doc.shingles)
     else:
         j, c = sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
     return j, c * max(fp.shingles, 1)

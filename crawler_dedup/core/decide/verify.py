@@ -23,7 +23,26 @@ _QMULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0
 
 def coarsened(sketch: np.ndarray, bits: int = 24) -> np.ndarray:
     """A sketch as a coarse record keeps it (each hash's high `bits` bits), to compare with one."""
-    return np.unique(sketch & kept_bits(bits))
+    return _distinct(sketch & kept_bits(bits))
+
+
+def _distinct(ascending: np.ndarray) -> np.ndarray:
+    """A sorted array without repeats (np.unique's hashing costs several times this on a sketch)."""
+    if ascending.size < 2:
+        return ascending
+    return ascending[np.concatenate(([True], ascending[1:] != ascending[:-1]))]
+
+
+def coarse_pair(fp, doc) -> tuple[np.ndarray, np.ndarray]:
+    """The page's and a coarse record's sketches cut to the record's bits (two of a record's
+    hashes may have become one): the page's once a precision, as a page meets ~30 candidates."""
+    memo = getattr(fp, "measured", None)
+    mine = memo.get(("coarsened", doc.bits)) if memo is not None else None
+    if mine is None:
+        mine = coarsened(fp.sketch, doc.bits)
+        if memo is not None:
+            memo[("coarsened", doc.bits)] = mine
+    return mine, _distinct(doc.sketch)
 
 
 def sketch_scores(a: np.ndarray, a_count: int, b: np.ndarray, b_count: int) -> tuple[float, float]:
@@ -125,8 +144,9 @@ class Verifier:
 
     def score(self, fp, doc, config) -> tuple[float, float]:
         """(score for DEDUP_THRESHOLD, containment or 0)."""
-        if doc.coarse:  # (both cut to the record's bits; two of its hashes may have become one)
-            return sketch_scores(coarsened(fp.sketch, doc.bits), fp.shingles, np.unique(doc.sketch), doc.shingles)
+        if doc.coarse:
+            mine, theirs = coarse_pair(fp, doc)
+            return sketch_scores(mine, fp.shingles, theirs, doc.shingles)
         return sketch_scores(fp.sketch, fp.shingles, doc.sketch, doc.shingles)
 
 
