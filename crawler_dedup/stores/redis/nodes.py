@@ -26,6 +26,7 @@ from typing import Any, Iterable
 from redis.crc import key_slot
 
 from ...exceptions import StoreError
+from .links import Links, read_replies
 from .retry import Patience
 
 REDIRECTS = 5  # sent again at once after an ASK or a script loaded, before waiting counts
@@ -78,6 +79,7 @@ class Nodes:
         self.newer = {"read": READ, **(newer or {})}  # scripts for Redis 7 (`write`: a commit's, spread_keys.WRITE)
         self.patience = patience or Patience(0)
         self.sha: dict[str, str] = {}
+        self.links = Links(client)  # (a thread's connection to each node, held between round trips)
         self.trips = 0  # node connections written to
         self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
         self.retried = 0  # batches that needed more than one try (a redirection, a fault)
@@ -283,9 +285,8 @@ class Nodes:
                     again += self._lost_replies(members, once, replies)
                     refresh = True
         except BaseException:
-            for _name, _members, (pool, conn, _count, _ask) in sent:  # replies never to be read
-                conn.disconnect()
-                pool.release(conn)
+            for _name, _members, (node, pool, conn, _count, _ask) in sent:  # replies never to be read
+                self.links.drop(node, pool, conn)
             raise
         received = []
         for name, members, pending in sent:  # every connection read back before any reply acts
@@ -327,9 +328,8 @@ class Nodes:
         return [i for i in members if i not in once]
 
     def _send(self, node, cmds: list[tuple], ask: bool) -> tuple:
-        pool = self.client.get_redis_connection(node).connection_pool
         try:
-            conn = pool.get_connection()
+            pool, conn = self.links.get(node)
         except self._lost as exc:
             raise _NotSent() from exc
         # after an ASK each command gets its own ASKING, which lasts one command (harmless before a
@@ -337,26 +337,18 @@ class Nodes:
         packed = [c for cmd in cmds for c in (("ASKING",), cmd)] if ask else list(cmds)
         self.trips += 1
         try:
-            conn.send_packed_command([pack(packed)])
+            conn.send_packed_command([pack(packed)], check_health=False)
         except BaseException:
-            conn.disconnect()
-            pool.release(conn)
+            self.links.drop(node, pool, conn)
             raise
-        return pool, conn, len(packed), ask
+        return node, pool, conn, len(packed), ask
 
-    def _receive(self, pool, conn, count: int, ask: bool) -> list[Any]:
-        out = []
+    def _receive(self, node, pool, conn, count: int, ask: bool) -> list[Any]:
         try:
-            for _ in range(count):
-                try:
-                    out.append(conn.read_response())
-                except self.redis.ResponseError as exc:
-                    out.append(exc)
+            out = read_replies(conn, count)
         except BaseException:
-            conn.disconnect()
+            self.links.drop(node, pool, conn)
             raise
-        finally:
-            pool.release(conn)
         return out[1::2] if ask else out
 
     def _node(self, host: str, port: int):
