@@ -110,7 +110,8 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
     # -- reads ------------------------------------------------------------------------------
     def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
         """Read the entries not read yet, a round trip a node."""
-        todo = [p for p in dict.fromkeys(pairs) if p not in self.got]
+        got = self.got
+        todo = [p for p in dict.fromkeys(pairs) if p not in got]
         if not todo:
             return
         places, spans = [], []
@@ -118,13 +119,16 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
             mine = self._places(table, key)
             spans.append(len(mine))
             places += mine
-        replies = iter(self.s.nodes.read(places))
+        replies = self.s.nodes.read(places)
+        kinds, at = self.s.kinds, 0
         for pair, span in zip(todo, spans):
-            raws = [None if r is None else bytes(r) for r in (next(replies) for _ in range(span))]
-            if self.s.kinds[pair[0]] == MULTI:  # every generation's values
-                self.got[pair] = sorted({raw[i:i + 8] for raw in raws if raw for i in range(0, len(raw), 8)})
+            raws = [r if r is None or type(r) is bytes else bytes(r) for r in replies[at:at + span]]
+            at += span
+            if kinds[pair[0]] == MULTI:  # every generation's values (a place's are distinct: no set for one)
+                values = [raw[i:i + 8] for raw in raws if raw for i in range(0, len(raw), 8)]
+                got[pair] = sorted(set(values) if span > 1 else values)
             else:  # the newest generation's value (and where any value lies: a put clears the others)
-                self.got[pair] = next((raw for raw in raws if raw is not None), None)
+                got[pair] = next((raw for raw in raws if raw is not None), None)
                 self.held[pair] = [i for i, raw in enumerate(raws) if raw is not None]
 
     def prefetch(self, single, multi):
@@ -140,8 +144,11 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         return [self.single[(table, k)] if (table, k) in self.single else self.got[(table, k)] for k in keys]
 
     def _merged(self, table: str, key: bytes) -> list[bytes]:
-        stored = set() if (table, key) in self.cleared else set(self.got.get((table, key)) or [])
-        return sorted((stored - self.removed.get((table, key), set())) | self.added.get((table, key), set()))
+        pair = (table, key)
+        if pair not in self.added and pair not in self.removed and pair not in self.cleared:  # (most reads)
+            return list(self.got.get(pair) or ())
+        stored = set() if pair in self.cleared else set(self.got.get(pair) or [])
+        return sorted((stored - self.removed.get(pair, set())) | self.added.get(pair, set()))
 
     def _seen(self, pair: tuple[str, bytes]) -> Any:
         """An entry's value as this transaction leaves it (as a read of it after the commit gives it)."""
