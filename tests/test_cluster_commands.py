@@ -50,6 +50,29 @@ def test_reads_of_many_slots_cost_one_command_a_node_and_return_what_single_comm
     client.close()
 
 
+def test_many_fields_of_one_hash_are_one_hmget_beside_the_nodes_reads(redis_cluster):
+    """The meta hash read in a page's candidates' claims (a field each): one HMGET, not a call
+    from the script a field; the other places still one command a node, in one round trip."""
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    places = _places(client, "reads-c", 30)
+    meta = b"{reads-c}:m"
+    client.hset(meta, mapping={b"c1": b"1", b"c3": b"3"})
+    claims = [(meta, f"c{i}".encode()) for i in range(6)]
+    places = [*places[:5], *claims[:3], *places[5:], *claims[3:]]
+    before = nodes.commands, nodes.waits
+    got = nodes.read(places)
+    assert got == _plain(client, places)
+    assert [got[5:8], got[-3:]] == [[None, b"1", None], [b"3", None, None]]
+    assert (nodes.commands - before[0], nodes.waits - before[1]) == (4, 1)  # (three nodes' scripts, the HMGET)
+    source, settle = _moving(nodes, meta)  # (the hash's slot moving: the HMGET follows the ASK)
+    try:
+        assert nodes.read(places) == got
+    finally:
+        settle()
+        client.close()
+
+
 def _ops(prefix: str) -> list[tuple[bytes, tuple]]:
     """A commit's kinds of commands over keys of many slots; the packed lists over 8-byte values."""
     v = [bytes([i]) * 8 for i in range(6)]

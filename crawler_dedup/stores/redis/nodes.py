@@ -30,6 +30,7 @@ from .links import Links, read_replies
 from .retry import Patience
 
 REDIRECTS = 5  # sent again at once after an ASK or a script loaded, before waiting counts
+HMGET_FIELDS = 4  # fields of one hash in a read that make it an HMGET of its own
 LOST = object()  # the reply of a command sent once whose connection broke after it went out
 # Redis 7: the values of keys of many slots of one node in one command (no keys declared, so the
 # node never redirects it; a key it does not serve, or that is moving, answers -1 and is read again
@@ -92,24 +93,34 @@ class Nodes:
 
     def read(self, places: list[tuple[bytes, bytes | None]]) -> list[Any]:
         """The values at (key, hash field or None for a string) places, None where absent: one
-        command a node on Redis 7 (READ), else one a place; one round trip either way."""
+        command a node on Redis 7 (READ), else one a place; one round trip either way. A hash
+        read in many fields at once (the meta hash: a page's candidates' claims) is one HMGET of
+        its own: a call from the script a field cost its node ten times that."""
         def plain(i: int) -> tuple[bytes, tuple]:
             name, field = places[i]
             return name, ("GET", name) if field is None else ("HGET", name, field)
 
         groups: dict[str, list[int]] = {}
+        fields: dict[bytes, list[int]] = {}
         try:
             if len(places) > 1 and self.scripted_ok():
+                for i, (name, field) in enumerate(places):
+                    if field is not None:
+                        fields.setdefault(name, []).append(i)
+                many = {name for name, m in fields.items() if len(m) >= HMGET_FIELDS}
                 for i, (name, _) in enumerate(places):
-                    groups.setdefault(self.node_of(name).name, []).append(i)
+                    if name not in many:
+                        groups.setdefault(self.node_of(name).name, []).append(i)
+                fields = {name: fields[name] for name in many}
         except self.redis.exceptions.SlotNotCoveredError:  # (a node gone with its slots: run() waits for it)
-            groups = {}
-        if not groups or all(len(m) == 1 for m in groups.values()):
+            groups, fields = {}, {}
+        if not fields and (not groups or all(len(m) == 1 for m in groups.values())):
             return self.run([plain(i) for i in range(len(places))])
-        members = list(groups.values())
+        members = list(groups.values()) + list(fields.values())
         batch = [plain(m[0]) if len(m) == 1 else
                  (places[m[0]][0], self.script("read", [], [x for i in m for x in (places[i][0], places[i][1] or b"")]))
-                 for m in members]
+                 for m in groups.values()]
+        batch += [(name, ("HMGET", name, *(places[i][1] for i in m))) for name, m in fields.items()]
         out: list[Any] = [None] * len(places)
         again: list[int] = []
         for m, reply in zip(members, self.run(batch)):
