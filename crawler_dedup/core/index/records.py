@@ -163,9 +163,13 @@ class DocRecord:
         pos += ul
         extras = {}
         while pos < len(data):
-            if width == 2:
-                nl, pos = _read_varint(data, pos)
-                dl, pos = _read_varint(data, pos)
+            if width == 2:  # (a name's length is one byte; a length under 128 too: most of them)
+                nl, dl = data[pos], data[pos + 1]
+                if nl < 0x80 and dl < 0x80:
+                    pos += 2
+                else:
+                    nl, pos = _read_varint(data, pos)
+                    dl, pos = _read_varint(data, pos)
             else:
                 nl, dl = _EXTRA.unpack_from(data, pos)
                 pos += _EXTRA.size

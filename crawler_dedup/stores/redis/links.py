@@ -151,9 +151,25 @@ def _parse(data: bytes, pos: int, parser) -> tuple[Any, int]:
         if n < 0:
             return None, pos
         items = []
+        add, find, size = items.append, data.find, len(data)
         for _ in range(n):
-            item, pos = _parse(data, pos, parser)
-            items.append(item)
+            if data[pos:pos + 1] == b"$":  # (a value of a read: inline, the commonest by far)
+                end = find(_CRLF, pos)
+                if end < 0:
+                    raise Short()
+                length = int(data[pos + 1:end])
+                if length < 0:
+                    add(None)
+                    pos = end + 2
+                    continue
+                pos = end + 2
+                if pos + length + 2 > size:
+                    raise Short()
+                add(data[pos:pos + length])
+                pos += length + 2
+            else:
+                item, pos = _parse(data, pos, parser)
+                add(item)
         return (_PUSH if kind == b">" else items), pos
     if kind == b":" or kind == b"(":
         return int(line), pos

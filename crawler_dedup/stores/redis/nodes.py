@@ -80,6 +80,7 @@ class Nodes:
         self.newer = {"read": READ, **(newer or {})}  # scripts for Redis 7 (`write`: a commit's, spread_keys.WRITE)
         self.patience = patience or Patience(0)
         self.sha: dict[str, str] = {}
+        self._slots: dict[bytes, int] = {}  # key -> slot, for the keys a page reads again and again
         self.links = Links(client)  # (a thread's connection to each node, held between round trips)
         self.trips = 0  # node connections written to
         self.waits = self.commands = 0  # batches waited for (a round trip each, whatever the nodes), commands
@@ -186,7 +187,11 @@ class Nodes:
         return self.scripted
 
     def node_of(self, key: bytes):
-        slot = key_slot(key)
+        slot = self._slots.get(key)
+        if slot is None:
+            if len(self._slots) >= 100_000:  # (the shards' names recur; records' ids less so)
+                self._slots.clear()
+            slot = self._slots[key] = key_slot(key)
         try:  # (the slot map's primary as redis-py keeps it: its own lookup cost a sixth of a page's time)
             return self.client.nodes_manager.slots_cache[slot][0]
         except (AttributeError, KeyError, IndexError, TypeError):
