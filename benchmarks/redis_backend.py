@@ -1,4 +1,5 @@
 """Decided pages a second with 1, 4 and 8 processes sharing one index: Redis beside LMDB, and the
+CPU a page takes in the crawling processes and in the redis-servers (INFO cpu, every node), the
 Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster, and on the
 cluster the kept pages' second looks skipped by a quiet claim (`quiet`) and those whose read found
@@ -46,7 +47,7 @@ def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-def _work(args) -> tuple[int, float, int, int, int, int, int]:
+def _work(args) -> tuple[int, float, float, int, int, int, int, int]:
     backend, where, pages, window = args
     from crawler_dedup import Deduplicator
 
@@ -66,23 +67,50 @@ def _work(args) -> tuple[int, float, int, int, int, int, int]:
             return store.trips, store.commands, store.conflicts, 0, 0
 
         before = counts()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         for url, text in pages:
             d.check(url, text=text)
-        took = time.perf_counter() - t0
+        took, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         after = counts()
-    return len(pages), took, *(a - b for a, b in zip(after, before))
+    return len(pages), took, cpu, *(a - b for a, b in zip(after, before))
+
+
+def _server_cpu(backend: str, where: str) -> float:
+    """CPU seconds the redis-servers behind `where` have used (INFO cpu, every node); 0 for LMDB."""
+    if backend == "lmdb":
+        return 0.0
+    import redis
+
+    client = redis.Redis.from_url(where)
+    try:
+        if client.info("cluster").get("cluster_enabled"):
+            cluster = redis.RedisCluster.from_url(where)
+            nodes = [cluster.get_redis_connection(n) for n in cluster.get_primaries()]
+        else:
+            cluster, nodes = None, [client]
+        total = 0.0
+        for node in nodes:
+            info = node.info("cpu")
+            total += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+        if cluster is not None:
+            cluster.close()
+        return total
+    finally:
+        client.close()
 
 
 def run(backend: str, where: str, stream, procs: int, window: int = 0):
     shares = [stream[i::procs] for i in range(procs)]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
+        servers = _server_cpu(backend, where)  # (an index is made by the first process: the servers' start is not counted)
         results = pool.map(_work, [(backend, where, share, window) for share in shares])
+        servers = _server_cpu(backend, where) - servers
     wall = time.perf_counter() - t0
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
-    return (pages / busy, wall, *(sum(r[i] for r in results) / pages for i in (2, 3, 4, 5, 6)))
+    return (pages / busy, wall, 1000 * sum(r[2] for r in results) / pages, 1000 * servers / pages,
+            *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7)))
 
 
 def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0):
@@ -231,18 +259,19 @@ def main(argv=None) -> int:
     print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index")
-    print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'trips/page':>11} "
-          f"{'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10}")
+    print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
+          f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
-            lmdb_rate, lmdb_wall, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs, args.repeat,
-                                                    args.window)
-            print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f}", flush=True)
+            lmdb_rate, lmdb_wall, lmdb_cpu, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs,
+                                                              args.repeat, args.window)
+            print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
-                rate, wall, trips, commands, reruns, quiet, same = median_run(
+                rate, wall, cpu, servers, trips, commands, reruns, quiet, same = median_run(
                     name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window)
-                print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {trips:>11.1f} "
-                      f"{commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f}", flush=True)
+                print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
+                      f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f}",
+                      flush=True)
     return 0
 
 
