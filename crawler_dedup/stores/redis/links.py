@@ -65,6 +65,8 @@ def _idle(conn) -> bool:
     try:
         if getattr(sock, "pending", None) is not None and sock.pending():  # (TLS: bytes already decrypted)
             return False
+        if not hasattr(select, "poll"):  # (Windows)
+            return not select.select([sock], [], [], 0)[0]
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLPRI)
         return not poller.poll(0)
