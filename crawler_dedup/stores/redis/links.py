@@ -152,7 +152,7 @@ def _parse(data: bytes, pos: int, parser) -> tuple[Any, int]:
         n = int(line)
         if n < 0:
             return None, pos
-        items = []
+        items: list[Any] = []
         add, find, size = items.append, data.find, len(data)
         for _ in range(n):
             if data[pos:pos + 1] == b"$":  # (a value of a read: inline, the commonest by far)
