@@ -7,6 +7,12 @@ nothing changed since the filing (`same`: the rules not run again), a page (docs
 
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
     python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
+    python benchmarks/redis_backend.py --holdout DIR    # real pages instead: an extracted holdout's
+
+`--holdout DIR` (an extracted holdout, manifest.json and site/, as `run_holdout.py` reads it)
+decides its pages' main texts and titles, extracted first by the package's own step 1, in the
+manifest's order under their own hosts: real pages of ~1,000 sites with their copies, where the
+bundled stream is a few articles copied over and over (many more candidates a page).
 
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
@@ -47,6 +53,26 @@ def texts(n: int, seed: int = 3) -> list[tuple[str, str]]:
     return out
 
 
+def holdout_texts(folder: str) -> list[tuple[str, str, str | None]]:
+    """(url, main text, title) of an extracted holdout's pages, in its manifest's order (pages
+    with no main text left out)."""
+    import json
+
+    from crawler_dedup.core.page.fingerprint import extract_step
+    from crawler_dedup.core.verdict import Step
+
+    with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
+        items = json.load(fh)["items"]
+    out = []
+    for item in items:
+        url = f"http://{item.get('host') or 'holdout.test'}/{item['path']}"
+        with open(os.path.join(folder, "site", item["path"]), "rb") as fh:
+            kind, text, title = extract_step(fh.read(), url, 5_000_000)
+        if kind == Step.TEXT and text:
+            out.append((url, str(text), title))
+    return out
+
+
 def _work(args) -> tuple[int, float, float, int, int, int, int, int]:
     backend, where, pages, window = args
     from crawler_dedup import Deduplicator
@@ -68,8 +94,8 @@ def _work(args) -> tuple[int, float, float, int, int, int, int, int]:
 
         before = counts()
         t0, cpu0 = time.perf_counter(), time.process_time()
-        for url, text in pages:
-            d.check(url, text=text)
+        for url, text, *title in pages:
+            d.check(url, text=text, title=title[0] if title else None)
         took, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         after = counts()
     return len(pages), took, cpu, *(a - b for a, b in zip(after, before))
@@ -250,13 +276,15 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
     ap.add_argument("--window", type=int, default=0, help="DEDUP_WINDOW in seconds (2: pages expire during the run)")
     ap.add_argument("--bytes", type=int, metavar="PAGES", help="instead: bytes a kept page at PAGES pages")
+    ap.add_argument("--holdout", metavar="DIR", help="decide an extracted holdout's pages instead of the bundled stream")
     ap.add_argument("--rows", default="slot,cluster-slot,spread", help="--bytes: which layouts, the first the baseline")
     args = ap.parse_args(argv)
     if args.bytes:
         bytes_table(args.bytes, args.rows)
         return 0
-    stream = texts(args.pages)
-    print(f"{args.pages} pages (texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
+    stream = holdout_texts(args.holdout)[:args.pages] if args.holdout else texts(args.pages)
+    where = f"the holdout {args.holdout}'s" if args.holdout else "the bundled stream's"
+    print(f"{len(stream)} pages ({where} texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index")
     print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
