@@ -55,6 +55,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         self.listed: dict[str, list[tuple[bytes, bytes]]] = {}  # a table's every entry, once a scan asked
         self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
         self._shard_levels: list[int] | None = None
+        self._heads_memo: dict[str, tuple[list[int], bytes, list[tuple[int, bytes]]]] = {}
         self.claimed = False  # a second look's transaction
         self.quiet = False  # a claim that confirmed at once (spread_claims.py)
 
@@ -75,16 +76,29 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
             return [own] if current else []
         if table == "meta":
             return [(s.meta_key, key)] if current else []
-        field = table_code(table) + key
+        code, heads = self._heads(table)
+        field = code + key
         h = xxhash.xxh64_intdigest(field)
-        fam = family(table)
         shards: list[tuple[bytes, bytes | None]] = [
-            (shard_name(s.prefix_b, fam + gen, count, h % count), field)
-            for count in self._levels() if level is None or count == level for gen in self._generations(table)]
+            (head + (h % count).to_bytes(4, "big"), field)
+            for count, head in heads if level is None or count == level]
         if own is None or not current:
             return shards
         # (a fetch entry: written where the crawl keeps it, read in both places)
         return [own, *shards] if s.fetch_copies else [*shards, own]
+
+    def _heads(self, table: str) -> tuple[bytes, list[tuple[int, bytes]]]:
+        """A table's field code and its shards' names but their numbers, (count, head) for each
+        level and generation in order: a page asks ~100 entries' places, of a dozen tables."""
+        levels = self._levels()
+        memo = self._heads_memo
+        got = memo.get(table)
+        if got is None or got[0] is not levels:  # (a claim reads the shard map again)
+            fam, prefix = family(table), self.s.prefix_b
+            heads = [(count, shard_name(prefix, fam + gen, count, 0)[:-4])
+                     for count in levels for gen in self._generations(table)]
+            got = memo[table] = (levels, table_code(table), heads)
+        return got[1], got[2]
 
     def _levels(self) -> list[int]:
         if self._shard_levels is None:  # (one map a transaction: its reads and writes agree)
