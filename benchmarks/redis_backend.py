@@ -2,8 +2,9 @@
 CPU a page takes in the crawling processes and in the redis-servers (INFO cpu, every node), the
 Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
 the page read) a page takes, on one redis-server and on a 3-node Redis Cluster, and on the
-cluster the kept pages' second looks skipped by a quiet claim (`quiet`) and those whose read found
-nothing changed since the filing (`same`: the rules not run again), a page (docs/distributed.md).
+cluster the kept pages' second looks skipped by a quiet claim (`quiet`), those skipped as the pages
+claimed meanwhile wrote nothing the filing looked at (`apart`), and those whose read found nothing
+changed since the filing (`same`: the rules not run again), a page (docs/distributed.md).
 
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
     python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
@@ -73,7 +74,7 @@ def holdout_texts(folder: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def _work(args) -> tuple[int, float, float, int, int, int, int, int]:
+def _work(args) -> tuple[int, float, float, int, int, int, int, int, int]:
     backend, where, pages, window = args
     from crawler_dedup import Deduplicator
 
@@ -85,12 +86,12 @@ def _work(args) -> tuple[int, float, float, int, int, int, int, int]:
     with Deduplicator(**settings) as d:
         store = d.index.store
 
-        def counts() -> tuple[int, int, int, int, int]:
+        def counts() -> tuple[int, int, int, int, int, int]:
             if backend == "lmdb":
-                return 0, 0, 0, 0, 0
+                return 0, 0, 0, 0, 0, 0
             if getattr(store, "spread", False):  # (batches waited for: the nodes of one are written at once)
-                return store.nodes.waits, store.nodes.commands, 0, store.quiet, store.unchanged
-            return store.trips, store.commands, store.conflicts, 0, 0
+                return store.nodes.waits, store.nodes.commands, 0, store.quiet, store.unchanged, store.apart
+            return store.trips, store.commands, store.conflicts, 0, 0, 0
 
         before = counts()
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -136,7 +137,7 @@ def run(backend: str, where: str, stream, procs: int, window: int = 0):
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
     return (pages / busy, wall, 1000 * sum(r[2] for r in results) / pages, 1000 * servers / pages,
-            *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7)))
+            *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7, 8)))
 
 
 def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0):
@@ -288,17 +289,17 @@ def main(argv=None) -> int:
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index")
     print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
-          f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10}")
+          f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10} {'apart/page':>11}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             lmdb_rate, lmdb_wall, lmdb_cpu, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs,
                                                               args.repeat, args.window)
             print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
-                rate, wall, cpu, servers, trips, commands, reruns, quiet, same = median_run(
+                rate, wall, cpu, servers, trips, commands, reruns, quiet, same, apart = median_run(
                     name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window)
                 print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
-                      f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f}",
+                      f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f} {apart:>11.2f}",
                       flush=True)
     return 0
 

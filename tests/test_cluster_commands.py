@@ -203,10 +203,14 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
         redis_cluster, articles, monkeypatch):
     """One crawler alone: from its second kept page on, no other page claims between its claims,
     so each is confirmed by its claim (no second look: two round trips fewer). Another crawler
-    keeping a page between two of its claims makes the next one read again what its filing read
-    (nothing of it changed: confirmed without the rules run again), and that look is real: when
+    keeping a page between two of its claims: the next one's claim brings what that page's filing
+    wrote, none of it an entry this page's filing read or wrote, so it is confirmed without a
+    look (one round trip more than a quiet claim, the confirmation); when that crawler claimed
+    without noting what it wrote (an earlier release), the page reads again what its filing read
+    (nothing of it changed: confirmed without the rules run again). And the look is real: when
     the other crawler's page (a copy) was filed after this page's first reads and claimed before
-    this page, the look finds it and this page withdraws (a group kept once)."""
+    this page, what it wrote meets what this page read, the look finds it and this page withdraws
+    (a group kept once)."""
     from crawler_dedup import Deduplicator
     from crawler_dedup.stores.redis.spread import SpreadTxn
 
@@ -223,7 +227,17 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
             assert other.check("https://other.test/b5", text=texts[5]).action == "keep"
         trips = store.nodes.waits
         assert d.check("https://news.test/a6", text=texts[6]).action == "keep"
-        assert (store.quiet, store.unchanged) == (4, 2) and store.nodes.waits - trips == quiet_trips + 2  # (read again, confirmed)
+        assert (store.quiet, store.unchanged, store.apart) == (4, 1, 1)
+        assert store.nodes.waits - trips == quiet_trips + 1  # (confirmed: no read again)
+        from crawler_dedup.stores.redis import spread_claims
+
+        with monkeypatch.context() as m, Deduplicator(**settings, redis_prefix="quiet-a") as other:
+            m.setattr(spread_claims, "WROTE_MAX", -1)  # (a filing that notes nothing it wrote)
+            assert other.check("https://other.test/b8", text=texts[3][::-1]).action == "keep"
+        trips = store.nodes.waits
+        assert d.check("https://news.test/a9", text=texts[2][::-1]).action == "keep"
+        assert (store.quiet, store.unchanged, store.apart) == (4, 2, 1)
+        assert store.nodes.waits - trips == quiet_trips + 2  # (read again, confirmed)
 
         # the copy filed after this page's first reads (before its filing's commit), claimed before
         # its claim: met by the look
@@ -239,7 +253,7 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
 
         monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
         mine = d.check("https://news.test/a7", text=copy_of)
-        assert (store.quiet, store.unchanged) == (4, 2)  # (its look ran the rules)
+        assert (store.quiet, store.unchanged, store.apart) == (4, 2, 1)  # (its look ran the rules)
     assert late[0].action == "keep" and (mine.action, mine.duplicate_of, mine.rule) == (
         "drop", "https://other.test/b7", "claim"), (late, mine)
 

@@ -22,6 +22,7 @@ class StoreHandle(Protocol):
     last_count: dict[int, int]  # spread: a thread's last claim's order (the claims' count then, at least)
     quiet: int  # spread: second looks skipped by a quiet claim, for the benchmarks
     unchanged: int  # spread: second looks whose read found nothing changed (rules not run again)
+    apart: int  # spread: second looks skipped as the pages claimed meanwhile wrote nothing the filing looked at
     ids: Any  # doc ids taken in blocks (ids.IdBlocks)
     prefix_b: bytes
     meta_key: bytes

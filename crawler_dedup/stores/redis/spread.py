@@ -56,6 +56,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         self.held: dict[tuple[str, bytes], list[int]] = {}  # a SINGLE key read: the places holding a value
         self._shard_levels: list[int] | None = None
         self._heads_memo: dict[str, tuple[list[int], bytes, list[tuple[int, bytes]]]] = {}
+        self.applied: set[tuple[str, bytes]] = set()  # SINGLE changes applied before the commit (commit_one)
         self.claimed = False  # a second look's transaction
         self.quiet = False  # a claim that confirmed at once (spread_claims.py)
 
@@ -293,6 +294,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         value = self.single.pop((table, key))
         self.s.nodes.run(self._single_change(table, key, value))
         self.got[(table, key)] = value
+        self.applied.add((table, key))  # (written: noted with the filing's claims)
 
     def _single_change(self, table: str, key: bytes, value: bytes | None) -> list[tuple[bytes, tuple]]:
         """The commands that put (or with None delete, in every generation) a SINGLE entry."""

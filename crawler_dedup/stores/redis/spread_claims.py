@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+import xxhash
+
 from ..base import Claim, from_u64
 from .spread_keys import CLAIM, claim_field
 
@@ -23,14 +25,34 @@ def claims_kept_s(retry_s: float) -> float:
     return 3 * retry_s + CLAIMS_KEPT_S
 
 
+WROTE_MAX = 1024  # entries a filing notes it wrote with its claims (a larger batch notes none)
+
+
+def entry_hash(pair: tuple[str, bytes]) -> int:
+    """An entry's 64-bit name in what a filing notes it wrote (a collision only costs a look)."""
+    return xxhash.xxh64_intdigest(pair[0].encode() + b"\x00" + pair[1])
+
+
 class Filing:
     """One filing transaction's pages, until they claim: what it read and wrote (each value as it
-    left it) and the order its next page's claim gets if no other page claims first."""
+    left it), the entries it wrote (hashed, packed: noted with its pages' claims, so a later claim
+    can tell whether a page claimed in between wrote anything it looked at) and the order its
+    next page's claim gets if no other page claims first."""
 
-    __slots__ = ("looked", "expect")
+    __slots__ = ("looked", "expect", "wrote")
 
-    def __init__(self, looked: dict, expect: int | None):
-        self.looked, self.expect = looked, expect
+    def __init__(self, looked: dict, expect: int | None, wrote: bytes = b""):
+        self.looked, self.expect, self.wrote = looked, expect, wrote
+
+    def apart(self, others: list) -> bool:
+        """No entry another filing wrote (`others`: what the pages claimed in between noted) is
+        one this filing read or wrote: a second look would read all of it as it was."""
+        theirs = {x for w in others for x in _unpack(bytes(w))}
+        return not theirs or not any(entry_hash(pair) in theirs for pair in self.looked)
+
+
+def _unpack(packed: bytes) -> list[int]:
+    return [int.from_bytes(packed[i:i + 8], "big") for i in range(0, len(packed), 8)]
 
 
 class Filings:
@@ -52,7 +74,9 @@ class Filings:
         if not ids:
             return
         looked = {pair: txn._seen(pair) for pair in [*txn.got, *txn.single, *txn.added, *txn.removed]}
-        filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1)
+        written = {*txn.single, *txn.added, *txn.removed, *txn.cleared, *txn.applied}
+        wrote = b"".join(entry_hash(pair).to_bytes(8, "big") for pair in written) if len(written) <= WROTE_MAX else b""
+        filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1, wrote)
         with self.lock:
             for doc_id in ids:
                 self.by_doc[doc_id] = filing
@@ -89,7 +113,9 @@ class SpreadClaims:
         s = self.s
         filing = s.filings.claiming(doc_id)
         expect = filing.expect if filing is not None else None
-        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), expect if quiet and expect else ""]
+        asks = expect if quiet and expect else ""
+        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), asks,
+                filing.wrote if filing is not None else b"", asks if filing is not None and filing.looked else ""]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         s.map.learn(got[1:5])
         order = int(got[0])
@@ -103,7 +129,15 @@ class SpreadClaims:
         self.claimed = True
         self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
         looked = filing.looked if filing is not None else None  # (what its filing read, and those pages'
-        if looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
+        if (looked and not self.quiet and quiet and len(got) > 6 and isinstance(got[6], list)
+                and filing is not None and filing.apart(got[6])):
+            # the pages claimed since this crawler's last claim wrote nothing its filing read or
+            # wrote (each noted what it wrote with its claim): a second look would read it all as
+            # it was, so would decide the same: confirmed now, without that read
+            self.confirm(doc_id)
+            self.quiet = True
+            s.apart += 1
+        elif looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
             # nothing the filing read or wrote changed since (a page claimed before this one, filed
             # after those reads, wrote some of it: its claim came after its writes, so this read sees

@@ -121,13 +121,18 @@ return v
     # oldest claims past that age: claims are kept by age, however many pages a second are filed.
     # ARGV[4], when given: the order the page gets if no other page claimed since this process's
     # last claim, before the page's first reads (claims.py `confirm`: a quiet claim); that order
-    # is confirmed at once (`k`)
+    # is confirmed at once (`k`). ARGV[5]: what the page's filing wrote (spread_claims.py
+    # `Filing.wrote`), noted under a new order (`\0w<order>`, the last 256 orders'); ARGV[6]: the
+    # same order as ARGV[4], asking for what the pages claimed from it up to this one wrote (up to
+    # 16 of them; false when more, or one noted nothing): the reply's 7th element
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local got = redis.call('HGET', KEYS[1], ARGV[1])
 local o
+local fresh = false
 local now = tonumber(redis.call('TIME')[1])
 if got then o = tonumber(string.match(got, '^%d+')) else
+  fresh = true
   o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
   local mark = ''
   if ARGV[4] and ARGV[4] ~= '' and o == tonumber(ARGV[4]) then mark = 'k' end
@@ -147,8 +152,22 @@ for i = 1, 2 do
   p = p + 1
   redis.call('HSET', KEYS[1], 'pruned', p)
 end
+if fresh then
+  if ARGV[5] and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[5]) end
+  redis.call('HDEL', KEYS[1], '\0w' .. (o - 256))
+end
+local wrote = false
+local e = tonumber(ARGV[6] or '')
+if e and e < o and o - e <= 16 then
+  wrote = {}
+  for i = e, o - 1 do
+    local w = redis.call('HGET', KEYS[1], '\0w' .. i)
+    if not w then wrote = false break end
+    wrote[#wrote + 1] = w
+  end
+end
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
-return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0}
+return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0, wrote}
 """,
     # KEYS[1] the meta hash; ARGV[1] the claim field. The page stays: its order marked `k`
     "confirm": """

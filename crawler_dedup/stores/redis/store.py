@@ -60,7 +60,8 @@ class RedisStore:
 
         self.filings = Filings()  # spread: what each filed page's filing read and wrote, until it claims
         self.last_count: dict[int, int] = {}  # spread: a thread's last claim's order
-        self.quiet = self.unchanged = 0  # spread: second looks skipped, rules not run again (spread_claims.py)
+        self.quiet = self.unchanged = self.apart = 0  # spread: second looks skipped, rules not run again,
+        # and second looks skipped as the pages claimed meanwhile wrote nothing the filing looked at (spread_claims.py)
         self.confirmed: set[int] = set()  # spread: pages seen confirmed (spread_claims.py)
         from .ids import IdBlocks
 
