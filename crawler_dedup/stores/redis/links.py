@@ -19,7 +19,7 @@ from typing import Any
 _CRLF = b"\r\n"
 
 
-class Short(Exception):
+class _Short(Exception):
     """The buffer ends inside a reply: read more."""
 
 
@@ -86,7 +86,7 @@ def read_replies(conn, count: int) -> list[Any]:
     while len(out) < count:
         try:
             value, pos = _parse(data, pos, parser)
-        except Short:
+        except _Short:
             chunk = _recv(sock)
             data, pos = data[pos:] + chunk, 0
             continue
@@ -130,17 +130,17 @@ _PUSH = object()  # (a RESP3 push message: not a reply)
 
 
 def _parse(data: bytes, pos: int, parser) -> tuple[Any, int]:
-    """One RESP2/RESP3 value at data[pos:] and the position after it; Short when it is cut."""
+    """One RESP2/RESP3 value at data[pos:] and the position after it; _Short when it is cut."""
     end = data.find(_CRLF, pos)
     if end < 0:
-        raise Short()
+        raise _Short()
     kind, line, pos = data[pos:pos + 1], data[pos + 1:end], end + 2
     if kind == b"$" or kind == b"=" or kind == b"!":
         n = int(line)
         if n < 0:
             return None, pos
         if pos + n + 2 > len(data):
-            raise Short()
+            raise _Short()
         value = data[pos:pos + n]
         pos += n + 2
         if kind == b"$":
@@ -158,7 +158,7 @@ def _parse(data: bytes, pos: int, parser) -> tuple[Any, int]:
             if data[pos:pos + 1] == b"$":  # (a value of a read: inline, the commonest by far)
                 end = find(_CRLF, pos)
                 if end < 0:
-                    raise Short()
+                    raise _Short()
                 length = int(data[pos + 1:end])
                 if length < 0:
                     add(None)
@@ -166,7 +166,7 @@ def _parse(data: bytes, pos: int, parser) -> tuple[Any, int]:
                     continue
                 pos = end + 2
                 if pos + length + 2 > size:
-                    raise Short()
+                    raise _Short()
                 add(data[pos:pos + length])
                 pos += length + 2
             else:
