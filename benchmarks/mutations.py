@@ -192,9 +192,9 @@ MUTATIONS = (
              "                except StoreError:\n                    pass\n                except BaseException:",
              where="none", tests="tests/test_project_paths.py"),
     Mutation("claims-apart", "a claim confirms its page without a look only when the pages claimed meanwhile "
-             "wrote nothing its filing looked at (issue 57's claims' notes)", "stores/redis/spread_claims.py",
-             "        return not theirs or not any(entry_hash(pair) in theirs for pair in self.looked)",
-             "        return True", where="cluster",
+             "wrote nothing its filing looked at (issue 57's claims' notes)", "stores/redis/spread_keys.py",
+             "      if looked[string.sub(w, i, i + 7)] then apart = false break end",
+             "      if false then apart = false break end", where="cluster",
              tests="tests/test_redis_cluster.py::test_four_processes_racing_on_every_group_keep_it_once "
                    "tests/test_cluster_commands.py::test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_claim_looks_again"),
 )

@@ -203,9 +203,9 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
         redis_cluster, articles, monkeypatch):
     """One crawler alone: from its second kept page on, no other page claims between its claims,
     so each is confirmed by its claim (no second look: two round trips fewer). Another crawler
-    keeping a page between two of its claims: the next one's claim brings what that page's filing
-    wrote, none of it an entry this page's filing read or wrote, so it is confirmed without a
-    look (one round trip more than a quiet claim, the confirmation); when that crawler claimed
+    keeping a page between two of its claims: that page's claim noted what its filing wrote, none
+    of it an entry this page's filing read or wrote, so the claim script confirms this page
+    without a look (as many round trips as a quiet claim); when that crawler claimed
     without noting what it wrote (an earlier release), the page reads again what its filing read
     (nothing of it changed: confirmed without the rules run again). And the look is real: when
     the other crawler's page (a copy) was filed after this page's first reads and claimed before
@@ -228,7 +228,7 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
         trips = store.nodes.waits
         assert d.check("https://news.test/a6", text=texts[6]).action == "keep"
         assert (store.quiet, store.unchanged, store.apart) == (4, 1, 1)
-        assert store.nodes.waits - trips == quiet_trips + 1  # (confirmed: no read again)
+        assert store.nodes.waits - trips == quiet_trips  # (confirmed by its claim: no read again)
         from crawler_dedup.stores.redis import spread_claims
 
         with monkeypatch.context() as m, Deduplicator(**settings, redis_prefix="quiet-a") as other:

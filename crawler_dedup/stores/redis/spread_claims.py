@@ -26,6 +26,7 @@ def claims_kept_s(retry_s: float) -> float:
 
 
 WROTE_MAX = 1024  # entries a filing notes it wrote with its claims (a larger batch notes none)
+LOOKS_MAX = 4096  # entries a filing's claim sends as what it read or wrote (a larger one looks again)
 
 
 def entry_hash(pair: tuple[str, bytes]) -> int:
@@ -33,26 +34,22 @@ def entry_hash(pair: tuple[str, bytes]) -> int:
     return xxhash.xxh64_intdigest(pair[0].encode() + b"\x00" + pair[1])
 
 
+def packed_hashes(pairs) -> bytes:
+    """Entries' names (entry_hash) as the claim script reads them: 8 bytes each, big-endian."""
+    return b"".join(entry_hash(pair).to_bytes(8, "big") for pair in pairs)
+
+
 class Filing:
     """One filing transaction's pages, until they claim: what it read and wrote (each value as it
-    left it), the entries it wrote (hashed, packed: noted with its pages' claims, so a later claim
-    can tell whether a page claimed in between wrote anything it looked at) and the order its
-    next page's claim gets if no other page claims first."""
+    left it; `looks`: those entries hashed, packed), the entries it wrote (hashed, packed: noted
+    with its pages' claims), so a later claim's script can tell whether a page claimed in between
+    wrote anything it looked at, and the order its next page's claim gets if no other page
+    claims first."""
 
-    __slots__ = ("looked", "expect", "wrote")
+    __slots__ = ("looked", "expect", "wrote", "looks")
 
-    def __init__(self, looked: dict, expect: int | None, wrote: bytes = b""):
-        self.looked, self.expect, self.wrote = looked, expect, wrote
-
-    def apart(self, others: list) -> bool:
-        """No entry another filing wrote (`others`: what the pages claimed in between noted) is
-        one this filing read or wrote: a second look would read all of it as it was."""
-        theirs = {x for w in others for x in _unpack(bytes(w))}
-        return not theirs or not any(entry_hash(pair) in theirs for pair in self.looked)
-
-
-def _unpack(packed: bytes) -> list[int]:
-    return [int.from_bytes(packed[i:i + 8], "big") for i in range(0, len(packed), 8)]
+    def __init__(self, looked: dict, expect: int | None, wrote: bytes = b"", looks: bytes = b""):
+        self.looked, self.expect, self.wrote, self.looks = looked, expect, wrote, looks
 
 
 class Filings:
@@ -75,8 +72,9 @@ class Filings:
             return
         looked = {pair: txn._seen(pair) for pair in [*txn.got, *txn.single, *txn.added, *txn.removed]}
         written = {*txn.single, *txn.added, *txn.removed, *txn.cleared, *txn.applied}
-        wrote = b"".join(entry_hash(pair).to_bytes(8, "big") for pair in written) if len(written) <= WROTE_MAX else b""
-        filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1, wrote)
+        wrote = packed_hashes(written) if len(written) <= WROTE_MAX else b""
+        looks = packed_hashes(looked) if len(looked) <= LOOKS_MAX else b""
+        filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1, wrote, looks)
         with self.lock:
             for doc_id in ids:
                 self.by_doc[doc_id] = filing
@@ -108,14 +106,16 @@ class SpreadClaims:
         the second look that follows reads every level a page filed before it may be in. `quiet`:
         the caller skips the second look if no other page claimed since this thread's last claim
         before the page's filing began (then the claim confirms the page at once, `self.quiet`: its
-        second look would see what its first saw, claims.py `confirm`), or if nothing its filing
-        read or wrote changed since (read again: confirmed then, `quiet` too)."""
+        second look would see what its first saw, claims.py `confirm`), or if the pages claimed
+        meanwhile noted writing nothing its filing read or wrote (the claim script compares:
+        confirmed at once too), or if nothing of that changed since (read again: confirmed then)."""
         s = self.s
         filing = s.filings.claiming(doc_id)
         expect = filing.expect if filing is not None else None
         asks = expect if quiet and expect else ""
+        looks = filing.looks if asks and filing is not None and filing.looked else b""
         args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), asks,
-                filing.wrote if filing is not None else b"", asks if filing is not None and filing.looked else ""]
+                filing.wrote if filing is not None else b"", asks if looks else "", looks]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         s.map.learn(got[1:5])
         order = int(got[0])
@@ -129,13 +129,10 @@ class SpreadClaims:
         self.claimed = True
         self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
         looked = filing.looked if filing is not None else None  # (what its filing read, and those pages'
-        if (looked and not self.quiet and quiet and len(got) > 6 and isinstance(got[6], list)
-                and filing is not None and filing.apart(got[6])):
+        if self.quiet and looks and len(got) > 6 and got[6] == 1:
             # the pages claimed since this crawler's last claim wrote nothing its filing read or
-            # wrote (each noted what it wrote with its claim): a second look would read it all as
-            # it was, so would decide the same: confirmed now, without that read
-            self.confirm(doc_id)
-            self.quiet = True
+            # wrote (each noted what it wrote with its claim; the script compared): a second look
+            # would read it all as it was, so would decide the same: confirmed by the claim
             s.apart += 1
         elif looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])

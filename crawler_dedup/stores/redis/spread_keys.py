@@ -123,8 +123,10 @@ return v
     # last claim, before the page's first reads (claims.py `confirm`: a quiet claim); that order
     # is confirmed at once (`k`). ARGV[5]: what the page's filing wrote (spread_claims.py
     # `Filing.wrote`), noted under a new order (`\0w<order>`, the last 256 orders'); ARGV[6]: the
-    # same order as ARGV[4], asking for what the pages claimed from it up to this one wrote (up to
-    # 16 of them; false when more, or one noted nothing): the reply's 7th element
+    # same order as ARGV[4] and ARGV[7] what the filing read or wrote (`Filing.looks`, hashed the
+    # same way): when the pages claimed from that order up to this one (up to 16, each having
+    # noted what it wrote) wrote none of it, the page is confirmed at once too (a look would read
+    # it all as it was), the reply's 7th element 1
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local got = redis.call('HGET', KEYS[1], ARGV[1])
@@ -156,18 +158,28 @@ if fresh then
   if ARGV[5] and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[5]) end
   redis.call('HDEL', KEYS[1], '\0w' .. (o - 256))
 end
-local wrote = false
+local apart = false
 local e = tonumber(ARGV[6] or '')
-if e and e < o and o - e <= 16 then
-  wrote = {}
-  for i = e, o - 1 do
-    local w = redis.call('HGET', KEYS[1], '\0w' .. i)
-    if not w then wrote = false break end
-    wrote[#wrote + 1] = w
+local mine = ARGV[7] or ''
+if e and e < o and o - e <= 16 and mine ~= '' and string.sub(got, -1) ~= 'k' then
+  local looked = {}
+  for i = 1, #mine, 8 do looked[string.sub(mine, i, i + 7)] = true end
+  apart = true
+  for n = e, o - 1 do
+    local w = redis.call('HGET', KEYS[1], '\0w' .. n)
+    if not w then apart = false break end
+    for i = 1, #w, 8 do
+      if looked[string.sub(w, i, i + 7)] then apart = false break end
+    end
+    if not apart then break end
+  end
+  if apart then
+    got = o .. 'k'
+    redis.call('HSET', KEYS[1], ARGV[1], got)
   end
 end
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
-return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0, wrote}
+return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0, apart and 1 or 0}
 """,
     # KEYS[1] the meta hash; ARGV[1] the claim field. The page stays: its order marked `k`
     "confirm": """
