@@ -30,21 +30,33 @@ from .links import Links, read_replies
 from .retry import Patience
 
 REDIRECTS = 5  # sent again at once after an ASK or a script loaded, before waiting counts
-HMGET_FIELDS = 4  # fields of one hash in a read that make it an HMGET of its own
+HMGET_MAX = 1000  # fields of one hash in one HMGET of the read script (Lua's stack takes a few thousand)
 LOST = object()  # the reply of a command sent once whose connection broke after it went out
 # Redis 7: the values of keys of many slots of one node in one command (no keys declared, so the
-# node never redirects it; a key it does not serve, or that is moving, answers -1 and is read again
-# by a command of its own, which follows the redirection)
+# node never redirects it; a key it does not serve, or that is moving, answers -1 for each of its
+# places, read again by a command of its own, which follows the redirection). ARGV: each key, then
+# its number of fields (0: a string, GET), then the fields: a hash read in many fields (the meta
+# hash: a page's candidates' claims) is one HMGET, where a call a field cost its node ten times that
 READ = """#!lua flags=no-writes,allow-cross-slot-keys
 local out = {}
-for i = 1, #ARGV, 2 do
+local i = 1
+while i <= #ARGV do
+  local key, n = ARGV[i], tonumber(ARGV[i + 1])
   local ok, v
-  if ARGV[i + 1] == '' then ok, v = pcall(redis.call, 'GET', ARGV[i]) else ok, v = pcall(redis.call, 'HGET', ARGV[i], ARGV[i + 1]) end
-  if not ok then out[#out + 1] = -1 else out[#out + 1] = v end
+  if n == 0 then ok, v = pcall(redis.call, 'GET', key)
+  elseif n == 1 then ok, v = pcall(redis.call, 'HGET', key, ARGV[i + 2])
+  else ok, v = pcall(redis.call, 'HMGET', key, unpack(ARGV, i + 2, i + 1 + n)) end
+  if not ok then
+    for j = 1, math.max(n, 1) do out[#out + 1] = -1 end
+  elseif n > 1 then
+    for j = 1, n do out[#out + 1] = v[j] end
+  else
+    out[#out + 1] = v
+  end
+  i = i + 2 + n
 end
 return out
 """
-
 
 def pack(cmds: list[tuple]) -> bytes:
     """Pipelined commands in RESP, as redis-py's pack_commands writes them, without its encoder's
@@ -94,34 +106,39 @@ class Nodes:
 
     def read(self, places: list[tuple[bytes, bytes | None]]) -> list[Any]:
         """The values at (key, hash field or None for a string) places, None where absent: one
-        command a node on Redis 7 (READ), else one a place; one round trip either way. A hash
-        read in many fields at once (the meta hash: a page's candidates' claims) is one HMGET of
-        its own: a call from the script a field cost its node ten times that."""
+        command a node on Redis 7 (READ: a hash's fields in one HMGET there), else one a place;
+        one round trip either way."""
         def plain(i: int) -> tuple[bytes, tuple]:
             name, field = places[i]
             return name, ("GET", name) if field is None else ("HGET", name, field)
 
-        groups: dict[str, list[int]] = {}
-        fields: dict[bytes, list[int]] = {}
+        groups: dict[str, dict[tuple[bytes, bool], list[int]]] = {}  # node -> (key, a hash?) -> places
         try:
             if len(places) > 1 and self.scripted_ok():
                 for i, (name, field) in enumerate(places):
-                    if field is not None:
-                        fields.setdefault(name, []).append(i)
-                many = {name for name, m in fields.items() if len(m) >= HMGET_FIELDS}
-                for i, (name, _) in enumerate(places):
-                    if name not in many:
-                        groups.setdefault(self.node_of(name).name, []).append(i)
-                fields = {name: fields[name] for name in many}
+                    keys = groups.setdefault(self.node_of(name).name, {})
+                    keys.setdefault((name, field is not None), []).append(i)
         except self.redis.exceptions.SlotNotCoveredError:  # (a node gone with its slots: run() waits for it)
-            groups, fields = {}, {}
-        if not fields and (not groups or all(len(m) == 1 for m in groups.values())):
+            groups = {}
+        if not groups or all(len(g) == 1 and len(m) == 1 for g in groups.values() for m in g.values()):
             return self.run([plain(i) for i in range(len(places))])
-        members = list(groups.values()) + list(fields.values())
-        batch = [plain(m[0]) if len(m) == 1 else
-                 (places[m[0]][0], self.script("read", [], [x for i in m for x in (places[i][0], places[i][1] or b"")]))
-                 for m in groups.values()]
-        batch += [(name, ("HMGET", name, *(places[i][1] for i in m))) for name, m in fields.items()]
+        members: list[list[int]] = []
+        batch: list[tuple[bytes, tuple]] = []
+        for keys in groups.values():
+            order: list[int] = []
+            args: list[Any] = []
+            for (name, hashed), m in keys.items():
+                if not hashed:  # (a string: a GET each, the same key read twice costs nothing)
+                    for i in m:
+                        args += (name, 0)
+                        order.append(i)
+                    continue
+                for at in range(0, len(m), HMGET_MAX):
+                    part = m[at:at + HMGET_MAX]
+                    args += (name, len(part), *(places[i][1] for i in part))
+                    order += part
+            members.append(order)
+            batch.append(plain(order[0]) if len(order) == 1 else (places[order[0]][0], self.script("read", [], args)))
         out: list[Any] = [None] * len(places)
         again: list[int] = []
         for m, reply in zip(members, self.run(batch)):
