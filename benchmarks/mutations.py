@@ -197,6 +197,11 @@ MUTATIONS = (
              "      if false then apart = false break end", where="cluster",
              tests="tests/test_redis_cluster.py::test_four_processes_racing_on_every_group_keep_it_once "
                    "tests/test_cluster_commands.py::test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_claim_looks_again"),
+    Mutation("batch-settled", "a batch's next page claims quietly only after a claim settled the whole filing "
+             "(quiet, apart or read unchanged; not after a look that decided again)", "stores/redis/spread_claims.py",
+             "            filing.expect = order + 1 if settled else None",
+             "            filing.expect = order + 1", where="cluster",
+             tests="tests/test_cluster_commands.py::test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_before_the_batchs_first"),
 )
 
 

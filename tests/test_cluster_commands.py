@@ -50,9 +50,10 @@ def test_reads_of_many_slots_cost_one_command_a_node_and_return_what_single_comm
     client.close()
 
 
-def test_many_fields_of_one_hash_are_one_hmget_beside_the_nodes_reads(redis_cluster):
-    """The meta hash read in a page's candidates' claims (a field each): one HMGET, not a call
-    from the script a field; the other places still one command a node, in one round trip."""
+def test_many_fields_of_one_hash_are_one_hmget_in_its_nodes_read(redis_cluster, monkeypatch):
+    """The meta hash read in a page's candidates' claims (a field each): one HMGET inside its
+    node's read script, not a call a field; every node still one command, in one round trip; a
+    hash read in more fields than one HMGET takes is read in several, in order."""
     nodes = _nodes(redis_cluster)
     client = nodes.client
     places = _places(client, "reads-c", 30)
@@ -64,8 +65,12 @@ def test_many_fields_of_one_hash_are_one_hmget_beside_the_nodes_reads(redis_clus
     got = nodes.read(places)
     assert got == _plain(client, places)
     assert [got[5:8], got[-3:]] == [[None, b"1", None], [b"3", None, None]]
-    assert (nodes.commands - before[0], nodes.waits - before[1]) == (4, 1)  # (three nodes' scripts, the HMGET)
-    source, settle = _moving(nodes, meta)  # (the hash's slot moving: the HMGET follows the ASK)
+    assert (nodes.commands - before[0], nodes.waits - before[1]) == (3, 1)  # (three nodes' scripts)
+    from crawler_dedup.stores.redis import nodes as nodes_module
+
+    monkeypatch.setattr(nodes_module, "HMGET_MAX", 2)  # (the six claims: three HMGETs)
+    assert nodes.read(places) == got
+    source, settle = _moving(nodes, meta)  # (the hash's slot moving: its fields read again, following the ASK)
     try:
         assert nodes.read(places) == got
     finally:
@@ -97,6 +102,37 @@ def _state(client, prefix: str) -> dict:
 def _seed(client, prefix: str) -> None:
     for i in range(12):  # (a field to delete, a packed list to merge into: 8-byte values 0 and 4)
         client.hset(f"{prefix}:h{i}".encode(), mapping={b"gone": b"1", b"old": bytes([0]) * 8 + bytes([4]) * 8})
+
+
+def test_any_mix_of_places_reads_as_single_commands_read_it(redis_cluster, monkeypatch):
+    """Property: strings, hashes read in one field or many, repeated places, absent keys and
+    fields, in any order, whatever the HMGET size: the read answers what GET/HGET one by one do."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from crawler_dedup.stores.redis import nodes as nodes_module
+
+    nodes = _nodes(redis_cluster)
+    client = nodes.client
+    strings = [f"mix:s{i}".encode() for i in range(6)]
+    hashes = [f"mix:h{i}".encode() for i in range(6)]
+    for i, name in enumerate(strings[:4]):
+        client.set(name, f"s{i}".encode())
+    for i, name in enumerate(hashes[:4]):
+        client.hset(name, mapping={f"f{j}".encode(): f"v{i}.{j}".encode() for j in range(i + 2)})
+    place = st.one_of(st.tuples(st.sampled_from(strings), st.none()),
+                      st.tuples(st.sampled_from(hashes), st.sampled_from([f"f{j}".encode() for j in range(7)])))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(place, min_size=2, max_size=40), st.integers(1, 5))
+    def check(places, most):
+        monkeypatch.setattr(nodes_module, "HMGET_MAX", most)
+        assert nodes.read(places) == _plain(client, places)
+
+    try:
+        check()
+    finally:
+        client.close()
 
 
 def test_a_commit_costs_one_command_a_node_and_leaves_what_its_commands_one_by_one_leave(redis_cluster):
@@ -288,6 +324,40 @@ def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_befo
         first, second = d.decide_many(pending)
     assert late[0].action == "keep" and first.action == "keep", (late, first)
     assert (second.action, second.duplicate_of, second.rule) == ("drop", "https://other.test/b4", "claim"), second
+
+
+def test_a_batchs_later_pages_claim_quietly_after_its_first_was_confirmed_apart(redis_cluster, articles, monkeypatch):
+    """Three pages decided in one group commit; another crawler keeps a page of its own (no copy
+    of theirs) after the batch's reads and claims before the batch's first claim. The first
+    page's claim finds that page wrote nothing the batch's filing read or wrote (`apart`): every
+    page claimed before it is settled for the whole filing, so the next pages' claims are quiet
+    (no look, no read again) when no other page claims between them."""
+    from crawler_dedup import Deduplicator
+    from crawler_dedup.stores.redis.spread import SpreadTxn
+
+    texts = [text for _, text in articles[:7]]
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="quiet-c")
+    with Deduplicator(**settings) as d:
+        store = d.index.store
+        for n, text in enumerate(texts[:3]):  # (claims before: the batch's filing has a count to go by)
+            assert d.check(f"https://news.test/a{n}", text=text).action == "keep"
+        late: list = []
+        commit = SpreadTxn.commit
+
+        def other_files_first(txn):
+            if not late and not txn.claimed:
+                late.append(None)
+                with Deduplicator(**settings) as other:
+                    late[0] = other.check("https://other.test/b6", text=texts[6])
+            return commit(txn)
+
+        monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
+        before = (store.quiet, store.apart, store.unchanged, store.nodes.waits)
+        pending = [d.prepare(f"https://news.test/a{n}", text=texts[n])[1] for n in (3, 4, 5)]
+        got = d.decide_many(pending)
+        counts = (store.quiet - before[0], store.apart - before[1], store.unchanged - before[2])
+    assert late[0].action == "keep" and [v.action for v in got] == ["keep"] * 3, (late, got)
+    assert counts == (2, 1, 0), counts
 
 
 def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, articles, monkeypatch):

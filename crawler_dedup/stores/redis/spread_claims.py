@@ -123,17 +123,17 @@ class SpreadClaims:
         # so before the reads of this thread's next filing; a page claiming in between takes the
         # order its filing's next page expects)
         s.last_count[threading.get_ident()] = order
-        if filing is not None:
-            filing.expect = order + 1 if expect is not None and order == expect else None
         self._shard_levels = None
         self.claimed = True
         self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
         looked = filing.looked if filing is not None else None  # (what its filing read, and those pages'
+        settled = expect is not None and order == expect  # (every page claimed before: seen by the filing)
         if self.quiet and looks and len(got) > 6 and got[6] == 1:
             # the pages claimed since this crawler's last claim wrote nothing its filing read or
             # wrote (each noted what it wrote with its claim; the script compared): a second look
             # would read it all as it was, so would decide the same: confirmed by the claim
             s.apart += 1
+            settled = True
         elif looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
             # nothing the filing read or wrote changed since (a page claimed before this one, filed
@@ -143,10 +143,17 @@ class SpreadClaims:
                 self.confirm(doc_id)
                 self.quiet = True
                 s.unchanged += 1
+                settled = True
         elif self.quiet:
             s.quiet += 1
         if self.quiet:
             s.confirmed.add(doc_id)
+        if filing is not None:
+            # the filing's next page (a batch's) may claim quietly after this one: every page
+            # claimed before this claim was seen by the filing's first look, or wrote nothing it
+            # looked at (confirmed without a look: the script compared, or the read found all as
+            # it was); after a look that decided again, the filing's reads are out of date
+            filing.expect = order + 1 if settled else None
         return order
 
     def _same(self, pair: tuple[str, bytes], before: Any) -> bool:
