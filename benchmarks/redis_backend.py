@@ -9,6 +9,7 @@ changed since the filing (`same`: the rules not run again), a page (docs/distrib
     python benchmarks/redis_backend.py [--pages 2000] [--procs 1,4,8] [--repeat 3] [--window SECONDS]
     python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
     python benchmarks/redis_backend.py --holdout DIR    # real pages instead: an extracted holdout's
+    python benchmarks/redis_backend.py --batch 8        # pages decided 8 at a time, as a crawl's group commit
 
 `--holdout DIR` (an extracted holdout, manifest.json and site/, as `run_holdout.py` reads it)
 decides its pages' main texts and titles, extracted first by the package's own step 1, in the
@@ -18,6 +19,9 @@ bundled stream is a few articles copied over and over (many more candidates a pa
 Each process decides its share of one stream of real texts (the bundled demo articles, each with
 copies at other URLs) through `Deduplicator.check(url, text=...)`: steps 2-8, extraction left
 out, as in a crawl whose workers extract. The redis-servers are started on 127.0.0.1 for the run.
+`--batch N` decides a process's pages N at a time in one transaction (`Deduplicator.decide_many`),
+as a Scrapy crawl does with DEDUP_COMMIT_BATCH when N pages arrive within DEDUP_COMMIT_DELAY of
+each other (default 1: a page at a time, the case with the most round trips a page).
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ def holdout_texts(folder: str) -> list[tuple[str, str, str | None]]:
 
 
 def _work(args) -> tuple[int, float, float, int, int, int, int, int, int]:
-    backend, where, pages, window = args
+    backend, where, pages, window, *rest = args
+    batch = rest[0] if rest else 1
     from crawler_dedup import Deduplicator
 
     settings = {"backend": backend, "lmdb_sync": True, "window": window}
@@ -95,8 +100,14 @@ def _work(args) -> tuple[int, float, float, int, int, int, int, int, int]:
 
         before = counts()
         t0, cpu0 = time.perf_counter(), time.process_time()
-        for url, text, *title in pages:
-            d.check(url, text=text, title=title[0] if title else None)
+        if batch == 1:
+            for url, text, *title in pages:
+                d.check(url, text=text, title=title[0] if title else None)
+        else:
+            for at in range(0, len(pages), batch):
+                prepared = [d.prepare(url, text=text, title=title[0] if title else None)
+                            for url, text, *title in pages[at:at + batch]]
+                d.decide_many([pending for _, pending in prepared if pending is not None])
         took, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         after = counts()
     return len(pages), took, cpu, *(a - b for a, b in zip(after, before))
@@ -126,12 +137,12 @@ def _server_cpu(backend: str, where: str) -> float:
         client.close()
 
 
-def run(backend: str, where: str, stream, procs: int, window: int = 0):
+def run(backend: str, where: str, stream, procs: int, window: int = 0, batch: int = 1):
     shares = [stream[i::procs] for i in range(procs)]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
         servers = _server_cpu(backend, where)  # (an index is made by the first process: the servers' start is not counted)
-        results = pool.map(_work, [(backend, where, share, window) for share in shares])
+        results = pool.map(_work, [(backend, where, share, window, batch) for share in shares])
         servers = _server_cpu(backend, where) - servers
     wall = time.perf_counter() - t0
     pages = sum(r[0] for r in results)
@@ -140,12 +151,12 @@ def run(backend: str, where: str, stream, procs: int, window: int = 0):
             *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7, 8)))
 
 
-def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0):
+def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0, batch: int = 1):
     """The run with the median pages/s of `repeat` runs, each on a fresh index."""
     runs = []
     for n in range(repeat):
         with make_where(n) as where:
-            runs.append(run(backend, where, stream, procs, window))
+            runs.append(run(backend, where, stream, procs, window, batch))
     return sorted(runs)[len(runs) // 2]
 
 
@@ -277,9 +288,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each row; the median is shown")
     ap.add_argument("--window", type=int, default=0, help="DEDUP_WINDOW in seconds (2: pages expire during the run)")
     ap.add_argument("--bytes", type=int, metavar="PAGES", help="instead: bytes a kept page at PAGES pages")
+    ap.add_argument("--batch", type=int, default=1, metavar="N",
+                    help="pages decided N at a time in one transaction, as a crawl's group commit (DEDUP_COMMIT_BATCH)")
     ap.add_argument("--holdout", metavar="DIR", help="decide an extracted holdout's pages instead of the bundled stream")
     ap.add_argument("--rows", default="slot,cluster-slot,spread", help="--bytes: which layouts, the first the baseline")
     args = ap.parse_args(argv)
+    if args.batch < 1:
+        ap.error("--batch: 1 or more pages")
     if args.bytes:
         bytes_table(args.bytes, args.rows)
         return 0
@@ -287,17 +302,17 @@ def main(argv=None) -> int:
     where = f"the holdout {args.holdout}'s" if args.holdout else "the bundled stream's"
     print(f"{len(stream)} pages ({where} texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
-          f"{args.repeat} runs a row, each on a fresh index")
+          f"{args.repeat} runs a row, each on a fresh index" + (f"; pages decided {args.batch} at a time" if args.batch > 1 else ""))
     print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
           f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10} {'apart/page':>11}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             lmdb_rate, lmdb_wall, lmdb_cpu, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs,
-                                                              args.repeat, args.window)
+                                                              args.repeat, args.window, args.batch)
             print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
             for name, nodes in (("redis", 1), ("redis cluster", 3)):
                 rate, wall, cpu, servers, trips, commands, reruns, quiet, same, apart = median_run(
-                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window)
+                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window, args.batch)
                 print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
                       f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f} {apart:>11.2f}",
                       flush=True)
