@@ -294,20 +294,21 @@ def test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_
         "drop", "https://other.test/b7", "claim"), (late, mine)
 
 
-def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_before_the_batchs_first(
-        redis_cluster, articles, monkeypatch):
-    """Two pages decided in one group commit (DEDUP_COMMIT_BATCH): another crawler files a copy
-    of the second after the batch's reads and claims before the batch's first claim. The first
-    page's claim takes a later order than its filing expected, so the second's claim is no quiet
-    one either (its own predecessor's order is not the count before the batch's reads): its look
-    finds the copy and it withdraws."""
+def _batch_after_another_crawler(redis_cluster, articles, monkeypatch, prefix: str, batch: tuple[int, ...],
+                                  theirs: int) -> tuple:
+    """Three pages kept one by one (their claims give the batch's filing a count to go by), then
+    the pages `batch` (indexes into the articles) decided in one group commit, while another
+    crawler keeps article `theirs` after the batch's reads and claims before the batch's first
+    claim. (the other crawler's verdict, the batch's verdicts, the quiet / apart / unchanged
+    claims the batch made)."""
     from crawler_dedup import Deduplicator
     from crawler_dedup.stores.redis.spread import SpreadTxn
 
-    texts = [text for _, text in articles[:5]]
-    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="quiet-b")
+    texts = [text for _, text in articles[:max(*batch, theirs) + 1]]
+    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix=prefix)
     with Deduplicator(**settings) as d:
-        for n, text in enumerate(texts[:3]):  # (claims before: the batch's filing has a count to go by)
+        store = d.index.store
+        for n, text in enumerate(texts[:3]):
             assert d.check(f"https://news.test/a{n}", text=text).action == "keep"
         late: list = []
         commit = SpreadTxn.commit
@@ -316,13 +317,25 @@ def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_befo
             if not late and not txn.claimed:
                 late.append(None)
                 with Deduplicator(**settings) as other:
-                    late[0] = other.check("https://other.test/b4", text=texts[4])
+                    late[0] = other.check(f"https://other.test/b{theirs}", text=texts[theirs])
             return commit(txn)
 
         monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
-        pending = [d.prepare(f"https://news.test/a{n}", text=texts[n])[1] for n in (3, 4)]
-        first, second = d.decide_many(pending)
-    assert late[0].action == "keep" and first.action == "keep", (late, first)
+        before = (store.quiet, store.apart, store.unchanged)
+        got = d.decide_many([d.prepare(f"https://news.test/a{n}", text=texts[n])[1] for n in batch])
+        counts = (store.quiet - before[0], store.apart - before[1], store.unchanged - before[2])
+    return late[0], got, counts
+
+
+def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_before_the_batchs_first(
+        redis_cluster, articles, monkeypatch):
+    """Two pages decided in one group commit (DEDUP_COMMIT_BATCH): another crawler files a copy
+    of the second after the batch's reads and claims before the batch's first claim. The first
+    page's claim takes a later order than its filing expected, so the second's claim is no quiet
+    one either (its own predecessor's order is not the count before the batch's reads): its look
+    finds the copy and it withdraws."""
+    late, (first, second), _ = _batch_after_another_crawler(redis_cluster, articles, monkeypatch, "quiet-b", (3, 4), 4)
+    assert late.action == "keep" and first.action == "keep", (late, first)
     assert (second.action, second.duplicate_of, second.rule) == ("drop", "https://other.test/b4", "claim"), second
 
 
@@ -332,31 +345,8 @@ def test_a_batchs_later_pages_claim_quietly_after_its_first_was_confirmed_apart(
     page's claim finds that page wrote nothing the batch's filing read or wrote (`apart`): every
     page claimed before it is settled for the whole filing, so the next pages' claims are quiet
     (no look, no read again) when no other page claims between them."""
-    from crawler_dedup import Deduplicator
-    from crawler_dedup.stores.redis.spread import SpreadTxn
-
-    texts = [text for _, text in articles[:7]]
-    settings = dict(backend="redis", redis_url=redis_cluster, redis_prefix="quiet-c")
-    with Deduplicator(**settings) as d:
-        store = d.index.store
-        for n, text in enumerate(texts[:3]):  # (claims before: the batch's filing has a count to go by)
-            assert d.check(f"https://news.test/a{n}", text=text).action == "keep"
-        late: list = []
-        commit = SpreadTxn.commit
-
-        def other_files_first(txn):
-            if not late and not txn.claimed:
-                late.append(None)
-                with Deduplicator(**settings) as other:
-                    late[0] = other.check("https://other.test/b6", text=texts[6])
-            return commit(txn)
-
-        monkeypatch.setattr(SpreadTxn, "commit", other_files_first)
-        before = (store.quiet, store.apart, store.unchanged, store.nodes.waits)
-        pending = [d.prepare(f"https://news.test/a{n}", text=texts[n])[1] for n in (3, 4, 5)]
-        got = d.decide_many(pending)
-        counts = (store.quiet - before[0], store.apart - before[1], store.unchanged - before[2])
-    assert late[0].action == "keep" and [v.action for v in got] == ["keep"] * 3, (late, got)
+    late, got, counts = _batch_after_another_crawler(redis_cluster, articles, monkeypatch, "quiet-c", (3, 4, 5), 6)
+    assert late.action == "keep" and [v.action for v in got] == ["keep"] * 3, (late, got)
     assert counts == (2, 1, 0), counts
 
 
