@@ -10,6 +10,7 @@ changed since the filing (`same`: the rules not run again), a page (docs/distrib
     python benchmarks/redis_backend.py --bytes 100000   # bytes a kept page: one server, a 3-node cluster
     python benchmarks/redis_backend.py --holdout DIR    # real pages instead: an extracted holdout's
     python benchmarks/redis_backend.py --batch 8        # pages decided 8 at a time, as a crawl's group commit
+    python benchmarks/redis_backend.py --cluster-nodes 1,3   # a row for a 1-node cluster too (the layout's cost alone)
 
 `--holdout DIR` (an extracted holdout, manifest.json and site/, as `run_holdout.py` reads it)
 decides its pages' main texts and titles, extracted first by the package's own step 1, in the
@@ -191,17 +192,24 @@ def _server(work: str, port: int, *args: str) -> subprocess.Popen:
     raise SystemExit("redis-server did not start")
 
 
-def start_redis(work: str, nodes: int) -> tuple[list[subprocess.Popen], str]:
-    """One redis-server (nodes=1) or a cluster of `nodes` masters on 127.0.0.1; a node's URL."""
-    if nodes == 1:
+def start_redis(work: str, nodes: int, cluster: bool | None = None) -> tuple[list[subprocess.Popen], str]:
+    """One redis-server (nodes=1) or a cluster of `nodes` masters on 127.0.0.1; a node's URL.
+    `cluster=True` with nodes=1: a cluster of one master holding every slot (the spread layout
+    in one redis-server, to tell the layout's cost from the nodes')."""
+    cluster = nodes > 1 if cluster is None else cluster
+    if not cluster:
         port = _free_port()
         return [_server(work, port)], f"redis://127.0.0.1:{port}/0"
     import redis
 
     ports = sorted({_free_port() for _ in range(nodes * 3)})[:nodes]
     procs = [_server(work, p, "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{p}.conf") for p in ports]
-    subprocess.run([shutil.which("redis-cli") or "redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
-                    "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
+    if nodes == 1:  # (redis-cli --cluster create wants 3 masters)
+        redis.Redis(port=ports[0]).execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    else:
+        subprocess.run([shutil.which("redis-cli") or "redis-cli", "--cluster", "create",
+                        *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)
     for _ in range(400):
         if all(redis.Redis(port=p).cluster("info").get("cluster_state") == "ok" for p in ports):
             return procs, f"redis://127.0.0.1:{ports[0]}/0"
@@ -215,9 +223,9 @@ def _lmdb_dir(tmp: str, n: int):
 
 
 @contextlib.contextmanager
-def _redis(tmp: str, nodes: int):
+def _redis(tmp: str, nodes: int, cluster: bool | None = None):
     work = tempfile.mkdtemp(dir=tmp)
-    servers, url = start_redis(work, nodes)
+    servers, url = start_redis(work, nodes, cluster)
     try:
         yield url
     finally:
@@ -292,9 +300,18 @@ def main(argv=None) -> int:
                     help="pages decided N at a time in one transaction, as a crawl's group commit (DEDUP_COMMIT_BATCH)")
     ap.add_argument("--holdout", metavar="DIR", help="decide an extracted holdout's pages instead of the bundled stream")
     ap.add_argument("--rows", default="slot,cluster-slot,spread", help="--bytes: which layouts, the first the baseline")
+    ap.add_argument("--cluster-nodes", default="3", metavar="N,..",
+                    help="the clusters' sizes, a row each (1: the spread layout in one redis-server holding every slot, "
+                         "to tell what the layout costs from what more nodes cost)")
     args = ap.parse_args(argv)
     if args.batch < 1:
         ap.error("--batch: 1 or more pages")
+    try:
+        clusters = [int(n) for n in args.cluster_nodes.split(",")]
+    except ValueError:
+        clusters = []
+    if not clusters or min(clusters) < 1 or 2 in clusters:
+        ap.error("--cluster-nodes: masters a cluster, 1 or 3 and more, comma-separated (e.g. 1,3)")
     if args.bytes:
         bytes_table(args.bytes, args.rows)
         return 0
@@ -303,17 +320,19 @@ def main(argv=None) -> int:
     print(f"{len(stream)} pages ({where} texts, steps 2-8), decided by P processes sharing one index; pages/s = all pages "
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index" + (f"; pages decided {args.batch} at a time" if args.batch > 1 else ""))
-    print(f"{'backend':<14} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
+    print(f"{'backend':<16} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
           f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10} {'apart/page':>11}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             lmdb_rate, lmdb_wall, lmdb_cpu, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs,
                                                               args.repeat, args.window, args.batch)
-            print(f"{'lmdb':<14} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
-            for name, nodes in (("redis", 1), ("redis cluster", 3)):
+            print(f"{'lmdb':<16} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
+            rows = [("redis", 1, False)] + [(f"redis cluster{'' if n == 3 else f' {n}'}", n, True) for n in clusters]
+            for name, nodes, cluster in rows:
                 rate, wall, cpu, servers, trips, commands, reruns, quiet, same, apart = median_run(
-                    name, lambda n, nodes=nodes: _redis(tmp, nodes), stream, procs, args.repeat, args.window, args.batch)
-                print(f"{name:<14} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
+                    name, lambda n, nodes=nodes, cluster=cluster: _redis(tmp, nodes, cluster), stream, procs,
+                    args.repeat, args.window, args.batch)
+                print(f"{name:<16} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
                       f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f} {apart:>11.2f}",
                       flush=True)
     return 0
