@@ -1,14 +1,18 @@
 """Fit the score on labelled pairs, cross-validated by host, and write the model the package ships.
 
     python benchmarks/score_pairs.py --holdout DEV --holdout HN ... --realcopies 7,8,9,10 --out pairs.jsonl.gz
+    python benchmarks/score_pairs.py --holdout DEV ... --no-kept-text --out pairs-nt.jsonl.gz
     python benchmarks/fit_score.py pairs.jsonl.gz [more.jsonl.gz] [--write crawler_dedup/core/decide/score.json]
 
 Pairs (benchmarks/score_pairs.py, benchmarks/pair_kinds.py --pairs) are every (page, kept page)
-pair the decision weighs, with their measurements and labels. The fit (crawler_dedup/tools/fit.py)
-is a logistic regression whose containment terms may only raise the score; its folds group pairs
-by the page's host (sites unseen in training), each page counts once (its candidates share its
+pair the decision weighs, with their measurements and labels; `score_pairs.py --no-kept-text` gives
+the same pairs as an index without the kept pages' texts measures them (DEDUP_STORE_TEXT=False),
+taught beside them at a quarter of a page's weight. The fit (crawler_dedup/tools/fit.py) is
+gradient-boosted trees whose containment measurements may only raise the score; its folds group
+pairs by the page's host (sites unseen in training), each page counts once (its candidates share its
 weight), each pair is taught again without the pages' views and titles (as a pipeline's items
-come), and its threshold is the lowest out-of-fold score at which precision reaches --precision. Printed: each fold's out-of-fold figures, and per source
+come), and its threshold is the lowest out-of-fold score at which precision reaches --precision on
+the pairs with texts. Printed: each fold's out-of-fold figures, and per source
 and mode what the decision would do with the out-of-fold scores (each page dropped against its
 best-scored candidate at or over the threshold), against the pages that had a copy among their
 candidates, and each measurement's part in the scores.
@@ -63,6 +67,10 @@ THRESHOLD_SOURCES = ("dev", "realcopies", "hn-b", "hn-bs")
 from crawler_dedup.core.decide.measures import VIEW  # noqa: E402  (what a page checked as text lacks: its view)
 TITLE = ("title", "title_words", "title_numbers", "cover_page", "cover_kept")
 AUGMENT = 0.5  # the weight of each pair's copies without them
+# the weight of each pair again as an index without the kept pages' texts measures it (score_pairs.py
+# --no-kept-text; DEDUP_STORE_TEXT=False): a quarter taught them (their dev recall 0.93 -> 0.96 broad, 0.83 -> 0.91
+# one host) and left the pairs with texts as they were; a half cost those 1 and 2 dev pages
+KEPT_TEXTLESS = 0.25
 
 
 def augmented(rows: list[dict]) -> list[dict]:
@@ -74,8 +82,8 @@ def augmented(rows: list[dict]) -> list[dict]:
     views nothing tells those from copies, and a pipeline's texts are its pages' content."""
     out = []
     for row in rows:
-        if row["mode"] != "broad":  # (one host serving many sites' pages is a crawl's case, not a pipeline's)
-            continue
+        if row["mode"] != "broad" or not _kept_text(row):  # (one host serving many sites' pages is a crawl's
+            continue  # case, not a pipeline's; pairs without the kept text are taught as they come)
         bare = (row["source"].rstrip("0123456789-") in THRESHOLD_SOURCES
                 and (row["label"] or (row["measures"].get("resemblance") or 0.0) < 0.8))
         for drop, tag in ((VIEW, "text"), (VIEW + TITLE, "bare text")):
@@ -86,14 +94,28 @@ def augmented(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _kept_text(row: dict) -> bool:
+    """Measured with the kept page's text (score_pairs.py --no-kept-text: from the sketches, as an
+    index with DEDUP_STORE_TEXT=False measures)."""
+    return row.get("kept_text", True)
+
+
+def _taught_again(row: dict) -> bool:
+    """A pair taught a second time, measured otherwise (AUGMENT's weight, never setting the threshold)."""
+    return bool(row.get("augmented")) or not _kept_text(row)
+
+
 def page_weights(rows: list[dict]) -> np.ndarray:
     """Each page counts once: its weighed candidates share its weight (six pages of one template
     are 15 pairs, and would otherwise outweigh kinds of pages that come a pair a page)."""
     from collections import Counter
 
-    per_page = Counter((r["source"], r["mode"], r["page"], r.get("augmented")) for r in rows)
-    return np.array([(AUGMENT if r.get("augmented") else 1.0) / per_page[(r["source"], r["mode"], r["page"],
-                                                                          r.get("augmented"))] for r in rows])
+    def key(r: dict) -> tuple:
+        return r["source"], r["mode"], r["page"], r.get("augmented"), _kept_text(r)
+
+    per_page = Counter(key(r) for r in rows)
+    return np.array([(KEPT_TEXTLESS if not _kept_text(r) else AUGMENT if r.get("augmented") else 1.0) / per_page[key(r)]
+                     for r in rows])
 
 
 def decisions(rows: list[dict], scores: np.ndarray, threshold: float) -> dict:
@@ -116,6 +138,20 @@ def decisions(rows: list[dict], scores: np.ndarray, threshold: float) -> dict:
     return out
 
 
+def _print_wrong(rows: list[dict], oof: np.ndarray, chosen: np.ndarray, threshold: float, title: str) -> None:
+    """The pairs of different pages among `chosen` scored over the threshold out of fold."""
+    wrong = [(float(s), r) for r, s, n in zip(rows, oof, chosen) if n and not r["label"] and s >= threshold]
+    if not chosen.any():
+        return
+    print(f"\nthe {len(wrong)} pairs of different pages scored over the threshold out of fold, {title}:" if wrong
+          else f"\nno pair of different pages scored over the threshold out of fold, {title}")
+    for s, r in sorted(wrong, key=lambda sr: -sr[0])[:10]:
+        m = r["measures"]
+        said = ", ".join(f"{k} {m[k]:.2f}" for k in ("resemblance", "contained", "containing", "shown_in_kept",
+                                                      "title") if m.get(k) is not None)
+        print(f"  {s:.3f} {r['source']} {r['mode']}: {r['page']} against {r['doc']} ({said})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pairs", nargs="+")
@@ -132,7 +168,7 @@ def main(argv=None) -> int:
     hosts = [r.get("host") or r["page"] for r in rows]
     sources = sorted({r["source"] for r in rows})
     params = {k: (float(v) if "." in v else int(v)) for k, v in (s.split("=", 1) for s in args.set)}
-    natural = np.array([r["source"].rstrip("0123456789-") in THRESHOLD_SOURCES and not r.get("augmented") for r in rows])
+    natural = np.array([r["source"].rstrip("0123456789-") in THRESHOLD_SOURCES and not _taught_again(r) for r in rows])
     as_text = np.array([r["source"].rstrip("0123456789-") in THRESHOLD_SOURCES and bool(r.get("augmented"))
                         for r in rows])
     got = F.fit_forest([r["measures"] for r in rows], labels, hosts, precision=args.precision, k=args.folds,
@@ -149,19 +185,22 @@ def main(argv=None) -> int:
               f"{f['false']:>5}")
     o = model.about["out_of_fold"]
     print(f"{'all':>4} {o['pairs']:>6} {o['copies']:>6} {o['precision'] or 0:>7.4f} {o['recall'] or 0:>7.4f} {o['false']:>5}")
-    print("\nout of fold, as decisions (best candidate per page):")
-    plain = np.array([not r.get("augmented") for r in rows])
-    for name, row in sorted(decisions([r for r, p in zip(rows, plain) if p], got.oof[plain], model.threshold).items()):
-        print(f"  {name:<28} true {row['true']:>4} false {row['false']:>3}  of {row['findable']:>4} findable "
-              f"(R {row['recall']})")
-    wrong = [(float(s), r) for r, s, n in zip(rows, got.oof, natural) if n and not r["label"] and s >= model.threshold]
-    print(f"\nthe {len(wrong)} pairs of different pages scored over the threshold out of fold (the fewest that "
-          "set it):" if wrong else "\nno pair of different pages scored over the threshold out of fold")
-    for s, r in sorted(wrong, key=lambda sr: -sr[0])[:10]:
-        m = r["measures"]
-        said = ", ".join(f"{k} {m[k]:.2f}" for k in ("resemblance", "contained", "containing", "shown_in_kept",
-                                                      "title") if m.get(k) is not None)
-        print(f"  {s:.3f} {r['source']} {r['mode']}: {r['page']} against {r['doc']} ({said})")
+    no_text = np.array([r["source"].rstrip("0123456789-") in THRESHOLD_SOURCES and not _kept_text(r) for r in rows])
+    if no_text.any():
+        f = F.fold_figures(got.oof[no_text], np.array(labels)[no_text], model.threshold)
+        model.about["without_kept_text"] = f
+        print(f"the same pairs measured without the kept pages' texts (DEDUP_STORE_TEXT=False): {f}")
+    plain = np.array([not _taught_again(r) for r in rows])
+    for title, chosen in (("", plain), (", without the kept texts", np.array([not _kept_text(r) for r in rows]))):
+        if not chosen.any():
+            continue
+        print(f"\nout of fold, as decisions (best candidate per page{title}):")
+        for name, row in sorted(decisions([r for r, p in zip(rows, chosen) if p], got.oof[chosen],
+                                          model.threshold).items()):
+            print(f"  {name:<28} true {row['true']:>4} false {row['false']:>3}  of {row['findable']:>4} findable "
+                  f"(R {row['recall']})")
+    for chosen, title in ((natural, "(the fewest that set it)"), (no_text, "measured without the kept texts")):
+        _print_wrong(rows, got.oof, chosen, model.threshold, title)
     print("\nmeasurements by their part in the scores (mean |log-odds| over the pairs; mean when a copy, when not):")
     parts = np.array([[dict(model.score(r["measures"]).contributions).get(n, 0.0) for n in NAMES]
                       for r, p in zip(rows, plain) if p])

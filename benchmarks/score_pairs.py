@@ -159,7 +159,7 @@ def _one_host(url: str) -> str:
     return f"http://{ONE_HOST}/{u.hostname}{u.path}" + (f"?{u.query}" if u.query else "")
 
 
-def realcopies(seed: int, one_host: bool = False) -> list[dict]:
+def realcopies(seed: int, one_host: bool = False, settings: dict | None = None) -> list[dict]:
     from pages import data_dir
     from realcopies import build, mark_template_holders
     from stream import extract_all
@@ -193,7 +193,7 @@ def realcopies(seed: int, one_host: bool = False) -> list[dict]:
         return neutral(back.get(a, a), back.get(b, b))
 
     rec = Recorder(f"realcopies-{seed}", "one-host" if one_host else "broad",
-                   {where(u): c for u, c in cluster.items()}, neutral_at)
+                   {where(u): c for u, c in cluster.items()}, neutral_at, settings)
     for p in stream:
         text, title = texts[p.url]
         if text is None:
@@ -207,7 +207,8 @@ def realcopies(seed: int, one_host: bool = False) -> list[dict]:
     return rec.rows
 
 
-def kinds(seed: int, per_kind: int, gold: str, dev: Path, one_host: bool = False) -> list[dict]:
+def kinds(seed: int, per_kind: int, gold: str, dev: Path, one_host: bool = False,
+          settings: dict | None = None) -> list[dict]:
     """benchmarks/pair_kinds.py's stream for `seed`: the pairs the decision gets wrong when it
     weighs them by kind rather than by measurement."""
     from urllib.parse import urlsplit
@@ -218,7 +219,7 @@ def kinds(seed: int, per_kind: int, gold: str, dev: Path, one_host: bool = False
     where = _one_host if one_host else (lambda u: u)
     back = {where(p.url): p.url for p in stream}
     rec = Recorder(f"kinds-{seed}", "one-host" if one_host else "broad", {where(p.url): p.group for p in stream},
-                   lambda a, b: False)
+                   lambda a, b: False, settings)
     for p in stream:
         v = rec.d.check(where(p.url), html=p.html, text=p.text, title=p.title)
         if v.action == "keep" and v.doc_id is not None:
@@ -238,28 +239,35 @@ def main(argv=None) -> int:
     ap.add_argument("--gold", default=str(Path(HERE).parent.parent / "shared" / "holdout-dev" / "dev-gold.json.xz"))
     ap.add_argument("--dev", type=Path, help="the dev split's folder (--kinds takes its pages' titles)")
     ap.add_argument("--out", required=True, help="pairs as JSON lines (.gz)")
+    ap.add_argument("--no-kept-text", action="store_true",
+                    help="kept pages stored without their texts (DEDUP_STORE_TEXT=False): the pairs as such an index "
+                         "measures them (from the sketches), each marked `kept_text: false`")
     args = ap.parse_args(argv)
+    settings = {"DEDUP_STORE_TEXT": False} if args.no_kept_text else None
     rows: list[dict] = []
     for path in args.holdout:
         for mode in args.modes.split(","):
             t0 = time.time()
-            got = holdout(path, mode == "one-host")
+            got = holdout(path, mode == "one-host", settings)
             print(f"{path.name} {mode}: {len(got)} pairs ({sum(r['label'] is True for r in got)} copies) "
                   f"in {time.time() - t0:.0f}s", file=sys.stderr)
             rows += got
     for seed in filter(None, args.realcopies.split(",")):
         for mode in args.modes.split(","):
             t0 = time.time()
-            got = realcopies(int(seed), mode == "one-host")
+            got = realcopies(int(seed), mode == "one-host", settings)
             print(f"realcopies seed {seed} {mode}: {len(got)} pairs ({sum(r['label'] is True for r in got)} copies) "
                   f"in {time.time() - t0:.0f}s", file=sys.stderr)
             rows += got
     for seed in filter(None, args.kinds.split(",")):
         for mode in args.modes.split(","):
-            got = kinds(int(seed), args.per_kind, args.gold, args.dev or args.holdout[0], mode == "one-host")
+            got = kinds(int(seed), args.per_kind, args.gold, args.dev or args.holdout[0], mode == "one-host", settings)
             print(f"kinds seed {seed} {mode}: {len(got)} pairs ({sum(r['label'] is True for r in got)} copies)",
                   file=sys.stderr)
             rows += got
+    if args.no_kept_text:
+        for row in rows:
+            row["kept_text"] = False
     with gzip.open(args.out, "wt", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row) + "\n")
