@@ -69,7 +69,7 @@ TITLE = ("title", "title_words", "title_numbers", "cover_page", "cover_kept")
 AUGMENT = 0.5  # the weight of each pair's copies without them
 # the weight of each pair again as an index without the kept pages' texts measures it (score_pairs.py
 # --no-kept-text; DEDUP_STORE_TEXT=False): a quarter taught them (their dev recall 0.93 -> 0.96 broad, 0.83 -> 0.91
-# one host) and left the pairs with texts as they were; a half cost those 1 and 2 dev pages
+# one host) and cost the pages with texts 0 and 1 dev pages; a half, 1 and 2
 KEPT_TEXTLESS = 0.25
 
 
