@@ -166,8 +166,6 @@ def test_one_templates_shell_under_titles_that_differ_in_their_subject_is_two_pa
     assert (again.action, again.duplicate_of) == ("drop", "https://ranks.example/0")
 
 
-@pytest.mark.xfail(strict=True, reason="a known miss of the score (the teaser is kept, as asked): the whole made-up "
-                   "article under a shop's product title is kept too")
 def test_a_teaser_of_another_article_beside_a_pages_own_headline_is_not_its_copy(tmp_path):
     # the extraction of a small page: a promo with another article's first 120 words, then the
     # page's own headline and line. Its headline is named, but only outside what it shares with
