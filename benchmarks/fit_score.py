@@ -101,7 +101,8 @@ def _kept_text(row: dict) -> bool:
 
 
 def _taught_again(row: dict) -> bool:
-    """A pair taught a second time, measured otherwise (AUGMENT's weight, never setting the threshold)."""
+    """A pair taught a second time, measured otherwise (AUGMENT's or KEPT_TEXTLESS's weight, never setting the
+    threshold)."""
     return bool(row.get("augmented")) or not _kept_text(row)
 
 
@@ -140,9 +141,9 @@ def decisions(rows: list[dict], scores: np.ndarray, threshold: float) -> dict:
 
 def _print_wrong(rows: list[dict], oof: np.ndarray, chosen: np.ndarray, threshold: float, title: str) -> None:
     """The pairs of different pages among `chosen` scored over the threshold out of fold."""
-    wrong = [(float(s), r) for r, s, n in zip(rows, oof, chosen) if n and not r["label"] and s >= threshold]
     if not chosen.any():
         return
+    wrong = [(float(s), r) for r, s, n in zip(rows, oof, chosen) if n and not r["label"] and s >= threshold]
     print(f"\nthe {len(wrong)} pairs of different pages scored over the threshold out of fold, {title}:" if wrong
           else f"\nno pair of different pages scored over the threshold out of fold, {title}")
     for s, r in sorted(wrong, key=lambda sr: -sr[0])[:10]:
