@@ -30,7 +30,7 @@ from .index.tables import choose_plan
 from .index.txn import IndexTxn
 from .decide.churn import churn_digest, mask
 from .decide.claims import AGAIN_MAX, second_looks, unsettled
-from .decide.lookups import TxnLookups
+from .decide.lookups import TxnLookups, read_ahead
 from .decide.matching import thin_view
 from .decide.measures import KeptTexts
 from .decide.model import for_settings as model_for
@@ -289,7 +289,9 @@ class Deduplicator:
                 plugin.attempt()  # a transaction run again (map grown) starts afresh
             out = []
             filed.clear()
-            for page in pages:
+            looks: list = ([None] * len(pages) if len(pages) < 2 or not txn.reads_ahead or self.index is None
+                           else read_ahead(self.index, txn, self.config, pages, self._site_of))  # (a step's reads at once)
+            for page, look in zip(pages, looks):
                 fp = self.fingerprint(page.fp.text) if again else page.fp
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
                     fp = page.fp
@@ -297,7 +299,7 @@ class Deduplicator:
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
                 self.filed = self._recheck = None
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
-                                        page.fetched))
+                                        page.fetched, look if fp.fingerprint == page.fp.fingerprint else None))
                 if self.filed is not None:
                     filed.append((len(out) - 1, self.filed, self._looked, self._deferred))
                 elif self._recheck is not None:
@@ -348,14 +350,16 @@ class Deduplicator:
             logger.debug("crawler-dedup: removing expired pages failed (%s); the next page tries again", exc)
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
-                fetched: Fetch | None = None) -> Verdict:
+                fetched: Fetch | None = None, look: TxnLookups | None = None) -> Verdict:
         """Read what the index holds for the page, run the chain of rules (rules.py) and apply
-        its decision's writes, all inside one write transaction."""
+        its decision's writes, all inside one write transaction. `look`: its lookups, read
+        ahead with its batch's (lookups.read_ahead)."""
         index, cfg = self.index, self.config
         assert index is not None
-        site = self._site_of(verdict, fp)
-        look = TxnLookups(index, txn, cfg, site)
-        look.prefetch(verdict.url, fp, verdict.title)
+        if look is None:
+            look = TxnLookups(index, txn, cfg, self._site_of(verdict, fp))
+            look.prefetch(verdict.url, fp, verdict.title)
+        site = look.site.page if look.site is not None else None
         page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
         self._looked = page.prior

@@ -51,21 +51,29 @@ class TxnLookups:
 
     def prefetch(self, url: str | None, fp, title: str | None = None) -> None:
         """Everything the page's decision reads first, in one go (a networked store's round trip)."""
+        self.prefetch_first(url, fp, title)
+        if self.txn.reads_ahead:  # (three round trips in all, not one a step)
+            self.prefetch_records(url, fp, self.prefetch_near(fp))
+
+    def prefetch_first(self, url: str | None, fp, title: str | None = None) -> None:
+        """The page's entries: URL, exact copy, buckets, postings, template, site and headline lines."""
         cfg, site = self.config, self._site
         self.index.prefetch(self.txn, url, fp.fingerprint, fp.digest, fp.sketch, cfg.sketch_probes,
                             fp.template if cfg.boilerplate else None, site.keys if site is not None else None,
                             site.title_key if site is not None else None,
                             headline_keys(title) if cfg.visible_containment else None)
-        if self.txn.reads_ahead:  # (three round trips in all, not one a step)
-            self._ahead(url, fp)
 
-    def _ahead(self, url: str | None, fp) -> None:
-        """The records the rules read next (the URL's kept page, the exact copy, the candidates),
-        read in one or two more round trips: the near fingerprints' doc ids, then every record."""
-        index, txn = self.index, self.txn
-        near = [f for f, _ in index.candidates(txn, fp.fingerprint)]
+    def prefetch_near(self, fp) -> list[int]:
+        """The near fingerprints (read from the buckets) whose doc ids the rules read next, hinted."""
+        near = [f for f, _ in self.index.candidates(self.txn, fp.fingerprint)]
         if near:
-            txn.prefetch_more(fps=near)
+            self.txn.prefetch_more(fps=near)
+        return near
+
+    def prefetch_records(self, url: str | None, fp, near: list[int]) -> None:
+        """The records the rules read next (the URL's kept page, the exact copy, the candidates),
+        hinted with their claims."""
+        index, txn = self.index, self.txn
         ids = [d for d in (index.url_id(txn, url) if url else None, txn.exact_get(fp.digest) if fp.digest else None)
                if d is not None]
         ids += self._candidate_ids(fp, near, titled=False)[:MAX_VERIFIED]
@@ -141,3 +149,22 @@ def readable(raw: bytes | None, doc_id: int) -> DocRecord | None:
             logger.warning("crawler-dedup: %s; pages whose candidates it is are decided without it "
                            "(further damaged candidates are not logged)", exc)
         return None
+
+
+
+def read_ahead(index: NearDupIndex, txn: IndexTxn, config, pages: list, site_of) -> list[TxnLookups]:
+    """A batch's pages' lookups (`pages`: the Deduplicator's Pending; `site_of(verdict, fp)`: a
+    page's SitePage), their first reads made for all of them at once: each step for every page
+    in one round trip on a networked store (three for the batch, not three a page). Only a hint:
+    what a page's decision reads is read then if it is not here."""
+    looks = [TxnLookups(index, txn, config, site_of(p.verdict, p.fp)) for p in pages]
+    with txn.gathered():
+        for look, p in zip(looks, pages):
+            look.prefetch_first(p.verdict.url, p.fp, p.verdict.title)
+    if txn.reads_ahead:
+        with txn.gathered():
+            nears = [look.prefetch_near(p.fp) for look, p in zip(looks, pages)]
+        with txn.gathered():
+            for look, p, near in zip(looks, pages, nears):
+                look.prefetch_records(p.verdict.url, p.fp, near)
+    return looks

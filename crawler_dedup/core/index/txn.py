@@ -3,6 +3,9 @@ store contract (stores/base.py), and the tables the index keeps in its store."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import numpy as np
 
 from ...stores.base import MULTI, SINGLE, Claim, from_u64, u64
@@ -33,6 +36,7 @@ class IndexTxn:
 
     def __init__(self, raw, tables: int = 0):
         self.raw, self._names = raw, [table_name(t) for t in range(tables)]
+        self._gather: tuple[list, list] | None = None  # prefetches held for one read (gathered)
 
     def meta_get(self, name: str) -> bytes | None:
         return self.raw.get("meta", name.encode())
@@ -68,7 +72,7 @@ class IndexTxn:
         `fp`: the pages filed under its very fingerprint too."""
         single = ([("urls", bytes(url_key)), ("fetches", bytes(url_key))] if url_key is not None else []) + (
             [("exact", bytes(digest))] if digest is not None else [])
-        self.raw.prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
+        self._prefetch(single, [*zip(self._names, buckets), *(("mins", k) for k in postings),
                                    *(("tpl", k) for k in template or []), *(("site", k) for k in site or []),
                                    *([("titles", titled)] if titled is not None else []),
                                    *(("heads", k) for k in heads or []),
@@ -86,7 +90,31 @@ class IndexTxn:
         single = [("docs", u64(d)) for d in doc_ids]
         if claims and hasattr(self.raw, "claim_places"):
             single += self.raw.claim_places(claims)
-        self.raw.prefetch(single, [("fps", u64(f)) for f in fps])
+        self._prefetch(single, [("fps", u64(f)) for f in fps])
+
+    def _prefetch(self, single: list[tuple[str, bytes]], multi: list[tuple[str, bytes]]) -> None:
+        if self._gather is None:
+            self.raw.prefetch(single, multi)
+        else:
+            self._gather[0].extend(single)
+            self._gather[1].extend(multi)
+
+    @contextmanager
+    def gathered(self) -> Iterator[None]:
+        """The prefetches made inside, read as one when it ends: several pages' reads of one
+        step in one round trip (a batch's), not one a page. A read inside that needs a value
+        reads it at once, as outside."""
+        if self._gather is not None:  # (nested: the outer one reads)
+            yield
+            return
+        gather: tuple[list, list] = ([], [])
+        self._gather = gather
+        try:
+            yield
+        finally:
+            self._gather = None
+        if gather[0] or gather[1]:
+            self.raw.prefetch(*gather)
 
     def bucket_union(self, keys: list[bytes]) -> np.ndarray:
         return self.raw.union_u64(self._names[:len(keys)], keys)
