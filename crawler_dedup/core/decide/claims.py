@@ -179,6 +179,12 @@ def second_looks(index: NearDupIndex, judging: Judging, pages: list, verdicts: l
     (`failed(verdict, Failure, why)`): a drop is never left naming a page that may not stay."""
     cfg = judging.config
     out = list(verdicts)
+    if len(filed) > 1:  # (the batch's claims in one round trip: consecutive orders)
+        ahead = [(doc_id, quiet_claim(verdicts[i], prior, first_remove)) for i, doc_id, prior, first_remove in filed]
+        try:
+            index.write(lambda txn: txn.claim_ahead(ahead))
+        except (DedupError, OSError):
+            pass  # (each page claims on its own, as it would without)
     for i, doc_id, prior, first_remove in filed:
         page = pages[i]
 
@@ -220,11 +226,7 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
     confirm_by, settled_after = windows(index)
     withdrawn: list[int] = []
 
-    # a quiet claim: no page claimed between this page's first reads and its claim, so every page
-    # claimed before it was filed before those reads and its first look saw them; a look again
-    # would decide the same (only a page that replaces nothing, not passed on again: those keep
-    # the look, whose removals wait for it)
-    quiet = not first_remove and not verdict.superseded and prior is None and not verdict.resent
+    quiet = quiet_claim(verdict, prior, first_remove)
 
     def run(txn) -> Verdict | None:
         withdrawn.clear()
@@ -276,6 +278,14 @@ def confirm(index: NearDupIndex, judging: Judging, page: Prepared, verdict: Verd
         except (DedupError, OSError):
             pass
     return verdict if second is None else second
+
+
+def quiet_claim(verdict: Verdict, prior: DocRecord | None, first_remove: tuple[int, ...]) -> bool:
+    """Whether a filed page may claim quietly: no page claimed between its first reads and its
+    claim means every page claimed before it was filed before those reads and its first look saw
+    them, so a look again would decide the same. Only a page that replaces nothing and was not
+    passed on again (those keep the look, whose removals wait for it)."""
+    return not first_remove and not verdict.superseded and prior is None and not verdict.resent
 
 
 def replaced(index: NearDupIndex, txn, remove: list[int], superseded: dict | None, kept_id: int, conditional: bool,

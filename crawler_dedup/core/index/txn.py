@@ -181,6 +181,13 @@ class IndexTxn:
             return self.raw.claim(doc_id, quiet=True)
         return self.raw.claim(doc_id)
 
+    def claim_ahead(self, pages: list[tuple[int, bool]]) -> None:
+        """A batch's filed pages (doc id, quiet) claimed at once, in order, where the store can
+        (one round trip); each page's `claim` then takes its own reply. A hint: else each claims then."""
+        ahead = getattr(self.raw, "claim_ahead", None)
+        if ahead is not None:
+            ahead(pages)
+
     @property
     def quiet(self) -> bool:
         """The last claim confirmed its page without the rules run again: no page claimed between

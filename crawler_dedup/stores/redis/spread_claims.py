@@ -46,10 +46,12 @@ class Filing:
     wrote anything it looked at, and the order its next page's claim gets if no other page
     claims first."""
 
-    __slots__ = ("looked", "expect", "wrote", "looks")
+    __slots__ = ("looked", "expect", "wrote", "looks", "claimed_to", "same_to")
 
     def __init__(self, looked: dict, expect: int | None, wrote: bytes = b"", looks: bytes = b""):
         self.looked, self.expect, self.wrote, self.looks = looked, expect, wrote, looks
+        self.claimed_to: int | None = None  # the last order its pages claimed ahead got (claim_ahead)
+        self.same_to: int | None = None  # its reads read again unchanged after the claims up to this order
 
 
 class Filings:
@@ -60,6 +62,7 @@ class Filings:
 
     def __init__(self):
         self.by_doc: dict[int, Filing] = {}
+        self.ahead: dict[int, tuple] = {}  # a page claimed with its batch: its claim's reply (claim_ahead)
         self.lock = threading.Lock()
 
     def filed(self, txn) -> None:
@@ -108,31 +111,37 @@ class SpreadClaims:
         before the page's filing began (then the claim confirms the page at once, `self.quiet`: its
         second look would see what its first saw, claims.py `confirm`), or if the pages claimed
         meanwhile noted writing nothing its filing read or wrote (the claim script compares:
-        confirmed at once too), or if nothing of that changed since (read again: confirmed then)."""
+        confirmed at once too), or if nothing of that changed since (read again: confirmed then).
+        A page claimed ahead with its batch (`claim_ahead`) takes the reply it got then."""
         s = self.s
         filing = s.filings.claiming(doc_id)
         expect = filing.expect if filing is not None else None
-        asks = expect if quiet and expect else ""
-        looks = filing.looks if asks and filing is not None and filing.looked else b""
-        args = [claim_field(doc_id), doc_id, int(claims_kept_s(s.retry_seconds)), asks,
-                filing.wrote if filing is not None else b"", asks if looks else "", looks]
-        got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
-        s.map.learn(got[1:5])
-        order = int(got[0])
+        got = s.filings.ahead.pop(doc_id, None)
+        if got is None:
+            got = self._claim_script([(doc_id, quiet)], filing)[0]
+        s.map.learn(got[0])
+        order, confirmed, apart = got[1:]
         # (the count now, at least: every page claimed so far was written whole before this reply,
         # so before the reads of this thread's next filing; a page claiming in between takes the
         # order its filing's next page expects)
         s.last_count[threading.get_ident()] = order
         self._shard_levels = None
         self.claimed = True
-        self.quiet = bool(quiet and expect and len(got) > 5 and got[5] == 1)
+        self.quiet = bool(quiet and expect and confirmed)
         looked = filing.looked if filing is not None else None  # (what its filing read, and those pages'
         settled = expect is not None and order == expect  # (every page claimed before: seen by the filing)
-        if self.quiet and looks and len(got) > 6 and got[6] == 1:
+        if self.quiet and apart and filing is not None and filing.looks:
             # the pages claimed since this crawler's last claim wrote nothing its filing read or
             # wrote (each noted what it wrote with its claim; the script compared): a second look
             # would read it all as it was, so would decide the same: confirmed by the claim
             s.apart += 1
+            settled = True
+        elif looked and not self.quiet and quiet and filing is not None and (filing.same_to or 0) >= order:
+            # an earlier page of its batch read the filing's reads again after this page claimed
+            # (ahead, with it) and found nothing changed: what this page's look would read too
+            self.confirm(doc_id)
+            self.quiet = True
+            s.unchanged += 1
             settled = True
         elif looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
@@ -144,6 +153,8 @@ class SpreadClaims:
                 self.quiet = True
                 s.unchanged += 1
                 settled = True
+                if filing is not None:
+                    filing.same_to = max(order, filing.claimed_to or 0)
         elif self.quiet:
             s.quiet += 1
         if self.quiet:
@@ -154,7 +165,38 @@ class SpreadClaims:
             # looked at (confirmed without a look: the script compared, or the read found all as
             # it was); after a look that decided again, the filing's reads are out of date
             filing.expect = order + 1 if settled else None
+            if not settled:  # (its look decided again: what the filing read may have changed since)
+                filing.same_to = None
         return order
+
+    def claim_ahead(self, pages: list[tuple[int, bool]]) -> None:
+        """A committed batch's filed pages (doc id, may claim quietly) claimed now, in order, in one
+        round trip: consecutive orders, no other page's between them (as if each claimed the moment
+        the one before had); each page's `claim` then takes its reply. Only pages of one filing
+        (else each claims on its own)."""
+        s = self.s
+        with s.filings.lock:
+            filings = [s.filings.by_doc.get(doc_id) for doc_id, _ in pages]
+        if len(pages) < 2 or filings[0] is None or any(f is not filings[0] for f in filings):
+            return
+        for (doc_id, _), got in zip(pages, self._claim_script(pages, filings[0])):
+            s.filings.ahead[doc_id] = got
+            filings[0].claimed_to = max(got[1], filings[0].claimed_to or 0)
+        while len(s.filings.ahead) > Filings.KEPT:  # (a page whose second look never began)
+            del s.filings.ahead[next(iter(s.filings.ahead))]
+
+    def _claim_script(self, pages: list[tuple[int, bool]], filing: Filing | None) -> list[tuple]:
+        """The claim script's reply for these pages of `filing`: (shard map, order, confirmed, apart) each."""
+        s = self.s
+        expect = filing.expect if filing is not None else None
+        args: list = [int(claims_kept_s(s.retry_seconds)), "" if expect is None else expect,
+                      filing.wrote if filing is not None else b"",
+                      filing.looks if filing is not None and filing.looked else b""]
+        for doc_id, quiet in pages:
+            args += [claim_field(doc_id), doc_id, "1" if quiet else ""]
+        got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
+        shards = got[:4]
+        return [(shards, int(got[at]), got[at + 1] == 1, got[at + 2] == 1) for at in range(4, len(got), 3)]
 
     def _same(self, pair: tuple[str, bytes], before: Any) -> bool:
         """An entry read again as the filing left it (a claim's confirmation since changes nothing)."""

@@ -112,74 +112,88 @@ end
 if ARGV[1] == '' then redis.call('SET', KEYS[1], out) else redis.call('HSET', KEYS[1], ARGV[1], out) end
 return v
 """,
-    # KEYS[1] the meta hash; ARGV: the doc id's claim field, an old claim's field. The order, atomic
-    # with its record; the one it has when claimed already (a command sent again after a lost
-    # reply gets the order it got); and the shard map as it is now (the second look reads every
-    # level a page may be in). One key, so it runs while its slot moves (a script of several keys
-    # waits). ARGV: the claim field, the doc id, the seconds a claim is kept. Each claim also
-    # notes its doc id and the server's time under its order (`\0o<order>`), and prunes the two
-    # oldest claims past that age: claims are kept by age, however many pages a second are filed.
-    # ARGV[4], when given: the order the page gets if no other page claimed since this process's
-    # last claim, before the page's first reads (claims.py `confirm`: a quiet claim); that order
-    # is confirmed at once (`k`). ARGV[5]: what the page's filing wrote (spread_claims.py
-    # `Filing.wrote`), noted under a new order (`\0w<order>`, the last 256 orders'); ARGV[6]: the
-    # same order as ARGV[4] and ARGV[7] what the filing read or wrote (`Filing.looks`, hashed the
-    # same way): when the pages claimed from that order up to this one (up to 16, each having
-    # noted what it wrote) wrote none of it, the page is confirmed at once too (a look would read
-    # it all as it was), the reply's 7th element 1
+    # KEYS[1] the meta hash. Claims, in order, for the pages of one filing (a batch's: one page,
+    # or several claimed at once, so no other page claims between them). Each page's order comes
+    # from one counter, atomic with its record; a page claimed already keeps its order (a command
+    # sent again after a lost reply gets the order it got). Each claim also notes its doc id and
+    # the server's time under its order (`\0o<order>`) and prunes the two oldest claims past
+    # ARGV[1] seconds: claims are kept by age, however many pages a second are filed. ARGV[2]:
+    # the order the first page gets if no other page claimed since this process's last claim,
+    # before the filing's first reads (claims.py `confirm`), or ''; ARGV[3]: what the filing wrote
+    # (spread_claims.py `Filing.wrote`), noted under each new order (`\0w<order>`, the last 256
+    # orders'); ARGV[4]: what it read or wrote (`Filing.looks`, hashed the same way). Then, a page
+    # each, its claim field, its doc id and '1' when it may claim quietly. A quiet page that got
+    # the order expected is confirmed at once (`k`, a quiet claim); so is one whose expected order
+    # is below its own when the pages claimed from there (up to 16, each having noted what it
+    # wrote) wrote nothing of ARGV[4] (`apart`: a look would read it all as it was). The next
+    # page is expected right after a page that got its expected order or was apart. Reply: the
+    # shard map as it is now (4 values: the second look reads every level a page may be in), then
+    # a page each its order, 1 when confirmed, 1 when apart. One key, so it runs while its slot
+    # moves (a script of several keys waits)
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
-local got = redis.call('HGET', KEYS[1], ARGV[1])
-local o
-local fresh = false
 local now = tonumber(redis.call('TIME')[1])
-if got then o = tonumber(string.match(got, '^%d+')) else
-  fresh = true
-  o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
-  local mark = ''
-  if ARGV[4] and ARGV[4] ~= '' and o == tonumber(ARGV[4]) then mark = 'k' end
-  redis.call('HSET', KEYS[1], ARGV[1], o .. mark, '\0o' .. o, ARGV[2] .. ':' .. now)
-  got = o .. mark
-end
-local p = tonumber(redis.call('HGET', KEYS[1], 'pruned') or '0')
-for i = 1, 2 do
-  if p + 1 >= o then break end
-  local seen = redis.call('HGET', KEYS[1], '\0o' .. (p + 1))
-  if seen then
-    local d, t = string.match(seen, '^(%d+):(%d+)$')
-    if t and now - tonumber(t) < tonumber(ARGV[3]) then break end
-    if d then redis.call('HDEL', KEYS[1], '\0c' .. d) end
-    redis.call('HDEL', KEYS[1], '\0o' .. (p + 1))
-  end
-  p = p + 1
-  redis.call('HSET', KEYS[1], 'pruned', p)
-end
-if fresh then
-  if ARGV[5] and ARGV[5] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[5]) end
-  redis.call('HDEL', KEYS[1], '\0w' .. (o - 256))
-end
-local apart = false
-local e = tonumber(ARGV[6] or '')
-local mine = ARGV[7] or ''
-if e and e < o and o - e <= 16 and mine ~= '' and string.sub(got, -1) ~= 'k' then
-  local looked = {}
-  for i = 1, #mine, 8 do looked[string.sub(mine, i, i + 7)] = true end
-  apart = true
-  for n = e, o - 1 do
-    local w = redis.call('HGET', KEYS[1], '\0w' .. n)
-    if not w then apart = false break end
-    for i = 1, #w, 8 do
-      if looked[string.sub(w, i, i + 7)] then apart = false break end
-    end
-    if not apart then break end
-  end
-  if apart then
-    got = o .. 'k'
-    redis.call('HSET', KEYS[1], ARGV[1], got)
-  end
-end
+local e = tonumber(ARGV[2])
+local mine = ARGV[4] or ''
+local looked = nil
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
-return {o, f('shards'), f('growing'), f('sweeping'), f('since'), string.sub(got, -1) == 'k' and 1 or 0, apart and 1 or 0}
+local out = {f('shards'), f('growing'), f('sweeping'), f('since')}
+for at = 5, #ARGV, 3 do
+  local field, asks = ARGV[at], ARGV[at + 2] == '1'
+  local got = redis.call('HGET', KEYS[1], field)
+  local o
+  local fresh = false
+  if got then o = tonumber(string.match(got, '^%d+')) else
+    fresh = true
+    o = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+    local mark = ''
+    if asks and e and o == e then mark = 'k' end
+    redis.call('HSET', KEYS[1], field, o .. mark, '\0o' .. o, ARGV[at + 1] .. ':' .. now)
+    got = o .. mark
+  end
+  local p = tonumber(redis.call('HGET', KEYS[1], 'pruned') or '0')
+  for i = 1, 2 do
+    if p + 1 >= o then break end
+    local seen = redis.call('HGET', KEYS[1], '\0o' .. (p + 1))
+    if seen then
+      local d, t = string.match(seen, '^(%d+):(%d+)$')
+      if t and now - tonumber(t) < tonumber(ARGV[1]) then break end
+      if d then redis.call('HDEL', KEYS[1], '\0c' .. d) end
+      redis.call('HDEL', KEYS[1], '\0o' .. (p + 1))
+    end
+    p = p + 1
+    redis.call('HSET', KEYS[1], 'pruned', p)
+  end
+  if fresh then
+    if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[3]) end
+    redis.call('HDEL', KEYS[1], '\0w' .. (o - 256))
+  end
+  local apart = false
+  if asks and e and e < o and o - e <= 16 and mine ~= '' and string.sub(got, -1) ~= 'k' then
+    if not looked then
+      looked = {}
+      for i = 1, #mine, 8 do looked[string.sub(mine, i, i + 7)] = true end
+    end
+    apart = true
+    for n = e, o - 1 do
+      local w = redis.call('HGET', KEYS[1], '\0w' .. n)
+      if not w then apart = false break end
+      for i = 1, #w, 8 do
+        if looked[string.sub(w, i, i + 7)] then apart = false break end
+      end
+      if not apart then break end
+    end
+    if apart then
+      got = o .. 'k'
+      redis.call('HSET', KEYS[1], field, got)
+    end
+  end
+  if (e and o == e) or apart then e = o + 1 else e = nil end
+  out[#out + 1] = o
+  out[#out + 1] = string.sub(got, -1) == 'k' and 1 or 0
+  out[#out + 1] = apart and 1 or 0
+end
+return out
 """,
     # KEYS[1] the meta hash; ARGV[1] the claim field. The page stays: its order marked `k`
     "confirm": """
