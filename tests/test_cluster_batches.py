@@ -133,3 +133,32 @@ def test_a_page_claimed_with_its_batch_still_looks_again_after_a_copy_claimed_be
     assert (warm.action, got_x.action, a1_v.action) == (Action.KEEP, Action.KEEP, Action.KEEP)
     assert (a2_v.action, a2_v.rule, a2_v.duplicate_of) == (Action.DROP, "claim", "https://x.example/x"), a2_v
 
+
+
+def test_each_page_of_a_batch_files_what_it_read_and_wrote_itself(cluster):
+    """A batch's pages file apart (mark_page): each page's filing holds the entries its own
+    decision read (a value, a list, a bucket union, a claim) and wrote, not the other pages', and
+    what no page wrote (a run's lease) counts as each one's write."""
+    from crawler_dedup.stores.base import u64
+
+    with Deduplicator(**cluster) as d:
+        def batch(txn):
+            raw = txn.raw
+            raw.put("meta", b"lease", b"x")  # (before the first page: no page's own)
+            raw.mark_page()
+            raw.get_many("urls", [b"u1"])
+            raw.values_many("mins", [b"m1"])
+            raw.claims([7])
+            raw.put("docs", u64(900001), b"one")
+            raw.mark_page()
+            raw.union_u64(["t000"], [b"b2"])
+            raw.add("fps", b"f2", u64(5))
+            raw.put("docs", u64(900002), b"two")
+        d.index.write(batch)
+        filings = d.index.store.filings
+        one, two = filings.by_doc[900001], filings.by_doc[900002]
+    assert one is not two
+    assert set(one.looked) == {("urls", b"u1"), ("mins", b"m1"), ("meta", b"\x00c7"), ("docs", u64(900001)),
+                               ("meta", b"lease")}, set(one.looked)
+    assert set(two.looked) == {("t000", b"b2"), ("fps", b"f2"), ("docs", u64(900002)), ("meta", b"lease")}, set(two.looked)
+    assert one.wrote != two.wrote and one.looks != two.looks

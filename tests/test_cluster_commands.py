@@ -339,15 +339,15 @@ def test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_befo
     assert (second.action, second.duplicate_of, second.rule) == ("drop", "https://other.test/b4", "claim"), second
 
 
-def test_a_batchs_later_pages_claim_quietly_after_its_first_was_confirmed_apart(redis_cluster, articles, monkeypatch):
+def test_a_batchs_pages_are_each_confirmed_apart_by_their_one_claim(redis_cluster, articles, monkeypatch):
     """Three pages decided in one group commit; another crawler keeps a page of its own (no copy
-    of theirs) after the batch's reads and claims before the batch's first claim. The first
-    page's claim finds that page wrote nothing the batch's filing read or wrote (`apart`): every
-    page claimed before it is settled for the whole filing, so the next pages' claims are quiet
-    (no look, no read again) when no other page claims between them."""
+    of theirs) after the batch's reads and claims before the batch claims. The batch's pages claim
+    in one script, each page's own reads and writes compared with what the pages claimed before it
+    wrote (the other crawler's, and its batch's earlier pages'): none wrote anything it looked at
+    (`apart`), so all three are confirmed by the claim (no look, no read again)."""
     late, got, counts = _batch_after_another_crawler(redis_cluster, articles, monkeypatch, "quiet-c", (3, 4, 5), 6)
     assert late.action == "keep" and [v.action for v in got] == ["keep"] * 3, (late, got)
-    assert counts == (2, 1, 0), counts
+    assert counts == (0, 3, 0), counts
 
 
 def test_doc_ids_come_in_blocks_and_two_crawlers_never_share_one(redis_cluster, articles, monkeypatch):

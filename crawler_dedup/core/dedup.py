@@ -298,6 +298,7 @@ class Deduplicator:
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
                 self.filed = self._recheck = None
+                txn.mark_page()
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched, look if fp.fingerprint == page.fp.fingerprint else None))
                 if self.filed is not None:

@@ -181,6 +181,13 @@ class IndexTxn:
             return self.raw.claim(doc_id, quiet=True)
         return self.raw.claim(doc_id)
 
+    def mark_page(self) -> None:
+        """A batch's next page begins (a store with claims files each page apart: what it read and
+        wrote itself); nothing elsewhere."""
+        mark = getattr(self.raw, "mark_page", None)
+        if mark is not None:
+            mark()
+
     def claim_ahead(self, pages: list[tuple[int, bool]]) -> None:
         """A batch's filed pages (doc id, quiet) claimed at once, in order, where the store can
         (one round trip); each page's `claim` then takes its own reply. A hint: else each claims then."""

@@ -155,6 +155,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
     def get_many(self, table, keys):
         self._kind(table, SINGLE)
         keys = [bytes(k) for k in keys]
+        self._read((table, k) for k in keys)
         self._fetch([(table, k) for k in keys if (table, k) not in self.single])
         return [self.single[(table, k)] if (table, k) in self.single else self.got[(table, k)] for k in keys]
 
@@ -177,6 +178,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
     def values_many(self, table, keys):
         self._kind(table, MULTI)
         keys = [bytes(k) for k in keys]
+        self._read((table, k) for k in keys)
         self._fetch([(table, k) for k in keys if (table, k) not in self.cleared])
         return [self._merged(table, k) for k in keys]
 
@@ -190,6 +192,7 @@ class SpreadTxn(SpreadClaims, BufferedTxn):
         for t in tables:
             self._kind(t, MULTI)
         pairs = [(t, bytes(k)) for t, k in zip(tables, keys)]
+        self._read(pairs)
         self._fetch([p for p in pairs if p not in self.cleared])
         raw = b"".join(b"".join(self._merged(t, k)) for t, k in pairs)
         return np.frombuffer(raw, dtype=">u8").astype(np.uint64)

@@ -66,21 +66,34 @@ class Filings:
         self.lock = threading.Lock()
 
     def filed(self, txn) -> None:
-        """A filing transaction committing: what it read and wrote, each value as it leaves it."""
+        """A filing transaction committing: what it read and wrote, each value as it leaves it. A
+        batch's pages (marked, `mark_page`) file apart: each what it read and wrote itself, and
+        what none of them wrote (a run's lease) counted as each one's writes."""
         # (new records only: a record read and written again, a page passed on again or updated in
         # place, was filed by an earlier transaction and keeps its look; a batch of drops files none)
-        ids = [from_u64(k) for (table, k), v in txn.single.items()
+        new = [(table, k) for (table, k), v in txn.single.items()
                if table == "docs" and v is not None and txn.got.get((table, k)) is None]
-        if not ids:
+        if not new:
             return
-        looked = {pair: txn._seen(pair) for pair in [*txn.got, *txn.single, *txn.added, *txn.removed]}
         written = {*txn.single, *txn.added, *txn.removed, *txn.cleared, *txn.applied}
+        pages = txn.pages if txn.pages is not None and len(txn.pages) > 1 else None
+        if pages is None:
+            self._file(txn, new, [*txn.got, *txn.single, *txn.added, *txn.removed], written)
+            return
+        unowned = written.difference(*(writes for _, writes in pages))
+        for reads, writes in pages:
+            mine = [pair for pair in new if pair in writes]
+            if mine:
+                self._file(txn, mine, reads | writes | unowned, writes | unowned)
+
+    def _file(self, txn, docs: list, looked_pairs, written) -> None:
+        looked = {pair: txn._seen(pair) for pair in looked_pairs}
         wrote = packed_hashes(written) if len(written) <= WROTE_MAX else b""
         looks = packed_hashes(looked) if len(looked) <= LOOKS_MAX else b""
         filing = Filing(looked, None if txn.count_before is None else txn.count_before + 1, wrote, looks)
         with self.lock:
-            for doc_id in ids:
-                self.by_doc[doc_id] = filing
+            for _, k in docs:
+                self.by_doc[from_u64(k)] = filing
             while len(self.by_doc) > self.KEPT:
                 del self.by_doc[next(iter(self.by_doc))]
 
@@ -97,6 +110,40 @@ class SpreadClaims:
     claimed: bool
     quiet: bool
     _shard_levels: list[int] | None
+    pages: list[tuple[set, set]] | None = None  # a batch's pages: what each read and wrote (mark_page)
+    _reads: set | None = None
+    _writes: set | None = None
+
+    def mark_page(self) -> None:
+        """A batch's next page begins: what is read and written from here is its own, so its claim
+        compares what the pages claimed meanwhile wrote with its own reads, not the whole batch's
+        (Filings.filed)."""
+        self._reads, self._writes = set(), set()
+        self.pages = [*(self.pages or ()), (self._reads, self._writes)]
+
+    def _read(self, pairs) -> None:
+        if self._reads is not None:
+            self._reads.update(pairs)
+
+    def put(self, table, key, value):
+        super().put(table, key, value)  # type: ignore[misc]
+        if self._writes is not None:
+            self._writes.add((table, bytes(key)))
+
+    def delete(self, table, key):
+        super().delete(table, key)  # type: ignore[misc]
+        if self._writes is not None:
+            self._writes.add((table, bytes(key)))
+
+    def add(self, table, key, value):
+        super().add(table, key, value)  # type: ignore[misc]
+        if self._writes is not None:
+            self._writes.add((table, bytes(key)))
+
+    def remove(self, table, key, value):
+        super().remove(table, key, value)  # type: ignore[misc]
+        if self._writes is not None:
+            self._writes.add((table, bytes(key)))
 
     def _fetch(self, pairs: list[tuple[str, bytes]]) -> None:
         raise NotImplementedError
@@ -118,7 +165,7 @@ class SpreadClaims:
         expect = filing.expect if filing is not None else None
         got = s.filings.ahead.pop(doc_id, None)
         if got is None:
-            got = self._claim_script([(doc_id, quiet)], filing)[0]
+            got = self._claim_script([(doc_id, quiet)], [filing])[0]
         s.map.learn(got[0])
         order, confirmed, apart = got[1:]
         # (the count now, at least: every page claimed so far was written whole before this reply,
@@ -172,28 +219,35 @@ class SpreadClaims:
     def claim_ahead(self, pages: list[tuple[int, bool]]) -> None:
         """A committed batch's filed pages (doc id, may claim quietly) claimed now, in order, in one
         round trip: consecutive orders, no other page's between them (as if each claimed the moment
-        the one before had); each page's `claim` then takes its reply. Only pages of one filing
-        (else each claims on its own)."""
+        the one before had); each page's `claim` then takes its reply."""
         s = self.s
+        if len(pages) < 2:
+            return
         with s.filings.lock:
             filings = [s.filings.by_doc.get(doc_id) for doc_id, _ in pages]
-        if len(pages) < 2 or filings[0] is None or any(f is not filings[0] for f in filings):
-            return
-        for (doc_id, _), got in zip(pages, self._claim_script(pages, filings[0])):
+        replies = self._claim_script(pages, filings)
+        last = max(got[1] for got in replies)
+        for (doc_id, _), filing, got in zip(pages, filings, replies):
             s.filings.ahead[doc_id] = got
-            filings[0].claimed_to = max(got[1], filings[0].claimed_to or 0)
+            if filing is not None:  # (a filing of several pages: read again after all of them claimed)
+                filing.claimed_to = max(last, filing.claimed_to or 0)
         while len(s.filings.ahead) > Filings.KEPT:  # (a page whose second look never began)
             del s.filings.ahead[next(iter(s.filings.ahead))]
 
-    def _claim_script(self, pages: list[tuple[int, bool]], filing: Filing | None) -> list[tuple]:
-        """The claim script's reply for these pages of `filing`: (shard map, order, confirmed, apart) each."""
+    def _claim_script(self, pages: list[tuple[int, bool]], filings: list[Filing | None]) -> list[tuple]:
+        """The claim script's reply for these pages, each of its filing: (shard map, order,
+        confirmed, apart) each. Pages of one filing after its first are expected nothing (their
+        claims are confirmed on the first's look, or look)."""
         s = self.s
-        expect = filing.expect if filing is not None else None
-        args: list = [int(claims_kept_s(s.retry_seconds)), "" if expect is None else expect,
-                      filing.wrote if filing is not None else b"",
-                      filing.looks if filing is not None and filing.looked else b""]
-        for doc_id, quiet in pages:
-            args += [claim_field(doc_id), doc_id, "1" if quiet else ""]
+        args: list = [int(claims_kept_s(s.retry_seconds))]
+        seen: set[int] = set()
+        for (doc_id, quiet), filing in zip(pages, filings):
+            expect = None if filing is None or id(filing) in seen else filing.expect
+            if filing is not None:
+                seen.add(id(filing))
+            args += [claim_field(doc_id), doc_id, "1" if quiet else "", "" if expect is None else expect,
+                     filing.wrote if filing is not None else b"",
+                     filing.looks if filing is not None and filing.looked else b""]
         got = s.nodes.run([(s.meta_key, s.nodes.script("claim", [s.meta_key], args))])[0]
         shards = got[:4]
         return [(shards, int(got[at]), got[at + 1] == 1, got[at + 2] == 1) for at in range(4, len(got), 3)]
@@ -219,6 +273,7 @@ class SpreadClaims:
             return []
         s = self.s
         fields = [claim_field(d) for d in doc_ids]
+        self._read(("meta", f) for f in fields)
         read = {f: self.got[("meta", f)] for f in fields if ("meta", f) in self.got}  # (read ahead with the records)
         rest = [f for f in fields if f not in read]
         if rest:

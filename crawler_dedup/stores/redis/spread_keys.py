@@ -112,34 +112,31 @@ end
 if ARGV[1] == '' then redis.call('SET', KEYS[1], out) else redis.call('HSET', KEYS[1], ARGV[1], out) end
 return v
 """,
-    # KEYS[1] the meta hash. Claims, in order, for the pages of one filing (a batch's: one page,
-    # or several claimed at once, so no other page claims between them). Each page's order comes
-    # from one counter, atomic with its record; a page claimed already keeps its order (a command
-    # sent again after a lost reply gets the order it got). Each claim also notes its doc id and
-    # the server's time under its order (`\0o<order>`) and prunes the two oldest claims past
-    # ARGV[1] seconds: claims are kept by age, however many pages a second are filed. ARGV[2]:
-    # the order the first page gets if no other page claimed since this process's last claim,
-    # before the filing's first reads (claims.py `confirm`), or ''; ARGV[3]: what the filing wrote
-    # (spread_claims.py `Filing.wrote`), noted under each new order (`\0w<order>`, the last 256
-    # orders'); ARGV[4]: what it read or wrote (`Filing.looks`, hashed the same way). Then, a page
-    # each, its claim field, its doc id and '1' when it may claim quietly. A quiet page that got
-    # the order expected is confirmed at once (`k`, a quiet claim); so is one whose expected order
-    # is below its own when the pages claimed from there (up to 16, each having noted what it
-    # wrote) wrote nothing of ARGV[4] (`apart`: a look would read it all as it was). The next
-    # page is expected right after a page that got its expected order or was apart. Reply: the
-    # shard map as it is now (4 values: the second look reads every level a page may be in), then
-    # a page each its order, 1 when confirmed, 1 when apart. One key, so it runs while its slot
-    # moves (a script of several keys waits)
+    # KEYS[1] the meta hash. Claims, in order, for one page or a batch's pages at once (so no
+    # other page claims between them). Each page's order comes from one counter, atomic with its
+    # record; a page claimed already keeps its order (a command sent again after a lost reply gets
+    # the order it got). Each claim also notes its doc id and the server's time under its order
+    # (`\0o<order>`) and prunes the two oldest claims past ARGV[1] seconds: claims are kept by
+    # age, however many pages a second are filed. Then six values a page: its claim field, its doc
+    # id, '1' when it may claim quietly, the order it gets if no other page claimed since this
+    # process's last claim before its filing's first reads (claims.py `confirm`) or '', what its
+    # filing wrote (spread_claims.py `Filing.wrote`, noted under its new order `\0w<order>`, the
+    # last 256 orders') and what it read or wrote (`Filing.looks`, hashed the same way). A quiet
+    # page that got the order expected is confirmed at once (`k`, a quiet claim); so is one whose
+    # expected order is below its own when the pages claimed from there (up to 64, each having
+    # noted what it wrote; its batch's earlier pages among them) wrote nothing it read or wrote
+    # (`apart`: a look would read it all as it was). Reply: the shard map as it is now (4 values:
+    # the second look reads every level a page may be in), then a page each its order, 1 when
+    # confirmed, 1 when apart. One key, so it runs while its slot moves (a script of several keys
+    # waits)
     "claim": """
 if redis.call('HEXISTS', KEYS[1], 'layout') == 0 then return redis.error_reply('NOMETA the index meta hash is gone (a node restarted without persistence?)') end
 local now = tonumber(redis.call('TIME')[1])
-local e = tonumber(ARGV[2])
-local mine = ARGV[4] or ''
-local looked = nil
 local function f(name) return redis.call('HGET', KEYS[1], name) or false end
 local out = {f('shards'), f('growing'), f('sweeping'), f('since')}
-for at = 5, #ARGV, 3 do
-  local field, asks = ARGV[at], ARGV[at + 2] == '1'
+local from, to, wrote, unnoted = nil, nil, {}, false
+for at = 2, #ARGV, 6 do
+  local field, asks, e, mine = ARGV[at], ARGV[at + 2] == '1', tonumber(ARGV[at + 3]), ARGV[at + 5]
   local got = redis.call('HGET', KEYS[1], field)
   local o
   local fresh = false
@@ -165,30 +162,30 @@ for at = 5, #ARGV, 3 do
     redis.call('HSET', KEYS[1], 'pruned', p)
   end
   if fresh then
-    if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[3]) end
+    if ARGV[at + 4] ~= '' then redis.call('HSET', KEYS[1], '\0w' .. o, ARGV[at + 4]) end
     redis.call('HDEL', KEYS[1], '\0w' .. (o - 256))
   end
   local apart = false
-  if asks and e and e < o and o - e <= 16 and mine ~= '' and string.sub(got, -1) ~= 'k' then
-    if not looked then
-      looked = {}
-      for i = 1, #mine, 8 do looked[string.sub(mine, i, i + 7)] = true end
-    end
-    apart = true
-    for n = e, o - 1 do
-      local w = redis.call('HGET', KEYS[1], '\0w' .. n)
-      if not w then apart = false break end
-      for i = 1, #w, 8 do
-        if looked[string.sub(w, i, i + 7)] then apart = false break end
+  if asks and e and e < o and o - e <= 64 and mine ~= '' and string.sub(got, -1) ~= 'k' then
+    if e ~= from then from, to, wrote, unnoted = e, e - 1, {}, false end
+    while to < o - 1 and not unnoted do  -- (what the pages claimed from e on wrote: once for a batch)
+      to = to + 1
+      local w = redis.call('HGET', KEYS[1], '\0w' .. to)
+      if not w then unnoted = true else
+        for i = 1, #w, 8 do wrote[string.sub(w, i, i + 7)] = true end
       end
-      if not apart then break end
+    end
+    apart = not unnoted
+    if apart then
+      for i = 1, #mine, 8 do
+        if wrote[string.sub(mine, i, i + 7)] then apart = false break end
+      end
     end
     if apart then
       got = o .. 'k'
       redis.call('HSET', KEYS[1], field, got)
     end
   end
-  if (e and o == e) or apart then e = o + 1 else e = nil end
   out[#out + 1] = o
   out[#out + 1] = string.sub(got, -1) == 'k' and 1 or 0
   out[#out + 1] = apart and 1 or 0
