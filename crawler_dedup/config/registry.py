@@ -78,8 +78,9 @@ SETTINGS: tuple[Setting, ...] = (
         "(`ref`, `campaign_.*`), taken out with the known ones under `DEDUP_CLEAN_REQUESTS`")),
     Setting("DEDUP_COMMIT_BATCH", INT, 64, lo=1, hi=10_000, doc=(
         "most pages decided in one write transaction and one durable commit (group commit), 1-10,000; `1` "
-        "= a commit a page (on Redis with several crawler processes at once, measure `1` too: a batch's "
-        "conflicts and claims cost more there, docs/distributed.md Speed)")),
+        "= a commit a page (on a Redis Cluster a batch's pages read, commit and claim together: batches of "
+        "8 decide more pages a second than one at a time; on one redis-server a conflict reruns a batch "
+        "whole, docs/distributed.md Speed)")),
     Setting("DEDUP_COMMIT_DELAY", FLOAT, 0.02, lo=0, hi=1, doc=(
         "seconds (0-1) a decided page may wait for others to share its commit; `0`: only pages ready in "
         "the same reactor turn share one. A page alone in the downloader (`CONCURRENT_REQUESTS=1`, the "

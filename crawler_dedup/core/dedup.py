@@ -290,7 +290,7 @@ class Deduplicator:
             out = []
             filed.clear()
             looks: list = ([None] * len(pages) if len(pages) < 2 or not txn.reads_ahead or self.index is None
-                           else read_ahead(self.index, txn, self.config, pages, self._site_of))  # (a step's reads at once)
+                           else read_ahead(self.index, txn, self.config, pages, self._site_of))
             for page, look in zip(pages, looks):
                 fp = self.fingerprint(page.fp.text) if again else page.fp
                 if not isinstance(fp, Fingerprinted):  # (never: the same tokens)
@@ -298,7 +298,8 @@ class Deduplicator:
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
                 self.filed = self._recheck = None
-                txn.mark_page()
+                if len(pages) > 1:  # (a store with claims files each page apart)
+                    txn.mark_page()
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched, look if fp.fingerprint == page.fp.fingerprint else None))
                 if self.filed is not None:
@@ -352,9 +353,8 @@ class Deduplicator:
 
     def _decide(self, txn: IndexTxn, verdict: Verdict, fp: Fingerprinted, stage: Stage, now: float,
                 fetched: Fetch | None = None, look: TxnLookups | None = None) -> Verdict:
-        """Read what the index holds for the page, run the chain of rules (rules.py) and apply
-        its decision's writes, all inside one write transaction. `look`: its lookups, read
-        ahead with its batch's (lookups.read_ahead)."""
+        """Read what the index holds for the page (`look`: read ahead with its batch's), run the
+        chain of rules (rules.py) and apply its decision's writes, in one write transaction."""
         index, cfg = self.index, self.config
         assert index is not None
         if look is None:
