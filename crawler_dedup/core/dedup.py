@@ -278,9 +278,7 @@ class Deduplicator:
             return self._decide_many(pages, _again) if pages else []
 
     def _decide_many(self, pages: list[Pending], _again: int) -> list[Verdict]:
-        # a plugin that learns from kept pages: a page prepared before the earlier pages of its
-        # batch were decided is fingerprinted again
-        again = len(pages) > 1 and not self.pure
+        again = len(pages) > 1 and not self.pure  # (a plugin that learns from kept pages: fingerprinted again)
 
         filed: list[tuple[int, int, DocRecord | None, tuple[int, ...]]] = []  # (page, doc id, its URL's kept page, what it replaces) of the pages filed: claims
 
@@ -298,8 +296,7 @@ class Deduplicator:
                 # (what came from the page's markup and bytes, which are not here)
                 fp.template, fp.body, fp.lines, fp.view = page.fp.template, page.fp.body, page.fp.lines, page.fp.view
                 self.filed = self._recheck = None
-                if len(pages) > 1:  # (a store with claims files each page apart)
-                    txn.mark_page()
+                txn.mark_page() if len(pages) > 1 else None  # (a store with claims files each page apart)
                 out.append(self._decide(txn, page.verdict.but(fingerprint=fp.fingerprint), fp, page.stage, page.now,
                                         page.fetched, look if fp.fingerprint == page.fp.fingerprint else None))
                 if self.filed is not None:
@@ -341,9 +338,9 @@ class Deduplicator:
         return verdicts
 
     def _expire_apart(self, cutoff: float, limit: int) -> None:
-        """A store whose writers run at once (Redis) removes expired pages in a transaction of its
-        own: inside the page's, every writer would read the time table and conflict. Decisions do
-        not wait for it (a page out of the window never matches); a failure is left for the next."""
+        """Expired pages out in a transaction of their own on a store whose writers run at once
+        (Redis: inside the page's, every writer would read the time table and conflict); not waited
+        for (a page out of the window never matches); a failure is left for the next."""
         index = self.index
         assert index is not None
         try:
@@ -358,8 +355,7 @@ class Deduplicator:
         index, cfg = self.index, self.config
         assert index is not None
         if look is None:
-            look = TxnLookups(index, txn, cfg, self._site_of(verdict, fp))
-            look.prefetch(verdict.url, fp, verdict.title)
+            (look := TxnLookups(index, txn, cfg, self._site_of(verdict, fp))).prefetch(verdict.url, fp, verdict.title)
         site = look.site.page if look.site is not None else None
         page = Page(verdict, fp, stage, now, look, self.judging(),
                     prior=look.by_url(verdict.url) if verdict.url else None)
