@@ -193,15 +193,15 @@ MUTATIONS = (
              where="none", tests="tests/test_project_paths.py"),
     Mutation("claims-apart", "a claim confirms its page without a look only when the pages claimed meanwhile "
              "wrote nothing its filing looked at (issue 57's claims' notes)", "stores/redis/spread_keys.py",
-             "      if looked[string.sub(w, i, i + 7)] then apart = false break end",
-             "      if false then apart = false break end", where="cluster",
+             "        if wrote[string.sub(mine, i, i + 7)] then apart = false break end",
+             "        if false then apart = false break end", where="cluster",
              tests="tests/test_redis_cluster.py::test_four_processes_racing_on_every_group_keep_it_once "
                    "tests/test_cluster_commands.py::test_a_quiet_claim_confirms_its_page_at_once_and_one_after_another_crawlers_claim_looks_again"),
-    Mutation("batch-settled", "a batch's next page claims quietly only after a claim settled the whole filing "
-             "(quiet, apart or read unchanged; not after a look that decided again)", "stores/redis/spread_claims.py",
-             "            filing.expect = order + 1 if settled else None",
-             "            filing.expect = order + 1", where="cluster",
-             tests="tests/test_cluster_commands.py::test_a_batchs_later_page_is_not_quiet_after_another_crawlers_claim_came_before_the_batchs_first"),
+    Mutation("batch-own-reads", "a batch's page files what its own decision read, not only what it wrote, so its "
+             "claim sees another crawler's writes to what it read", "stores/redis/spread_claims.py",
+             "                self._file(txn, mine, reads | writes | unowned, writes | unowned)",
+             "                self._file(txn, mine, writes | unowned, writes | unowned)", where="cluster",
+             tests="tests/test_cluster_batches.py::test_each_page_of_a_batch_files_what_it_read_and_wrote_itself"),
 )
 
 

@@ -100,8 +100,9 @@ def test_a_batchs_first_reads_are_a_round_trip_a_step_not_a_page(where, redis_se
 def test_a_page_claimed_with_its_batch_still_looks_again_after_a_copy_claimed_before_it(cluster, monkeypatch,
                                                                                          plain_model):
     """A crawler reads for a batch [a1, a2]; another files X ~ a2 and claims it before the batch
-    claims (at once, after the first crawler's own earlier claim). a1's look finds the batch's
-    reads changed, so a2 may not be confirmed on a1's word: it looks again and drops against X."""
+    claims (at once, after the first crawler's own earlier claim, so the batch expected the order
+    X took). a1 is confirmed apart (X wrote nothing it read); a2 is not: it looks again and drops
+    against X."""
     opts = {**cluster, "model": plain_model}
     x, a2 = words(0, 200), words(20, 220)
     with Deduplicator(**opts) as one, Deduplicator(**opts) as two:
@@ -121,7 +122,9 @@ def test_a_page_claimed_with_its_batch_still_looks_again_after_a_copy_claimed_be
             # (this thread's earlier claim: its next filing may claim quietly, expecting the next order)
             out.append(one.check("https://w.example/w", text=words(0, 150, "z"), title="W"))
             armed.set()
+            apart = one.index.store.apart
             out.extend(_batch(one, [("https://a.example/a1", words(0, 200, "v")), ("https://a.example/a2", a2)]))
+            out.append(one.index.store.apart - apart)
 
         batch = threading.Thread(target=run_batch, name="batch")
         batch.start()
@@ -129,8 +132,9 @@ def test_a_page_claimed_with_its_batch_still_looks_again_after_a_copy_claimed_be
         got_x = two.check("https://x.example/x", text=x, title="X")
         filed_x.set()
         batch.join(timeout=120)
-    warm, a1_v, a2_v = out
+    warm, a1_v, a2_v, apart = out
     assert (warm.action, got_x.action, a1_v.action) == (Action.KEEP, Action.KEEP, Action.KEEP)
+    assert apart == 1  # (a1's claim: X wrote nothing a1 read or wrote)
     assert (a2_v.action, a2_v.rule, a2_v.duplicate_of) == (Action.DROP, "claim", "https://x.example/x"), a2_v
 
 

@@ -46,12 +46,10 @@ class Filing:
     wrote anything it looked at, and the order its next page's claim gets if no other page
     claims first."""
 
-    __slots__ = ("looked", "expect", "wrote", "looks", "claimed_to", "same_to")
+    __slots__ = ("looked", "expect", "wrote", "looks")
 
     def __init__(self, looked: dict, expect: int | None, wrote: bytes = b"", looks: bytes = b""):
         self.looked, self.expect, self.wrote, self.looks = looked, expect, wrote, looks
-        self.claimed_to: int | None = None  # the last order its pages claimed ahead got (claim_ahead)
-        self.same_to: int | None = None  # its reads read again unchanged after the claims up to this order
 
 
 class Filings:
@@ -183,13 +181,6 @@ class SpreadClaims:
             # would read it all as it was, so would decide the same: confirmed by the claim
             s.apart += 1
             settled = True
-        elif looked and not self.quiet and quiet and filing is not None and (filing.same_to or 0) >= order:
-            # an earlier page of its batch read the filing's reads again after this page claimed
-            # (ahead, with it) and found nothing changed: what this page's look would read too
-            self.confirm(doc_id)
-            self.quiet = True
-            s.unchanged += 1
-            settled = True
         elif looked and not self.quiet:  # claims: one round trip after the claim, not one a step; what is new since is read as asked)
             self._fetch([*looked, *self.claim_places([from_u64(k) for t, k in looked if t == "docs"])])
             # nothing the filing read or wrote changed since (a page claimed before this one, filed
@@ -200,8 +191,6 @@ class SpreadClaims:
                 self.quiet = True
                 s.unchanged += 1
                 settled = True
-                if filing is not None:
-                    filing.same_to = max(order, filing.claimed_to or 0)
         elif self.quiet:
             s.quiet += 1
         if self.quiet:
@@ -212,8 +201,6 @@ class SpreadClaims:
             # looked at (confirmed without a look: the script compared, or the read found all as
             # it was); after a look that decided again, the filing's reads are out of date
             filing.expect = order + 1 if settled else None
-            if not settled:  # (its look decided again: what the filing read may have changed since)
-                filing.same_to = None
         return order
 
     def claim_ahead(self, pages: list[tuple[int, bool]]) -> None:
@@ -225,12 +212,8 @@ class SpreadClaims:
             return
         with s.filings.lock:
             filings = [s.filings.by_doc.get(doc_id) for doc_id, _ in pages]
-        replies = self._claim_script(pages, filings)
-        last = max(got[1] for got in replies)
-        for (doc_id, _), filing, got in zip(pages, filings, replies):
+        for (doc_id, _), got in zip(pages, self._claim_script(pages, filings)):
             s.filings.ahead[doc_id] = got
-            if filing is not None:  # (a filing of several pages: read again after all of them claimed)
-                filing.claimed_to = max(last, filing.claimed_to or 0)
         while len(s.filings.ahead) > Filings.KEPT:  # (a page whose second look never began)
             del s.filings.ahead[next(iter(s.filings.ahead))]
 
