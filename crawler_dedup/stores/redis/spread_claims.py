@@ -219,8 +219,8 @@ class SpreadClaims:
 
     def _claim_script(self, pages: list[tuple[int, bool]], filings: list[Filing | None]) -> list[tuple]:
         """The claim script's reply for these pages, each of its filing: (shard map, order,
-        confirmed, apart) each. Pages of one filing after its first are expected nothing (their
-        claims are confirmed on the first's look, or look)."""
+        confirmed, apart) each. Pages sharing a filing after its first are expected nothing (they
+        look: a batch's pages file apart, so only a filing of several new records shares one)."""
         s = self.s
         args: list = [int(claims_kept_s(s.retry_seconds))]
         seen: set[int] = set()
