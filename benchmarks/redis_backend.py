@@ -1,7 +1,8 @@
 """Decided pages a second with 1, 4 and 8 processes sharing one index: Redis beside LMDB, and the
 CPU a page takes in the crawling processes and in the redis-servers (INFO cpu, every node), the
-Redis round trips, commands and optimistic reruns (a conflict: another writer changed a key
-the page read) a page takes, on one redis-server and on a 3-node Redis Cluster, and on the
+Redis round trips (and on a cluster the node round trips: each node a round trip reaches counts
+one), commands and optimistic reruns (a conflict: another writer changed a key the page read) a
+page takes, on one redis-server and on a 3-node Redis Cluster, and on the
 cluster the kept pages' second looks skipped by a quiet claim (`quiet`), those skipped as the pages
 claimed meanwhile wrote nothing the filing looked at (`apart`), and those whose read found nothing
 changed since the filing (`same`: the rules not run again), a page (docs/distributed.md).
@@ -79,7 +80,7 @@ def holdout_texts(folder: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def _work(args) -> tuple[int, float, float, int, int, int, int, int, int]:
+def _work(args) -> tuple[int, float, float, int, int, int, int, int, int, int]:
     backend, where, pages, window, *rest = args
     batch = rest[0] if rest else 1
     from crawler_dedup import Deduplicator
@@ -92,12 +93,13 @@ def _work(args) -> tuple[int, float, float, int, int, int, int, int, int]:
     with Deduplicator(**settings) as d:
         store = d.index.store
 
-        def counts() -> tuple[int, int, int, int, int, int]:
+        def counts() -> tuple[int, int, int, int, int, int, int]:
             if backend == "lmdb":
-                return 0, 0, 0, 0, 0, 0
+                return 0, 0, 0, 0, 0, 0, 0
             if getattr(store, "spread", False):  # (batches waited for: the nodes of one are written at once)
-                return store.nodes.waits, store.nodes.commands, 0, store.quiet, store.unchanged, store.apart
-            return store.trips, store.commands, store.conflicts, 0, 0, 0
+                nodes = store.nodes
+                return nodes.waits, nodes.trips, nodes.commands, 0, store.quiet, store.unchanged, store.apart
+            return store.trips, store.trips, store.commands, store.conflicts, 0, 0, 0
 
         before = counts()
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -149,7 +151,7 @@ def run(backend: str, where: str, stream, procs: int, window: int = 0, batch: in
     pages = sum(r[0] for r in results)
     busy = max(r[1] for r in results)
     return (pages / busy, wall, 1000 * sum(r[2] for r in results) / pages, 1000 * servers / pages,
-            *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7, 8)))
+            *(sum(r[i] for r in results) / pages for i in (3, 4, 5, 6, 7, 8, 9)))
 
 
 def median_run(backend: str, make_where, stream, procs: int, repeat: int, window: int = 0, batch: int = 1):
@@ -321,7 +323,7 @@ def main(argv=None) -> int:
           f"over the slowest process's time; this machine has {os.cpu_count()} cores; the median of "
           f"{args.repeat} runs a row, each on a fresh index" + (f"; pages decided {args.batch} at a time" if args.batch > 1 else ""))
     print(f"{'backend':<16} {'P':>3} {'pages/s':>9} {'x LMDB':>7} {'wall s':>7} {'cpu ms/page':>12} {'redis ms/page':>14} "
-          f"{'trips/page':>11} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10} {'apart/page':>11}")
+          f"{'trips/page':>11} {'node trips/page':>16} {'commands/page':>14} {'reruns/page':>12} {'quiet/page':>11} {'same/page':>10} {'apart/page':>11}")
     for procs in [int(p) for p in args.procs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             lmdb_rate, lmdb_wall, lmdb_cpu, *_ = median_run("lmdb", lambda n: _lmdb_dir(tmp, n), stream, procs,
@@ -329,11 +331,11 @@ def main(argv=None) -> int:
             print(f"{'lmdb':<16} {procs:>3} {lmdb_rate:>9.0f} {1.0:>7.2f} {lmdb_wall:>7.1f} {lmdb_cpu:>12.2f}", flush=True)
             rows = [("redis", 1, False)] + [(f"redis cluster{'' if n == 3 else f' {n}'}", n, True) for n in clusters]
             for name, nodes, cluster in rows:
-                rate, wall, cpu, servers, trips, commands, reruns, quiet, same, apart = median_run(
+                rate, wall, cpu, servers, trips, node_trips, commands, reruns, quiet, same, apart = median_run(
                     name, lambda n, nodes=nodes, cluster=cluster: _redis(tmp, nodes, cluster), stream, procs,
                     args.repeat, args.window, args.batch)
                 print(f"{name:<16} {procs:>3} {rate:>9.0f} {rate / lmdb_rate:>7.2f} {wall:>7.1f} {cpu:>12.2f} "
-                      f"{servers:>14.2f} {trips:>11.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f} {apart:>11.2f}",
+                      f"{servers:>14.2f} {trips:>11.1f} {node_trips:>16.1f} {commands:>14.1f} {reruns:>12.3f} {quiet:>11.2f} {same:>10.2f} {apart:>11.2f}",
                       flush=True)
     return 0
 
